@@ -1,0 +1,27 @@
+"""skdp: scikit-learn-compatible differentially private estimators.
+
+Every estimator takes ``epsilon`` and ``delta``, calibrates its noise with the
+exact accountant in :mod:`skdp.accounting`, and reports what one fit spent in
+``privacy_spent_`` (a :class:`PrivacyCost`). Compose several fits on the same
+data with a :class:`PrivacyLedger`.
+"""
+
+from .accounting import PrivacyCost, PrivacyLedger
+from .exceptions import (
+    InsufficientSamplesError,
+    MechanismFailedError,
+    PrivacyLeakWarning,
+)
+from .linear_model import DPLogisticRegression
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "DPLogisticRegression",
+    "InsufficientSamplesError",
+    "MechanismFailedError",
+    "PrivacyCost",
+    "PrivacyLeakWarning",
+    "PrivacyLedger",
+    "__version__",
+]

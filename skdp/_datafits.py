@@ -1,0 +1,74 @@
+"""Datafits: the model-specific part of a gradient-based DP estimator.
+
+A datafit knows the per-record loss as a function of the linear predictor
+``z = X @ coef + intercept`` (shape ``(n, k)``) and nothing about privacy. The DP
+gradient-descent engine (:mod:`skdp._dpgd`) needs three members:
+
+``raw_grad(y, z)``
+    the per-record derivative of the loss w.r.t. ``z``, shape ``(n, k)``, not
+    averaged. Record i's gradient w.r.t. ``(coef, intercept)`` is the outer
+    product of ``raw_grad[i]`` with ``(x_i, 1)``, so its L2 norm is
+    ``||raw_grad[i]|| * sqrt(||x_i||² + 1)``: the engine clips it without ever
+    forming an ``n × d`` gradient matrix.
+``grad_bound``
+    an a-priori bound on ``||raw_grad[i]||`` for every label and predictor.
+``inverse_link(z)``
+    the model's prediction (mean or class probabilities) from ``z``.
+
+``value(y, z)`` (the mean loss) serves tests and examples only: no private
+code path ever reads a loss value.
+"""
+
+import numpy as np
+from scipy.special import expit, log_expit, log_softmax, softmax
+
+
+class BinomialLogistic:
+    """Logistic loss for labels ``y ∈ {0, 1}`` and one output (``k = 1``).
+
+    .. math:: \\ell(y, z) = \\log(1 + e^{z}) - y z, \\qquad
+              \\partial_z \\ell = \\sigma(z) - y \\in (-1, 1).
+    """
+
+    grad_bound = 1.0
+
+    def raw_grad(self, y, z):
+        return expit(z) - y[:, None]
+
+    def inverse_link(self, z):
+        return expit(z)
+
+    def value(self, y, z):
+        z = z[:, 0]
+        return float(np.mean(np.logaddexp(0.0, z) - y * z))
+
+    def log_proba(self, z):
+        """Columns ``[log P(y=0), log P(y=1)]`` from ``z`` of shape ``(n,)``."""
+        return np.column_stack([log_expit(-z), log_expit(z)])
+
+
+class MultinomialLogistic:
+    """Softmax cross-entropy for labels ``y ∈ {0, …, k-1}`` and ``k`` outputs.
+
+    .. math:: \\ell(y, z) = \\log \\sum_j e^{z_j} - z_y, \\qquad
+              \\nabla_z \\ell = \\mathrm{softmax}(z) - e_y,
+
+    whose norm is below ``sqrt(2)`` (``||p - e_y||² = (1 - p_y)² + Σ_{j≠y} p_j²
+    ≤ 2 (1 - p_y)²``).
+    """
+
+    grad_bound = float(np.sqrt(2.0))
+
+    def raw_grad(self, y, z):
+        g = softmax(z, axis=1)
+        g[np.arange(z.shape[0]), y] -= 1.0
+        return g
+
+    def inverse_link(self, z):
+        return softmax(z, axis=1)
+
+    def value(self, y, z):
+        return float(-np.mean(log_softmax(z, axis=1)[np.arange(z.shape[0]), y]))
+
+    def log_proba(self, z):
+        return log_softmax(z, axis=1)

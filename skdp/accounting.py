@@ -1,0 +1,638 @@
+"""Exact privacy accounting: Gaussian differential privacy and its conversions.
+
+This module is the single source of truth for how much noise skdp adds and for
+what a fitted model's guarantee is. Every estimator calibrates its noise here
+and reports its cost as a :class:`PrivacyCost`.
+
+The workhorse is Gaussian differential privacy (μ-GDP, Dong, Roth & Su 2022).
+A Gaussian mechanism with L2 sensitivity Δ and noise standard deviation σ is
+exactly (Δ/σ)-GDP, and ``T`` adaptively composed such steps are exactly
+``μ = sqrt(T)·Δ/σ``-GDP (Dong, Roth & Su 2022, Cor. 3.3). A μ-GDP mechanism is
+(ε, δ)-DP for every ε ≥ 0 with (Dong, Roth & Su 2022, Cor. 2.13; Balle & Wang
+2018, Thm. 8)
+
+.. math::
+
+    \\delta(\\varepsilon; \\mu) = \\Phi(-\\varepsilon/\\mu + \\mu/2)
+        - e^{\\varepsilon}\\,\\Phi(-\\varepsilon/\\mu - \\mu/2),
+
+and no smaller δ holds for that ε: the curve is tight. It is evaluated in log
+space (:func:`log_delta_from_mu`) so that ε in the hundreds does not overflow,
+and inverted by bracketed root finding whose result is then nudged, if needed,
+to the private side.
+
+Pure ε-DP pieces (e.g. Laplace noise) are not GDP; a composition that contains
+them is accounted for conservatively (:func:`compose`).
+
+References
+----------
+.. [1] J. Dong, A. Roth, W. J. Su. "Gaussian differential privacy". JRSS-B 84(1),
+   2022.
+.. [2] B. Balle, Y.-X. Wang. "Improving the Gaussian mechanism for differential
+   privacy: analytical calibration and optimal denoising". ICML 2018.
+.. [3] M. Bun, T. Steinke. "Concentrated differential privacy: simplifications,
+   extensions, and lower bounds". TCC 2016.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr
+
+from .exceptions import MechanismFailedError
+
+__all__ = [
+    "ADD_REMOVE",
+    "REPLACE_ONE",
+    "REPLACE_ONE_USER",
+    "PrivacyCost",
+    "PrivacyLedger",
+    "classical_gaussian_noise_multiplier",
+    "compose",
+    "delta_from_mu",
+    "epsilon_from_mu",
+    "epsilon_from_zcdp",
+    "gaussian_cost",
+    "gaussian_noise_multiplier",
+    "log_delta_from_mu",
+    "mu_from_epsilon",
+    "zcdp_from_epsilon",
+    "zcdp_from_pure_dp",
+]
+
+#: Neighbouring data sets differ by replacing one record (n is public).
+REPLACE_ONE = "replace one record"
+#: Neighbouring data sets differ by adding or removing one record.
+ADD_REMOVE = "add or remove one record"
+#: Neighbouring data sets differ by replacing all the records of one user.
+REPLACE_ONE_USER = "replace one user"
+
+_SENSITIVITY_FACTOR = {REPLACE_ONE: 2.0, ADD_REMOVE: 1.0, REPLACE_ONE_USER: 2.0}
+
+# brentq's tightest relative tolerance (it refuses anything below 4 * machine eps).
+_RTOL = 4 * np.finfo(float).eps
+
+
+def sensitivity_factor(adjacency):
+    """L2 sensitivity of a sum of vectors of norm ≤ 1 under ``adjacency``.
+
+    Replacing one record can move a clipped sum from ``+C u`` to ``-C u``: 2C.
+    Adding or removing one record moves it by at most C.
+    """
+    try:
+        return _SENSITIVITY_FACTOR[adjacency]
+    except KeyError:
+        raise ValueError(f"Unknown adjacency {adjacency!r}.") from None
+
+
+# ---------------------------------------------------------------------------
+# The exact (ε, δ) curve of μ-GDP and its inverses
+# ---------------------------------------------------------------------------
+
+
+def log_delta_from_mu(mu, epsilon):
+    """Natural log of the smallest δ such that μ-GDP implies (ε, δ)-DP.
+
+    Computes ``log Φ(a) + log(1 - exp(ε + log Φ(b) - log Φ(a)))`` with
+    ``a = -ε/μ + μ/2`` and ``b = -ε/μ - μ/2`` (Dong, Roth & Su 2022, Cor. 2.13),
+    which never forms ``e^ε`` and stays accurate where δ underflows.
+
+    Parameters
+    ----------
+    mu : float
+        GDP parameter, ``mu >= 0``.
+    epsilon : float
+        ``epsilon >= 0``.
+
+    Returns
+    -------
+    log_delta : float
+        ``-inf`` when δ is exactly 0 (``mu == 0`` or ``epsilon == inf``).
+    """
+    mu, epsilon = float(mu), float(epsilon)
+    if mu < 0 or epsilon < 0 or math.isnan(mu) or math.isnan(epsilon):
+        raise ValueError(f"Need mu >= 0 and epsilon >= 0; got {mu=}, {epsilon=}.")
+    if mu == 0.0 or math.isinf(epsilon):
+        return -math.inf
+    if math.isinf(mu):
+        return 0.0
+    a = -epsilon / mu + mu / 2.0
+    b = -epsilon / mu - mu / 2.0
+    log_phi_a = float(log_ndtr(a))
+    # log of e^ε Φ(b) / Φ(a); it is < 0 in exact arithmetic because δ > 0.
+    log_ratio = epsilon + float(log_ndtr(b)) - log_phi_a
+    if log_ratio >= 0.0:  # δ is below what float64 resolves at this point
+        return -math.inf
+    # log(1 - e^x): -expm1 is exact near x = 0, log1p(-exp) far from it.
+    if log_ratio > -math.log(2.0):
+        log_one_minus = math.log(-math.expm1(log_ratio))
+    else:
+        log_one_minus = math.log1p(-math.exp(log_ratio))
+    return log_phi_a + log_one_minus
+
+
+def delta_from_mu(mu, epsilon):
+    """Smallest δ such that a μ-GDP mechanism is (ε, δ)-DP.
+
+    Parameters
+    ----------
+    mu : float
+        GDP parameter, ``mu >= 0``.
+    epsilon : float
+        ``epsilon >= 0``.
+
+    Returns
+    -------
+    delta : float
+
+    Examples
+    --------
+    >>> from skdp.accounting import delta_from_mu
+    >>> round(delta_from_mu(1.0, 1.0), 6)
+    0.126936
+    """
+    return math.exp(log_delta_from_mu(mu, epsilon))
+
+
+def _check_delta(delta):
+    delta = float(delta)
+    if not 0.0 <= delta <= 1.0 or math.isnan(delta):
+        raise ValueError(f"delta must be in [0, 1]; got {delta}.")
+    return delta
+
+
+def epsilon_from_mu(mu, delta):
+    """Smallest ε such that a μ-GDP mechanism is (ε, δ)-DP.
+
+    Solves ``δ(ε; μ) = δ`` for ε by Brent's method on a bracket that is
+    widened geometrically until it holds the root, then moves the answer up,
+    if rounding left it on the wrong side, so that ``δ(ε; μ) <= δ`` always.
+
+    Parameters
+    ----------
+    mu : float
+        GDP parameter, ``mu >= 0``.
+    delta : float
+        Target δ in [0, 1].
+
+    Returns
+    -------
+    epsilon : float
+        ``inf`` if ``delta == 0`` and ``mu > 0`` (GDP never gives pure DP).
+
+    Examples
+    --------
+    >>> from skdp.accounting import epsilon_from_mu
+    >>> round(epsilon_from_mu(1.0, 1e-5), 5)
+    4.37718
+    """
+    mu, delta = float(mu), _check_delta(delta)
+    if mu < 0 or math.isnan(mu):
+        raise ValueError(f"mu must be >= 0; got {mu}.")
+    if mu == 0.0 or delta == 1.0:
+        return 0.0
+    if math.isinf(mu):
+        return math.inf
+    if delta == 0.0:
+        return math.inf
+    log_target = math.log(delta)
+
+    def gap(eps):  # decreasing in eps; the root is the answer
+        return log_delta_from_mu(mu, eps) - log_target
+
+    if gap(0.0) <= 0.0:
+        return 0.0
+    # The Gaussian tail gives a close upper guess; widen until it brackets.
+    hi = mu * mu / 2.0 + mu * math.sqrt(2.0 * math.log(1.0 / delta)) + 1e-12
+    while gap(hi) > 0.0:
+        hi *= 2.0
+    lo = hi / 2.0
+    while lo > 1e-300 and gap(lo) <= 0.0:
+        lo /= 2.0
+    eps = brentq(_finite(gap), lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
+    while gap(eps) > 0.0:  # rounding must err toward a larger (safer) ε
+        eps = np.nextafter(eps, math.inf) * (1.0 + 1e-15)
+    return float(eps)
+
+
+def mu_from_epsilon(epsilon, delta):
+    """Largest μ such that a μ-GDP mechanism is (ε, δ)-DP.
+
+    Solves ``δ(ε; μ) = δ`` for μ (δ increases with μ) on an expanding
+    bracket, then moves the answer down, if rounding left it on the wrong
+    side, so that ``δ(ε; μ) <= δ`` always.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target ε, ``epsilon >= 0``.
+    delta : float
+        Target δ in [0, 1].
+
+    Returns
+    -------
+    mu : float
+        0 when ``delta == 0`` (only an infinitely noisy Gaussian mechanism is
+        pure DP); ``inf`` when ``delta == 1``.
+
+    Examples
+    --------
+    >>> from skdp.accounting import mu_from_epsilon
+    >>> round(1 / mu_from_epsilon(1.0, 1e-5), 4)  # the analytic Gaussian mechanism
+    3.7306
+    """
+    epsilon, delta = float(epsilon), _check_delta(delta)
+    if epsilon < 0 or math.isnan(epsilon):
+        raise ValueError(f"epsilon must be >= 0; got {epsilon}.")
+    if delta == 0.0:
+        return 0.0
+    if delta == 1.0 or math.isinf(epsilon):
+        return math.inf
+    log_target = math.log(delta)
+
+    def gap(mu):  # increasing in mu; the root is the answer
+        return log_delta_from_mu(mu, epsilon) - log_target
+
+    hi = 1.0
+    while gap(hi) < 0.0:
+        hi *= 2.0
+        if hi > 1e12:
+            raise MechanismFailedError(f"No finite mu for {epsilon=}, {delta=}.")
+    lo = hi / 2.0
+    while gap(lo) > 0.0:
+        lo /= 2.0
+        if lo < 1e-300:
+            raise MechanismFailedError(f"No positive mu for {epsilon=}, {delta=}.")
+    mu = brentq(_finite(gap), lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
+    while gap(mu) > 0.0:  # rounding must err toward a smaller (safer) μ
+        mu = np.nextafter(mu, 0.0) * (1.0 - 1e-15)
+    return float(mu)
+
+
+def _finite(f):
+    """Wrap ``f`` so that brentq never sees ±inf (δ underflow far from the root)."""
+
+    def wrapped(x):
+        return float(np.clip(f(x), -1e300, 1e300))
+
+    return wrapped
+
+
+def gaussian_noise_multiplier(epsilon, delta, n_steps=1):
+    """Smallest noise multiplier σ/Δ for ``n_steps`` composed Gaussian steps.
+
+    Each step adds N(0, σ²) noise to a query of L2 sensitivity Δ; adaptively
+    composed they are ``sqrt(n_steps)·Δ/σ``-GDP, so the multiplier is
+    ``sqrt(n_steps) / mu_from_epsilon(epsilon, delta)``, nudged up until the
+    composition provably meets (ε, δ).
+
+    Parameters
+    ----------
+    epsilon : float
+        Target ε > 0.
+    delta : float
+        Target δ in (0, 1).
+    n_steps : int, default=1
+        Number of Gaussian steps composed.
+
+    Returns
+    -------
+    noise_multiplier : float
+
+    Examples
+    --------
+    >>> from skdp.accounting import gaussian_noise_multiplier
+    >>> round(gaussian_noise_multiplier(1.0, 1e-5), 4)
+    3.7306
+    >>> round(gaussian_noise_multiplier(1.0, 1e-5, n_steps=100), 2)
+    37.31
+    """
+    epsilon, delta = float(epsilon), _check_delta(delta)
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0; got {epsilon}.")
+    if not 0.0 < delta < 1.0:
+        raise ValueError(
+            f"delta must be in (0, 1) for Gaussian noise; got {delta}. "
+            "A Gaussian mechanism cannot be pure (delta=0) differentially private."
+        )
+    n_steps = int(n_steps)
+    if n_steps < 1:
+        raise ValueError(f"n_steps must be >= 1; got {n_steps}.")
+    mu = mu_from_epsilon(epsilon, delta)
+    z = math.sqrt(n_steps) / mu
+    while delta_from_mu(math.sqrt(n_steps) / z, epsilon) > delta:
+        z = np.nextafter(z, math.inf) * (1.0 + 1e-15)
+    return float(z)
+
+
+def classical_gaussian_noise_multiplier(epsilon, delta, n_steps=1):
+    """Noise multiplier of the classical Gaussian mechanism under basic composition.
+
+    Each of ``n_steps`` steps gets the budget (ε/T, δ/T) and the textbook
+    calibration σ/Δ = sqrt(2·log(2/δ'))/ε' (Cai, Wang & Zhang, Score Attack,
+    Example 2.1), i.e. ``sqrt(2·log(2T/δ))·T/ε``. This is how paper 003's
+    Algorithm 1 calibrates its noise; it is for reproducing that paper only.
+    The textbook analysis needs ε' ≤ 1, so callers must check the exact
+    guarantee of the noise they end up using (:func:`gaussian_cost`).
+
+    Examples
+    --------
+    >>> from skdp.accounting import classical_gaussian_noise_multiplier
+    >>> round(classical_gaussian_noise_multiplier(1.0, 1e-5), 4)
+    4.9409
+    """
+    epsilon, delta = float(epsilon), _check_delta(delta)
+    if not epsilon > 0 or not 0.0 < delta < 1.0:
+        raise ValueError(f"Need epsilon > 0 and 0 < delta < 1; got {epsilon}, {delta}.")
+    n_steps = int(n_steps)
+    return math.sqrt(2.0 * math.log(2.0 * n_steps / delta)) * n_steps / epsilon
+
+
+# ---------------------------------------------------------------------------
+# zCDP and pure DP
+# ---------------------------------------------------------------------------
+
+
+def epsilon_from_zcdp(rho, delta):
+    """ε such that ρ-zCDP implies (ε, δ)-DP: ``ρ + 2·sqrt(ρ·log(1/δ))``.
+
+    Bun & Steinke (2016), Prop. 1.3. Not tight; for Gaussian mechanisms use
+    the exact GDP curve (a Gaussian mechanism that is ρ-zCDP is sqrt(2ρ)-GDP).
+
+    Examples
+    --------
+    >>> from skdp.accounting import epsilon_from_zcdp
+    >>> round(epsilon_from_zcdp(0.5, 1e-5), 4)
+    5.2985
+    """
+    rho, delta = float(rho), _check_delta(delta)
+    if rho < 0:
+        raise ValueError(f"rho must be >= 0; got {rho}.")
+    if delta == 0.0:
+        return math.inf if rho > 0 else 0.0
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def zcdp_from_epsilon(epsilon, delta):
+    """Largest ρ such that ρ-zCDP implies (ε, δ)-DP via Bun & Steinke Prop. 1.3.
+
+    Inverts :func:`epsilon_from_zcdp`:
+    ``ρ = (sqrt(log(1/δ) + ε) - sqrt(log(1/δ)))²``.
+
+    Examples
+    --------
+    >>> from skdp.accounting import epsilon_from_zcdp, zcdp_from_epsilon
+    >>> round(epsilon_from_zcdp(zcdp_from_epsilon(1.0, 1e-6), 1e-6), 12)
+    1.0
+    """
+    epsilon, delta = float(epsilon), _check_delta(delta)
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1); got {delta}.")
+    log_inv = math.log(1.0 / delta)
+    return (math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2
+
+
+def zcdp_from_pure_dp(epsilon):
+    """An ε-DP mechanism is (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+    return float(epsilon) ** 2 / 2.0
+
+
+# ---------------------------------------------------------------------------
+# Costs, composition and the ledger
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrivacyCost:
+    """The privacy guarantee of one release, or of a composition of releases.
+
+    Parameters
+    ----------
+    epsilon : float
+        The release is (epsilon, delta)-DP.
+    delta : float
+        See ``epsilon``.
+    mu : float or None
+        If not None, the release is mu-GDP, which implies (ε, δ(ε; μ))-DP for
+        *every* ε (see :func:`delta_from_mu`); ``(epsilon, delta)`` is one point
+        of that curve. None when a part of the release is not Gaussian.
+    adjacency : str
+        The neighbouring relation the guarantee is stated for, e.g.
+        ``"replace one record"``.
+    mechanism : str
+        One line describing what was released.
+
+    Notes
+    -----
+    Costs compose with ``+`` (see :func:`compose`). Costs stated for different
+    adjacencies refuse to compose.
+
+    Examples
+    --------
+    >>> from skdp.accounting import PrivacyCost
+    >>> a = PrivacyCost.from_gdp(0.3, delta=1e-6, adjacency="replace one record")
+    >>> b = PrivacyCost.from_gdp(0.4, delta=1e-6, adjacency="replace one record")
+    >>> round((a + b).mu, 12)
+    0.5
+    """
+
+    epsilon: float
+    delta: float
+    mu: float | None = None
+    adjacency: str = REPLACE_ONE
+    mechanism: str = ""
+
+    def __post_init__(self):
+        if not self.epsilon >= 0:
+            raise ValueError(f"epsilon must be >= 0; got {self.epsilon}.")
+        if not 0.0 <= self.delta <= 1.0:
+            raise ValueError(f"delta must be in [0, 1]; got {self.delta}.")
+        if self.mu is not None and not self.mu >= 0:
+            raise ValueError(f"mu must be >= 0; got {self.mu}.")
+
+    @classmethod
+    def from_gdp(cls, mu, *, delta, adjacency=REPLACE_ONE, mechanism=""):
+        """The cost of a μ-GDP release, reported at ``delta``."""
+        mu = float(mu)
+        return cls(epsilon_from_mu(mu, delta), float(delta), mu, adjacency, mechanism)
+
+    @property
+    def rho(self):
+        """zCDP parameter ρ = μ²/2 of a GDP cost (None otherwise)."""
+        return None if self.mu is None else self.mu**2 / 2.0
+
+    def epsilon_at(self, delta):
+        """ε at another δ: exact for GDP costs, else only for larger δ."""
+        if self.mu is not None:
+            return epsilon_from_mu(self.mu, delta)
+        if delta >= self.delta:
+            return self.epsilon
+        raise ValueError(
+            "This cost is not GDP; its epsilon is only known at "
+            f"delta >= {self.delta}."
+        )
+
+    def __add__(self, other):
+        if not isinstance(other, PrivacyCost):
+            return NotImplemented
+        return compose([self, other])
+
+    def __str__(self):
+        mu = "" if self.mu is None else f", mu={self.mu:.6g}"
+        return (
+            f"({self.epsilon:.6g}, {self.delta:.3g})-DP{mu} under "
+            f"'{self.adjacency}' adjacency: {self.mechanism}"
+        )
+
+
+def gaussian_cost(noise_multiplier, n_steps, *, delta, adjacency, mechanism=""):
+    """Cost of ``n_steps`` Gaussian steps with noise std = multiplier × sensitivity.
+
+    The steps compose exactly to ``mu = sqrt(n_steps) / noise_multiplier``-GDP,
+    reported as (ε, ``delta``)-DP.
+
+    Examples
+    --------
+    >>> from skdp.accounting import gaussian_cost
+    >>> cost = gaussian_cost(10.0, 100, delta=1e-5, adjacency="replace one record")
+    >>> cost.mu, round(cost.epsilon, 5)
+    (1.0, 4.37718)
+    """
+    noise_multiplier = float(noise_multiplier)
+    if noise_multiplier < 0:
+        raise ValueError(f"noise_multiplier must be >= 0; got {noise_multiplier}.")
+    mu = math.inf if noise_multiplier == 0 else math.sqrt(n_steps) / noise_multiplier
+    return PrivacyCost.from_gdp(
+        mu, delta=delta, adjacency=adjacency, mechanism=mechanism
+    )
+
+
+def compose(costs: Iterable[PrivacyCost], *, delta=None):
+    """Compose the guarantees of several releases on the same data.
+
+    * All parts GDP: exact, ``mu = sqrt(sum mu_i²)`` (Dong, Roth & Su 2022,
+      Cor. 3.3), reported at ``delta`` (default: the sum of the parts' δ).
+    * Otherwise the GDP parts are composed exactly and reported at the sum of
+      their δ's; the other parts add up by basic composition
+      (Dwork & Roth 2014, Thm. 3.16); the two totals add up again by basic
+      composition. If ``delta`` is given, the GDP parts are reported at
+      ``delta`` minus the other parts' δ.
+
+    Parameters
+    ----------
+    costs : iterable of PrivacyCost
+        Must all share one adjacency.
+    delta : float, optional
+        The total δ to report at.
+
+    Returns
+    -------
+    PrivacyCost
+    """
+    costs = list(costs)
+    if not costs:
+        raise ValueError("Nothing to compose.")
+    adjacencies = {c.adjacency for c in costs}
+    if len(adjacencies) > 1:
+        raise ValueError(
+            f"Cannot compose guarantees stated for different adjacencies: "
+            f"{sorted(adjacencies)}."
+        )
+    (adjacency,) = adjacencies
+    mechanism = f"composition of {len(costs)} releases"
+    gdp = [c for c in costs if c.mu is not None]
+    other = [c for c in costs if c.mu is None]
+    mu = math.sqrt(sum(c.mu**2 for c in gdp))
+    other_eps = sum(c.epsilon for c in other)
+    other_delta = sum(c.delta for c in other)
+    if delta is None:
+        gdp_delta = min(1.0, sum(c.delta for c in gdp))
+    else:
+        gdp_delta = float(delta) - other_delta
+        if gdp_delta < 0 or (gdp and gdp_delta <= 0 < mu):
+            raise ValueError(
+                f"delta={delta} is too small: the non-Gaussian parts alone "
+                f"spend delta={other_delta}."
+            )
+    if not other:
+        return PrivacyCost.from_gdp(
+            mu, delta=gdp_delta, adjacency=adjacency, mechanism=mechanism
+        )
+    gdp_eps = epsilon_from_mu(mu, gdp_delta) if gdp else 0.0
+    total_delta = min(1.0, other_delta + (gdp_delta if gdp else 0.0))
+    return PrivacyCost(gdp_eps + other_eps, total_delta, None, adjacency, mechanism)
+
+
+class PrivacyLedger:
+    """A running total of the privacy spent on one data set.
+
+    Feed it fitted estimators (their ``privacy_spent_``) or
+    :class:`PrivacyCost` objects with :meth:`record`; read the composed total
+    with :meth:`total`. The ledger lives outside every estimator's parameters
+    on purpose: ``sklearn.base.clone`` deep-copies parameters, so an
+    accountant passed as a parameter would be silently forked by
+    ``GridSearchCV``.
+
+    Parameters
+    ----------
+    delta : float, optional
+        The δ at which :meth:`total` reports ε. Default: the sum of the
+        recorded δ's.
+
+    Examples
+    --------
+    >>> from skdp.accounting import PrivacyCost, PrivacyLedger
+    >>> ledger = PrivacyLedger(delta=1e-5)
+    >>> cost = PrivacyCost.from_gdp(0.5, delta=1e-5)
+    >>> ledger.record(cost).record(cost)
+    PrivacyLedger(2 releases: (3.13..., 1e-05)-DP, mu=0.7071...)
+    """
+
+    def __init__(self, delta=None):
+        self.delta = delta
+        self._costs = []
+
+    def record(self, spent):
+        """Add one release: a fitted skdp estimator or a :class:`PrivacyCost`."""
+        cost = getattr(spent, "privacy_spent_", spent)
+        if not isinstance(cost, PrivacyCost):
+            raise TypeError(
+                "record() takes a fitted skdp estimator or a PrivacyCost; got "
+                f"{type(spent).__name__}."
+            )
+        if self._costs and cost.adjacency != self._costs[0].adjacency:
+            raise ValueError(
+                f"This ledger accounts under '{self._costs[0].adjacency}' "
+                f"adjacency; got a cost under '{cost.adjacency}'."
+            )
+        self._costs.append(cost)
+        return self
+
+    @property
+    def costs(self):
+        """The recorded costs, in order."""
+        return tuple(self._costs)
+
+    def __len__(self):
+        return len(self._costs)
+
+    def total(self):
+        """The composed cost of everything recorded (see :func:`compose`)."""
+        if not self._costs:
+            return PrivacyCost(0.0, 0.0, 0.0, REPLACE_ONE, "nothing released")
+        return compose(self._costs, delta=self.delta)
+
+    def __repr__(self):
+        if not self._costs:
+            return "PrivacyLedger(empty)"
+        t = self.total()
+        mu = "" if t.mu is None else f", mu={t.mu:.6g}"
+        return (
+            f"PrivacyLedger({len(self)} releases: ({t.epsilon:.6g}, {t.delta:.3g})-DP"
+            f"{mu})"
+        )
