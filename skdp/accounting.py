@@ -473,8 +473,7 @@ class PrivacyCost:
         if delta >= self.delta:
             return self.epsilon
         raise ValueError(
-            "This cost is not GDP; its epsilon is only known at "
-            f"delta >= {self.delta}."
+            f"This cost is not GDP; its epsilon is only known at delta >= {self.delta}."
         )
 
     def __add__(self, other):

@@ -1,6 +1,5 @@
 """DPLogisticRegression: noisy gradient descent for logistic regression."""
 
-
 from numbers import Integral, Real
 
 import numpy as np
@@ -341,5 +340,3 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             Probabilities; rows sum to one.
         """
         return np.exp(self.predict_log_proba(X))
-
-
