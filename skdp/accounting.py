@@ -154,7 +154,7 @@ def delta_from_mu(mu, epsilon):
     --------
     >>> from skdp.accounting import delta_from_mu
     >>> round(delta_from_mu(1.0, 1.0), 6)
-    0.126936
+    0.126937
     """
     return math.exp(log_delta_from_mu(mu, epsilon))
 
@@ -589,7 +589,7 @@ class PrivacyLedger:
     >>> ledger = PrivacyLedger(delta=1e-5)
     >>> cost = PrivacyCost.from_gdp(0.5, delta=1e-5)
     >>> ledger.record(cost).record(cost)
-    PrivacyLedger(2 releases: (3.13..., 1e-05)-DP, mu=0.7071...)
+    PrivacyLedger(2 releases: (2.94..., 1e-05)-DP, mu=0.7071...)
     """
 
     def __init__(self, delta=None):

@@ -145,8 +145,8 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     ((1, 5), 20)
     >>> round(clf.privacy_spent_.epsilon, 6), clf.privacy_spent_.adjacency
     (1.0, 'replace one record')
-    >>> round(clf.score(X, y), 1)
-    0.9
+    >>> clf.score(X, y) > 0.9
+    True
     """
 
     _parameter_constraints = {
