@@ -160,7 +160,9 @@ def test_without_intercept_the_intercept_stays_zero():
     np.testing.assert_array_equal(intercept, 0.0)
 
 
-@pytest.mark.parametrize(("adjacency", "factor"), [(REPLACE_ONE, 2.0), (ADD_REMOVE, 1.0)])
+@pytest.mark.parametrize(
+    ("adjacency", "factor"), [(REPLACE_ONE, 2.0), (ADD_REMOVE, 1.0)]
+)
 def test_noise_std_is_multiplier_times_sensitivity(adjacency, factor):
     # With X = 0 and no intercept every gradient is 0, so after one step from
     # 0 the iterate is -lr * noise / n: its spread is the noise's spread.

@@ -55,10 +55,10 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     fit_intercept : bool, default=True
         Whether to fit an intercept (it shares the clipping of the record's
         gradient, at no extra privacy cost).
-    max_iter : int, default=20
+    max_iter : int, default=50
         Number of gradient steps; each is paid for, so more steps mean more
         noise per step. The model is private whether or not it has converged.
-    learning_rate : float, default=2.0
+    learning_rate : float, default=3.0
         Step size applied to the mean (clipped, noisy) gradient.
     classes : array-like of shape (n_classes,), default=None
         The label set. If None it is inferred from ``y``, which then counts as
@@ -142,7 +142,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     >>> X = StandardScaler().fit_transform(X)
     >>> clf = DPLogisticRegression(epsilon=1.0, delta=1e-6, random_state=0).fit(X, y)
     >>> clf.coef_.shape, clf.n_iter_
-    ((1, 5), 20)
+    ((1, 5), 50)
     >>> round(clf.privacy_spent_.epsilon, 6), clf.privacy_spent_.adjacency
     (1.0, 'replace one record')
     >>> clf.score(X, y) > 0.9
@@ -169,8 +169,8 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         clip_norm=1.0,
         alpha=1e-3,
         fit_intercept=True,
-        max_iter=20,
-        learning_rate=2.0,
+        max_iter=50,
+        learning_rate=3.0,
         classes=None,
         random_state=None,
         verbose=0,
