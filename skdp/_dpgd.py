@@ -48,7 +48,7 @@ def clip_scale(raw_grad, row_norm, clip_norm):
     so its norm is ``||raw_grad[i]|| · row_norm[i]``: one scalar per record.
     """
     norms = np.sqrt(np.einsum("ij,ij->i", raw_grad, raw_grad)) * row_norm
-    return np.minimum(1.0, clip_norm / np.maximum(norms, np.finfo(float).tiny))
+    return clip_norm / np.maximum(norms, clip_norm)  # = min(1, C/norm), no 0/0
 
 
 def dpgd(

@@ -7,9 +7,8 @@ and reports its cost as a :class:`PrivacyCost`.
 The workhorse is Gaussian differential privacy (μ-GDP, Dong, Roth & Su 2022).
 A Gaussian mechanism with L2 sensitivity Δ and noise standard deviation σ is
 exactly (Δ/σ)-GDP, and ``T`` adaptively composed such steps are exactly
-``μ = sqrt(T)·Δ/σ``-GDP (Dong, Roth & Su 2022, Cor. 3.3). A μ-GDP mechanism is
-(ε, δ)-DP for every ε ≥ 0 with (Dong, Roth & Su 2022, Cor. 2.13; Balle & Wang
-2018, Thm. 8)
+``μ = sqrt(T)·Δ/σ``-GDP ([1]_, Cor. 3.3). A μ-GDP mechanism is (ε, δ)-DP for
+every ε ≥ 0 with ([1]_, Cor. 2.13; [2]_, Thm. 8)
 
 .. math::
 
@@ -22,7 +21,8 @@ and inverted by bracketed root finding whose result is then nudged, if needed,
 to the private side.
 
 Pure ε-DP pieces (e.g. Laplace noise) are not GDP; a composition that contains
-them is accounted for conservatively (:func:`compose`).
+them is accounted for conservatively (:func:`compose`). zCDP conversions follow
+[3]_.
 
 References
 ----------
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr
+from scipy.special import erfcx, log_ndtr
 
 from .exceptions import MechanismFailedError
 
@@ -73,6 +73,8 @@ ADD_REMOVE = "add or remove one record"
 REPLACE_ONE_USER = "replace one user"
 
 _SENSITIVITY_FACTOR = {REPLACE_ONE: 2.0, ADD_REMOVE: 1.0, REPLACE_ONE_USER: 2.0}
+
+_SQRT2 = math.sqrt(2.0)
 
 # brentq's tightest relative tolerance (it refuses anything below 4 * machine eps).
 _RTOL = 4 * np.finfo(float).eps
@@ -124,8 +126,15 @@ def log_delta_from_mu(mu, epsilon):
     a = -epsilon / mu + mu / 2.0
     b = -epsilon / mu - mu / 2.0
     log_phi_a = float(log_ndtr(a))
-    # log of e^ε Φ(b) / Φ(a); it is < 0 in exact arithmetic because δ > 0.
-    log_ratio = epsilon + float(log_ndtr(b)) - log_phi_a
+    # log of e^ε Φ(b) / Φ(a), < 0 in exact arithmetic because δ > 0. With
+    # Φ(x) = erfcx(-x/√2) e^{-x²/2} / 2 and b² - a² = 2ε exactly, the ε and the
+    # Gaussian exponents cancel analytically, leaving a difference of two
+    # moderate logs instead of two huge ones (no cancellation where δ
+    # underflows). erfcx(-a/√2) overflows only for a > 37; there Φ(a) ≈ 1.
+    if a < 30.0:
+        log_ratio = float(np.log(erfcx(-b / _SQRT2)) - np.log(erfcx(-a / _SQRT2)))
+    else:
+        log_ratio = epsilon + float(log_ndtr(b)) - log_phi_a
     if log_ratio >= 0.0:  # δ is below what float64 resolves at this point
         return -math.inf
     # log(1 - e^x): -expm1 is exact near x = 0, log1p(-exp) far from it.
@@ -215,7 +224,7 @@ def epsilon_from_mu(mu, delta):
     while lo > 1e-300 and gap(lo) <= 0.0:
         lo /= 2.0
     eps = brentq(_finite(gap), lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
-    while gap(eps) > 0.0:  # rounding must err toward a larger (safer) ε
+    while delta_from_mu(mu, eps) > delta:  # rounding must err toward a safer ε
         eps = np.nextafter(eps, math.inf) * (1.0 + 1e-15)
     return float(eps)
 
@@ -269,7 +278,7 @@ def mu_from_epsilon(epsilon, delta):
         if lo < 1e-300:
             raise MechanismFailedError(f"No positive mu for {epsilon=}, {delta=}.")
     mu = brentq(_finite(gap), lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
-    while gap(mu) > 0.0:  # rounding must err toward a smaller (safer) μ
+    while delta_from_mu(mu, epsilon) > delta:  # rounding must err toward safer μ
         mu = np.nextafter(mu, 0.0) * (1.0 - 1e-15)
     return float(mu)
 
@@ -323,6 +332,8 @@ def gaussian_noise_multiplier(epsilon, delta, n_steps=1):
     n_steps = int(n_steps)
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1; got {n_steps}.")
+    if math.isinf(epsilon):
+        return 0.0
     mu = mu_from_epsilon(epsilon, delta)
     z = math.sqrt(n_steps) / mu
     while delta_from_mu(math.sqrt(n_steps) / z, epsilon) > delta:
@@ -335,8 +346,9 @@ def classical_gaussian_noise_multiplier(epsilon, delta, n_steps=1):
 
     Each of ``n_steps`` steps gets the budget (ε/T, δ/T) and the textbook
     calibration σ/Δ = sqrt(2·log(2/δ'))/ε' (Cai, Wang & Zhang, Score Attack,
-    Example 2.1), i.e. ``sqrt(2·log(2T/δ))·T/ε``. This is how paper 003's
-    Algorithm 1 calibrates its noise; it is for reproducing that paper only.
+    Example 2.1), i.e. ``sqrt(2·log(2T/δ))·T/ε``. This is how Algorithm 1 of
+    Cai, Wang & Zhang (Score Attack) calibrates its noise; it is for
+    reproducing that paper only.
     The textbook analysis needs ε' ≤ 1, so callers must check the exact
     guarantee of the noise they end up using (:func:`gaussian_cost`).
 
@@ -371,7 +383,7 @@ def epsilon_from_zcdp(rho, delta):
     5.2985
     """
     rho, delta = float(rho), _check_delta(delta)
-    if rho < 0:
+    if not rho >= 0:
         raise ValueError(f"rho must be >= 0; got {rho}.")
     if delta == 0.0:
         return math.inf if rho > 0 else 0.0
@@ -391,6 +403,8 @@ def zcdp_from_epsilon(epsilon, delta):
     1.0
     """
     epsilon, delta = float(epsilon), _check_delta(delta)
+    if not epsilon >= 0:
+        raise ValueError(f"epsilon must be >= 0; got {epsilon}.")
     if not 0.0 < delta < 1.0:
         raise ValueError(f"delta must be in (0, 1); got {delta}.")
     log_inv = math.log(1.0 / delta)
@@ -399,7 +413,10 @@ def zcdp_from_epsilon(epsilon, delta):
 
 def zcdp_from_pure_dp(epsilon):
     """An ε-DP mechanism is (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
-    return float(epsilon) ** 2 / 2.0
+    epsilon = float(epsilon)
+    if not epsilon >= 0:
+        raise ValueError(f"epsilon must be >= 0; got {epsilon}.")
+    return epsilon**2 / 2.0
 
 
 # ---------------------------------------------------------------------------

@@ -42,10 +42,11 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         Privacy parameter δ in (0, 1); should be well below ``1/n_samples``.
     accounting : {"exact", "paper"}, default="exact"
         ``"exact"`` uses the smallest noise for which the ``max_iter`` steps are
-        (ε, δ)-DP (μ-GDP, tight). ``"paper"`` reproduces Algorithm 1 of paper 003:
-        basic composition of classical Gaussian mechanisms with the paper's
-        sensitivity constant, about 10-40× more noise. Either way
-        ``privacy_spent_`` reports the exact guarantee of the noise used.
+        (ε, δ)-DP (μ-GDP, tight). ``"paper"`` reproduces Algorithm 1 of Cai,
+        Wang & Zhang (Score Attack): basic composition of classical Gaussian
+        mechanisms with the paper's sensitivity constant (about 40× more noise
+        at 50 steps, 5× at one step). Either way ``privacy_spent_`` reports
+        the exact guarantee of the noise used.
     clip_norm : float, default=1.0
         Each record's gradient w.r.t. ``(coef_, intercept_)`` is clipped to this
         L2 norm. It bounds one record's influence, so it sets the noise scale;
@@ -81,13 +82,17 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         Number of noisy gradient steps run (= ``max_iter``).
     noise_multiplier_ : float
         Noise standard deviation divided by the L2 sensitivity ``2 * clip_norm``
-        of one step's gradient sum.
+        of one step's gradient sum. To recompute the guarantee with
+        dp-accounting, compose ``GaussianDpEvent(noise_multiplier_)``
+        ``n_iter_`` times in an accountant with the default add/remove
+        relation (the factor 2 of replace-one is already inside this ratio);
+        a replace-one accountant needs ``2 * noise_multiplier_``.
     privacy_spent_ : PrivacyCost
         The exact guarantee of this fit: ``epsilon``, ``delta``,
         ``mu = sqrt(n_iter_) / noise_multiplier_``, adjacency and mechanism.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string column names.
 
     See Also
@@ -112,7 +117,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     **Clipping.** Features are not bounded; each record's gradient
     ``(softmax(z) - e_y) ⊗ (x, 1)`` is scaled down to norm ``clip_norm`` when
     larger. Standardise the features: with d standardised features a
-    gradient has norm up to about ``sqrt(d)``, and the default ``clip_norm=1``
+    gradient typically has norm about ``sqrt(d)``, and the default ``clip_norm=1``
     then favours records near the decision boundary (a robust loss); the
     noise is independent of d, n and the data.
 

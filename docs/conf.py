@@ -1,0 +1,128 @@
+"""Sphinx configuration for the skdp documentation.
+
+Build with ``python -m sphinx -b html docs docs/_build/html`` (or ``make html``
+inside ``docs/``) after ``pip install -e ".[docs]"``.
+"""
+
+import importlib.util
+import os
+from pathlib import Path
+
+import skdp
+
+# -- Project information ---------------------------------------------------
+
+project = "skdp"
+author = "skdp developers"
+copyright = "skdp developers"
+release = skdp.__version__
+version = ".".join(release.split(".")[:2])
+
+# -- General configuration -------------------------------------------------
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+]
+
+# myst-parser is optional (it is not in the ``docs`` extra). With it the
+# benchmark tables in benchmarks.md are rendered; without it they are shown
+# as Markdown source. See ``_benchmarks_page`` below.
+HAVE_MYST = importlib.util.find_spec("myst_parser") is not None
+if HAVE_MYST:
+    extensions.append("myst_parser")
+
+source_suffix = {".rst": "restructuredtext"}
+templates_path = ["_templates"]
+# benchmarks.md is pulled into benchmarks.rst, never built as a page of its own.
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "benchmarks.md"]
+root_doc = "index"
+default_role = "literal"
+
+# -- autodoc / autosummary / numpydoc ---------------------------------------
+
+autosummary_generate = True
+autodoc_default_options = {"members": True}
+autodoc_typehints = "none"
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+
+# -- intersphinx ------------------------------------------------------------
+
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3", None),
+    "numpy": ("https://numpy.org/doc/stable/", None),
+    "scipy": ("https://docs.scipy.org/doc/scipy/", None),
+    "sklearn": ("https://scikit-learn.org/stable/", None),
+}
+# A build without network access still succeeds, with unresolved links.
+intersphinx_timeout = 10
+
+# -- sphinx-gallery ---------------------------------------------------------
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "doc_module": "skdp",
+    "backreferences_dir": "generated",
+    "reference_url": {"skdp": None},
+    "within_subsection_order": "FileNameSortKey",
+    "filename_pattern": r"/plot_",
+    "remove_config_comments": True,
+    "show_memory": False,
+    # Keep generated files out of the source tree (docs/sg_execution_times.rst
+    # is not gitignored; auto_examples/ and generated/ are).
+    "write_computation_times": False,
+}
+# Force a non-interactive matplotlib backend while the gallery runs.
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+# -- HTML output ------------------------------------------------------------
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"skdp {release}"
+html_theme_options = {
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+}
+html_show_sourcelink = False
+
+
+# -- The benchmarks page ------------------------------------------------------
+
+
+def _benchmarks_page(app, docname, source):
+    """Fill the placeholder in benchmarks.rst with benchmarks.md, if it exists.
+
+    Rendered as Markdown when myst-parser is installed, shown as its source
+    otherwise, and replaced by a note when the file has not been written yet.
+    """
+    if docname != "benchmarks":
+        return
+    placeholder = ".. benchmarks-md-goes-here"
+    title = "Benchmarks\n==========\n\n"
+    if not (Path(app.srcdir) / "benchmarks.md").is_file():
+        body = title + (
+            ".. note::\n\n   The benchmark tables (``docs/benchmarks.md``) have not\n"
+            "   been generated in this checkout yet.\n"
+        )
+    elif HAVE_MYST:
+        # The Markdown file brings its own title.
+        body = ".. include:: benchmarks.md\n   :parser: myst_parser.sphinx_\n"
+    else:
+        body = title + (
+            "The tables below are the Markdown source of ``docs/benchmarks.md``\n"
+            "(install ``myst-parser`` to have them rendered).\n\n"
+            ".. literalinclude:: benchmarks.md\n   :language: markdown\n"
+        )
+    source[0] = source[0].replace(placeholder, body)
+
+
+def setup(app):
+    # include/literalinclude record benchmarks.md as a dependency of the page,
+    # so editing it triggers a rebuild of benchmarks.html.
+    app.connect("source-read", _benchmarks_page)
