@@ -37,6 +37,7 @@ References
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -173,6 +174,14 @@ def _check_delta(delta):
     if not 0.0 <= delta <= 1.0 or math.isnan(delta):
         raise ValueError(f"delta must be in [0, 1]; got {delta}.")
     return delta
+
+
+def _check_n_steps(n_steps):
+    if isinstance(n_steps, bool) or not isinstance(n_steps, numbers.Integral):
+        raise ValueError(f"n_steps must be an integer; got {n_steps!r}.")
+    if n_steps < 1:
+        raise ValueError(f"n_steps must be >= 1; got {n_steps}.")
+    return int(n_steps)
 
 
 def epsilon_from_mu(mu, delta):
@@ -329,9 +338,7 @@ def gaussian_noise_multiplier(epsilon, delta, n_steps=1):
             f"delta must be in (0, 1) for Gaussian noise; got {delta}. "
             "A Gaussian mechanism cannot be pure (delta=0) differentially private."
         )
-    n_steps = int(n_steps)
-    if n_steps < 1:
-        raise ValueError(f"n_steps must be >= 1; got {n_steps}.")
+    n_steps = _check_n_steps(n_steps)
     if math.isinf(epsilon):
         return 0.0
     mu = mu_from_epsilon(epsilon, delta)
@@ -361,7 +368,7 @@ def classical_gaussian_noise_multiplier(epsilon, delta, n_steps=1):
     epsilon, delta = float(epsilon), _check_delta(delta)
     if not epsilon > 0 or not 0.0 < delta < 1.0:
         raise ValueError(f"Need epsilon > 0 and 0 < delta < 1; got {epsilon}, {delta}.")
-    n_steps = int(n_steps)
+    n_steps = _check_n_steps(n_steps)
     return math.sqrt(2.0 * math.log(2.0 * n_steps / delta)) * n_steps / epsilon
 
 

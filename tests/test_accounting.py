@@ -1,0 +1,786 @@
+"""Tests for :mod:`skdp.accounting`.
+
+Three independent oracles check the exact μ-GDP accounting:
+
+* dp-accounting's analytic Gaussian mechanism (``get_epsilon_gaussian``,
+  ``get_sigma_gaussian``; Balle & Wang 2018), to 1e-6 relative;
+* dp-accounting's numerical PLD accountant, which is pessimistic (it never
+  reports less than the true ε) and whose discretisation error is stated where
+  it is used;
+* the (ε, δ) curve of μ-GDP evaluated in mpmath at 50 significant digits.
+
+Interop mapping. skdp's noise multiplier is σ/Δ, where Δ is the L2 sensitivity
+of one step under the stated adjacency (``sensitivity_factor(adjacency)·C`` for
+a sum of records clipped to norm C). dp-accounting's ``GaussianDpEvent(z)``
+means σ = z·C, with the neighbouring relation given to the accountant
+separately. Under add/remove Δ = C, so both are the same number; under
+replace-one Δ = 2C, so skdp's multiplier z is ``GaussianDpEvent(2·z)`` with
+``NeighboringRelation.REPLACE_ONE`` (the PLD accountant uses sensitivity 2C
+there). A single Gaussian mechanism with multiplier z is (1/z)-GDP and T of
+them compose to exactly μ = √T/z (Dong, Roth & Su 2022, Cor. 3.3).
+
+Nothing here is random, so no test needs a seed.
+"""
+
+import dataclasses
+import itertools
+import math
+
+import dp_accounting
+import mpmath
+import numpy as np
+import pytest
+from dp_accounting.pld import pld_privacy_accountant
+
+from skdp import accounting
+from skdp.accounting import (
+    ADD_REMOVE,
+    REPLACE_ONE,
+    REPLACE_ONE_USER,
+    PrivacyCost,
+    PrivacyLedger,
+    classical_gaussian_noise_multiplier,
+    compose,
+    delta_from_mu,
+    epsilon_from_mu,
+    epsilon_from_zcdp,
+    gaussian_cost,
+    gaussian_noise_multiplier,
+    log_delta_from_mu,
+    mu_from_epsilon,
+    zcdp_from_epsilon,
+    zcdp_from_pure_dp,
+)
+
+NeighboringRelation = dp_accounting.NeighboringRelation
+
+# The acceptance criterion: agreement with an exact oracle to 1e-6 relative.
+ORACLE_RTOL = 1e-6
+# Round trips invert a root finder run at brentq's tightest tolerance; 1e-9
+# relative leaves room for the conditioning of the curve at extreme inputs
+# (the worst observed is ~6e-12, at μ = 1e-4).
+ROUND_TRIP_RTOL = 1e-9
+
+DELTAS = [1e-12, 1e-8, 1e-5, 0.01]
+EPSILONS = [1e-3, 0.1, 1.0, 10.0, 100.0]
+MUS = [1e-4, 0.01, 1.0, 10.0, 50.0]
+N_STEPS = [1, 10, 1000]
+
+
+# ---------------------------------------------------------------------------
+# Oracles
+# ---------------------------------------------------------------------------
+
+# PLD discretisation. The PLD accountant rounds privacy losses pessimistically
+# onto a grid of this spacing ("connect the dots"), so its ε is an upper bound
+# on the true ε that exceeds it by O(interval²): about 0.4–2.5·interval² in
+# every configuration tried, i.e. ≤ 3e-8 absolute at 1e-4. Every PLD point
+# below has ε ≥ 0.5, so the exact value must lie within PLD_RTOL = 1e-6
+# relative *below* the PLD value (≥ 15x headroom), and never above it beyond
+# float rounding (PLD_FLOOR_RTOL).
+PLD_INTERVAL = 1e-4
+PLD_RTOL = 1e-6
+PLD_FLOOR_RTOL = 1e-12
+# Calibration searches call the accountant ~40 times, so they use a coarser
+# grid: at 1e-3 the calibrated multipliers agree with the exact ones to ~1e-9
+# relative (ε error ≈ interval² moves z by much less), still well inside 1e-6.
+PLD_CALIBRATION_INTERVAL = 1e-3
+
+
+def pld_epsilon(event, delta, relation=NeighboringRelation.ADD_OR_REMOVE_ONE):
+    accountant = pld_privacy_accountant.PLDAccountant(
+        relation, value_discretization_interval=PLD_INTERVAL
+    )
+    accountant.compose(event)
+    return accountant.get_epsilon(delta)
+
+
+def assert_pld_agrees(pld_value, exact_value):
+    """PLD is pessimistic: ``exact <= pld <= exact·(1 + PLD_RTOL)``."""
+    assert pld_value >= exact_value * (1 - PLD_FLOOR_RTOL)
+    assert pld_value <= exact_value * (1 + PLD_RTOL)
+
+
+def _mp_terms(mu, epsilon):
+    mu, epsilon = mpmath.mpf(mu), mpmath.mpf(epsilon)
+    a = -epsilon / mu + mu / 2
+    b = -epsilon / mu - mu / 2
+    return a, mpmath.exp(epsilon) * mpmath.ncdf(b)
+
+
+def mp_delta(mu, epsilon):
+    """δ(ε; μ) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) at 50 significant digits.
+
+    50 digits absorb the cancellation between the two terms on the whole grid
+    (their ratio is 1 − O(μ²/ε), at worst 1 − 1e-10 here).
+    """
+    with mpmath.workdps(50):
+        a, tail = _mp_terms(mu, epsilon)
+        return mpmath.ncdf(a) - tail
+
+
+def mp_log_delta(mu, epsilon):
+    """log δ(ε; μ); for a > 0 as log1p(−Φ(−a) − e^ε Φ(b)), which resolves
+    1 − δ even when it is 1e-200 (50 digits of δ itself would round it to 1).
+    """
+    with mpmath.workdps(50):
+        a, tail = _mp_terms(mu, epsilon)
+        if a > 0:
+            return float(mpmath.log1p(-(mpmath.ncdf(-a) + tail)))
+        return float(mpmath.log(mpmath.ncdf(a) - tail))
+
+
+# ---------------------------------------------------------------------------
+# 1. Agreement with dp-accounting
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("n_steps", N_STEPS)
+@pytest.mark.parametrize("noise_multiplier", [0.5, 1.0, 5.0, 50.0])
+def test_epsilon_matches_analytic_gaussian(noise_multiplier, n_steps, delta):
+    # T steps with multiplier z are one Gaussian mechanism with multiplier z/√T.
+    expected = dp_accounting.get_epsilon_gaussian(
+        noise_multiplier / math.sqrt(n_steps), delta
+    )
+    got = epsilon_from_mu(math.sqrt(n_steps) / noise_multiplier, delta)
+    # Tolerance: ORACLE_RTOL = 1e-6 relative (the oracle's own search stops at
+    # 1e-12 absolute, far below that).
+    assert got == pytest.approx(expected, rel=ORACLE_RTOL, abs=1e-12)
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("n_steps", N_STEPS)
+@pytest.mark.parametrize("epsilon", [0.01, 0.1, 1.0, 10.0])
+def test_noise_multiplier_matches_analytic_gaussian(epsilon, n_steps, delta):
+    expected = dp_accounting.get_sigma_gaussian(epsilon, delta) * math.sqrt(n_steps)
+    got = gaussian_noise_multiplier(epsilon, delta, n_steps)
+    assert got == pytest.approx(expected, rel=ORACLE_RTOL)  # tolerance: 1e-6 rel
+
+
+@pytest.mark.parametrize(
+    ("noise_multiplier", "n_steps", "delta"),
+    [
+        (1.0, 1, 1e-5),
+        (0.8, 1, 1e-3),
+        (0.5, 1, 1e-12),
+        (2.0, 10, 1e-6),
+        (5.0, 100, 1e-5),
+        (20.0, 100, 1e-5),
+        (10.0, 1000, 1e-8),
+    ],
+)
+def test_epsilon_matches_pld_accountant(noise_multiplier, n_steps, delta):
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.GaussianDpEvent(noise_multiplier), n_steps
+    )
+    exact = epsilon_from_mu(math.sqrt(n_steps) / noise_multiplier, delta)
+    assert_pld_agrees(pld_epsilon(event, delta), exact)  # tolerance: see PLD_RTOL
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "delta", "n_steps"),
+    [(1.0, 1e-5, 1), (2.0, 1e-6, 10), (0.5, 1e-5, 100)],
+)
+def test_noise_multiplier_matches_pld_calibration(epsilon, delta, n_steps):
+    def make_accountant():
+        return pld_privacy_accountant.PLDAccountant(
+            value_discretization_interval=PLD_CALIBRATION_INTERVAL
+        )
+
+    def make_event(noise_multiplier):
+        return dp_accounting.SelfComposedDpEvent(
+            dp_accounting.GaussianDpEvent(noise_multiplier), n_steps
+        )
+
+    pld_multiplier = dp_accounting.calibrate_dp_mechanism(
+        make_accountant, make_event, epsilon, delta, tol=1e-7
+    )
+    exact = gaussian_noise_multiplier(epsilon, delta, n_steps)
+    # PLD over-estimates ε, so it calibrates at least as much noise as the
+    # exact answer; it may not exceed it by more than 1e-6 relative (observed
+    # ~1e-9 at this discretisation; the search stops at 1e-7 absolute).
+    assert pld_multiplier >= exact * (1 - PLD_FLOOR_RTOL)
+    assert pld_multiplier <= exact * (1 + PLD_RTOL)
+
+
+@pytest.mark.parametrize(
+    ("z1", "z2", "delta"), [(1.0, 2.0, 1e-5), (3.0, 0.7, 1e-6), (5.0, 10.0, 1e-3)]
+)
+def test_heterogeneous_composition_matches_pld(z1, z2, delta):
+    event = dp_accounting.ComposedDpEvent(
+        [dp_accounting.GaussianDpEvent(z1), dp_accounting.GaussianDpEvent(z2)]
+    )
+    costs = [gaussian_cost(z, 1, delta=delta, adjacency=ADD_REMOVE) for z in (z1, z2)]
+    total = compose(costs, delta=delta)
+    assert total.mu == pytest.approx(math.hypot(1 / z1, 1 / z2), rel=1e-15)
+    assert_pld_agrees(pld_epsilon(event, delta), total.epsilon)  # see PLD_RTOL
+
+
+@pytest.mark.parametrize(("noise_multiplier", "n_steps"), [(2.0, 1), (6.0, 50)])
+def test_replace_one_maps_to_doubled_event_multiplier(noise_multiplier, n_steps):
+    # skdp's multiplier is σ/Δ with Δ = 2C under replace-one; dp-accounting
+    # wants σ/C and applies the factor 2 itself under REPLACE_ONE.
+    delta = 1e-5
+    factor = accounting.sensitivity_factor(REPLACE_ONE)
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.GaussianDpEvent(factor * noise_multiplier), n_steps
+    )
+    cost = gaussian_cost(noise_multiplier, n_steps, delta=delta, adjacency=REPLACE_ONE)
+    pld = pld_epsilon(event, delta, NeighboringRelation.REPLACE_ONE)
+    assert_pld_agrees(pld, cost.epsilon)  # tolerance: see PLD_RTOL
+
+
+def test_mixed_composition_is_conservative_against_pld():
+    # A Gaussian (z = 2) and a Laplace mechanism (scale 4, sensitivity 1, so
+    # pure ε = 0.25) under add/remove. PLD over-estimates the exact ε of the
+    # composition, so skdp's conservative mixed rule must not be below it.
+    delta = 1e-5
+    event = dp_accounting.ComposedDpEvent(
+        [dp_accounting.GaussianDpEvent(2.0), dp_accounting.LaplaceDpEvent(4.0)]
+    )
+    laplace = PrivacyCost(0.25, 0.0, None, ADD_REMOVE, "laplace")
+    gauss = gaussian_cost(2.0, 1, delta=delta, adjacency=ADD_REMOVE)
+    mixed = compose([gauss, laplace], delta=delta)
+    assert mixed.epsilon >= pld_epsilon(event, delta)  # exact inequality
+
+
+# ---------------------------------------------------------------------------
+# 2. The (ε, δ) curve against mpmath
+# ---------------------------------------------------------------------------
+
+CURVE_MUS = [1e-4, 1e-3, 0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
+CURVE_EPSILONS = [0.0, 1e-6, 1e-3, 0.1, 1.0, 10.0, 100.0]
+# ε > 700, where e^ε overflows float64: δ ≈ 1 − 1e-19, δ ≈ 7e-32, δ ≈ 0.15,
+# and δ ≈ 1e-1224 (underflows).
+LARGE_EPSILON_POINTS = [(50.0, 800.0), (30.0, 800.0), (50.0, 1300.0), (10.0, 800.0)]
+# Large μ with a = μ/2 − ε/μ ≥ 25: δ = 1 − O(e^{−a²/2}) rounds to 1.0, and
+# only log δ ≈ −(1 − δ) (down to −1e-268) still tells the truth.
+NEAR_ONE_POINTS = [(50.0, 0.0), (70.0, 700.0), (60.0, 0.0), (65.0, 100.0)]
+NEAR_ONE_POINTS += [(100.0, 1500.0), (100.0, 2000.0)]
+
+# Tolerances on log δ.
+# * δ ≥ 1e-300 (a normal float): 1e-6 relative on δ, the acceptance
+#   criterion, and 1e-9 relative on log δ, which also checks 1 − δ where δ
+#   rounds to 1.0 (observed: ≤ 1e-12 on the whole grid).
+# * δ < 1e-300 (underflows): ABS tolerance 1e-6 on log δ (the same 1e-6
+#   relative accuracy on δ), plus 1e-14 relative because float64 cannot even
+#   represent log δ ≈ −5e11 closer than ~6e-5.
+LOG_DELTA_RTOL_NORMAL = 1e-9
+LOG_DELTA_ATOL_UNDERFLOW = 1e-6
+LOG_DELTA_RTOL_UNDERFLOW = 1e-14
+
+# The small-μ, large-ε/μ corner (δ down to 10^(−2·10^11)) is where forming
+# ε + log Φ(b) − log Φ(a) from two numbers of size ε²/(2μ²) would lose every
+# digit (and eventually give −inf for a positive δ); it must not.
+CURVE_CASES = [
+    pytest.param(mu, eps, id=f"mu={mu:g}-eps={eps:g}")
+    for mu, eps in [
+        *itertools.product(CURVE_MUS, CURVE_EPSILONS),
+        *LARGE_EPSILON_POINTS,
+        *NEAR_ONE_POINTS,
+    ]
+]
+
+
+@pytest.mark.parametrize(("mu", "epsilon"), CURVE_CASES)
+def test_delta_curve_matches_mpmath(mu, epsilon):
+    exact = mp_delta(mu, epsilon)
+    assert exact > 0  # the oracle itself is sound on this grid
+    exact_log = mp_log_delta(mu, epsilon)
+    got_log = log_delta_from_mu(mu, epsilon)
+    assert math.isfinite(got_log)
+    if exact >= mpmath.mpf("1e-300"):
+        got = delta_from_mu(mu, epsilon)
+        assert abs(got - exact) <= ORACLE_RTOL * exact
+        assert got_log == pytest.approx(exact_log, rel=LOG_DELTA_RTOL_NORMAL, abs=0)
+    else:
+        assert got_log == pytest.approx(
+            exact_log, rel=LOG_DELTA_RTOL_UNDERFLOW, abs=LOG_DELTA_ATOL_UNDERFLOW
+        )
+
+
+def test_delta_does_not_overflow_beyond_700():
+    # e^800 overflows float64; δ(800; 50) = 1 − 1.38e-19 must come out as a
+    # probability and its log must be the tiny negative number it is.
+    assert delta_from_mu(50.0, 800.0) == 1.0
+    exact_log = mp_log_delta(50.0, 800.0)
+    assert exact_log == pytest.approx(-1.379165703e-19, rel=1e-9)
+    assert log_delta_from_mu(50.0, 800.0) == pytest.approx(exact_log, rel=1e-12)
+
+
+def test_known_value_of_delta():
+    # δ(1; 1) = Φ(−1/2) − e Φ(−3/2) = 0.1269367...; tolerance 1e-12 absolute.
+    assert delta_from_mu(1.0, 1.0) == pytest.approx(float(mp_delta(1, 1)), abs=1e-12)
+    assert delta_from_mu(1.0, 1.0) == pytest.approx(0.126936737, abs=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# 3. Round trips and 4. never on the wrong side
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_epsilon_mu_epsilon_round_trip(epsilon, delta):
+    mu = mu_from_epsilon(epsilon, delta)
+    assert epsilon_from_mu(mu, delta) == pytest.approx(epsilon, rel=ROUND_TRIP_RTOL)
+    # The calibrated μ never spends more than δ at ε (no tolerance).
+    assert delta_from_mu(mu, epsilon) <= delta
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("mu", MUS)
+def test_mu_epsilon_mu_round_trip(mu, delta):
+    epsilon = epsilon_from_mu(mu, delta)
+    assert delta_from_mu(mu, epsilon) <= delta  # no tolerance
+    # ε = 0 exactly when μ-GDP is already (0, δ)-DP; then the trip has no way
+    # back (every μ' ≤ mu_from_epsilon(0, δ) gives ε = 0).
+    assert (epsilon == 0.0) == (delta_from_mu(mu, 0.0) <= delta)
+    if epsilon > 0:
+        assert mu_from_epsilon(epsilon, delta) == pytest.approx(mu, rel=ROUND_TRIP_RTOL)
+    else:
+        assert mu_from_epsilon(0.0, delta) >= mu
+
+
+@pytest.mark.parametrize("n_steps", N_STEPS)
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_epsilon_sigma_epsilon_round_trip(epsilon, delta, n_steps):
+    z = gaussian_noise_multiplier(epsilon, delta, n_steps)
+    mu = math.sqrt(n_steps) / z
+    assert delta_from_mu(mu, epsilon) <= delta  # never on the wrong side
+    assert epsilon_from_mu(mu, delta) == pytest.approx(epsilon, rel=ROUND_TRIP_RTOL)
+
+
+@pytest.mark.parametrize("n_steps", N_STEPS)
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("noise_multiplier", [0.05, 1.0, 20.0])
+def test_sigma_epsilon_sigma_round_trip(noise_multiplier, delta, n_steps):
+    epsilon = epsilon_from_mu(math.sqrt(n_steps) / noise_multiplier, delta)
+    assert epsilon > 0  # the grid avoids the ε = 0 corner
+    assert gaussian_noise_multiplier(epsilon, delta, n_steps) == pytest.approx(
+        noise_multiplier, rel=ROUND_TRIP_RTOL
+    )
+
+
+# ---------------------------------------------------------------------------
+# 5. Known values
+# ---------------------------------------------------------------------------
+
+
+def test_analytic_gaussian_mechanism_known_value():
+    # Balle & Wang (2018): σ/Δ = 3.7306 for (1, 1e-5); tolerance half a unit
+    # in the fourth decimal.
+    assert gaussian_noise_multiplier(1.0, 1e-5) == pytest.approx(3.7306, abs=5e-5)
+    assert 1 / mu_from_epsilon(1.0, 1e-5) == pytest.approx(3.7306, abs=5e-5)
+
+
+def test_landscape_known_value():
+    # T = 100 steps at σ = 10 is 1-GDP, i.e. (4.37718, 1e-5)-DP; tolerance half
+    # a unit in the fifth decimal.
+    assert epsilon_from_mu(1.0, 1e-5) == pytest.approx(4.37718, abs=5e-6)
+    cost = gaussian_cost(10.0, 100, delta=1e-5, adjacency=REPLACE_ONE)
+    assert cost.mu == 1.0
+    assert cost.epsilon == epsilon_from_mu(1.0, 1e-5)
+
+
+# ---------------------------------------------------------------------------
+# 6. Monotonicity
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.5, 5.0])
+def test_delta_strictly_increasing_in_mu(epsilon):
+    # log δ stays finite (and strictly monotone) where δ itself underflows.
+    mus = np.geomspace(0.05, 8.0, 40)
+    log_deltas = [log_delta_from_mu(mu, epsilon) for mu in mus]
+    assert np.all(np.isfinite(log_deltas))
+    assert np.all(np.diff(log_deltas) > 0)
+    assert np.all(np.diff([delta_from_mu(mu, epsilon) for mu in mus]) >= 0)
+
+
+@pytest.mark.parametrize("mu", [0.5, 2.0])
+def test_delta_strictly_decreasing_in_epsilon(mu):
+    epsilons = np.linspace(0.0, 10.0, 41)
+    log_deltas = [log_delta_from_mu(mu, eps) for eps in epsilons]
+    assert np.all(np.isfinite(log_deltas))
+    assert np.all(np.diff(log_deltas) < 0)
+    assert np.all(np.diff([delta_from_mu(mu, eps) for eps in epsilons]) <= 0)
+
+
+@pytest.mark.parametrize("delta", [1e-12, 1e-5])
+def test_epsilon_strictly_increasing_in_mu(delta):
+    epsilons = [epsilon_from_mu(mu, delta) for mu in np.geomspace(1e-3, 50.0, 40)]
+    assert epsilons[0] > 0
+    assert np.all(np.diff(epsilons) > 0)
+
+
+@pytest.mark.parametrize("delta", [1e-12, 1e-5])
+def test_noise_multiplier_strictly_decreasing_in_epsilon(delta):
+    multipliers = [
+        gaussian_noise_multiplier(eps, delta) for eps in np.geomspace(1e-3, 100, 30)
+    ]
+    assert np.all(np.diff(multipliers) < 0)
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(0.1, 1e-8), (1.0, 1e-5), (10, 0.01)])
+def test_noise_multiplier_grows_as_sqrt_of_steps(epsilon, delta):
+    base = gaussian_noise_multiplier(epsilon, delta, 1)
+    steps = [1, 2, 10, 100, 1000, 10**6]
+    multipliers = [gaussian_noise_multiplier(epsilon, delta, t) for t in steps]
+    assert np.all(np.diff(multipliers) > 0)
+    # Exactly √T·z(1), up to the nudge toward more noise (a few ulps): 1e-13.
+    for t, z in zip(steps, multipliers, strict=True):
+        assert z == pytest.approx(math.sqrt(t) * base, rel=1e-13)
+
+
+# ---------------------------------------------------------------------------
+# 7. Edge cases and invalid input
+# ---------------------------------------------------------------------------
+
+
+def test_curve_edge_values():
+    assert log_delta_from_mu(0.0, 1.0) == -math.inf
+    assert delta_from_mu(0.0, 0.0) == 0.0
+    assert delta_from_mu(1.0, math.inf) == 0.0
+    assert log_delta_from_mu(math.inf, 3.0) == 0.0
+    assert delta_from_mu(math.inf, 3.0) == 1.0
+
+
+def test_epsilon_from_mu_edge_values():
+    assert epsilon_from_mu(0.0, 1e-5) == 0.0
+    assert epsilon_from_mu(0.0, 0.0) == 0.0
+    assert epsilon_from_mu(2.0, 1.0) == 0.0
+    assert epsilon_from_mu(2.0, 0.0) == math.inf  # GDP never gives pure DP
+    assert epsilon_from_mu(math.inf, 1e-5) == math.inf
+
+
+def test_mu_from_epsilon_edge_values():
+    assert mu_from_epsilon(1.0, 0.0) == 0.0
+    assert mu_from_epsilon(1.0, 1.0) == math.inf
+    assert mu_from_epsilon(math.inf, 1e-5) == math.inf
+    # ε = 0 still allows a positive μ: δ(0; μ) = 2Φ(μ/2) − 1 = δ.
+    mu0 = mu_from_epsilon(0.0, 1e-5)
+    assert mu0 > 0
+    assert delta_from_mu(mu0, 0.0) <= 1e-5
+    assert delta_from_mu(mu0, 0.0) == pytest.approx(1e-5, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("func", "args"),
+    [
+        (log_delta_from_mu, (-1.0, 1.0)),
+        (log_delta_from_mu, (1.0, -1.0)),
+        (log_delta_from_mu, (math.nan, 1.0)),
+        (log_delta_from_mu, (1.0, math.nan)),
+        (delta_from_mu, (-0.5, 1.0)),
+        (delta_from_mu, (1.0, math.nan)),
+        (epsilon_from_mu, (-1.0, 1e-5)),
+        (epsilon_from_mu, (math.nan, 1e-5)),
+        (epsilon_from_mu, (1.0, 1.5)),
+        (epsilon_from_mu, (1.0, -1e-5)),
+        (epsilon_from_mu, (1.0, math.nan)),
+        (mu_from_epsilon, (-1.0, 1e-5)),
+        (mu_from_epsilon, (math.nan, 1e-5)),
+        (mu_from_epsilon, (1.0, 1.5)),
+        (mu_from_epsilon, (1.0, math.nan)),
+        (gaussian_noise_multiplier, (1.0, 0.0)),
+        (gaussian_noise_multiplier, (1.0, 1.0)),
+        (gaussian_noise_multiplier, (1.0, 1.5)),
+        (gaussian_noise_multiplier, (1.0, math.nan)),
+        (gaussian_noise_multiplier, (0.0, 1e-5)),
+        (gaussian_noise_multiplier, (-1.0, 1e-5)),
+        (gaussian_noise_multiplier, (math.nan, 1e-5)),
+        (gaussian_noise_multiplier, (1.0, 1e-5, 0)),
+        (classical_gaussian_noise_multiplier, (0.0, 1e-5)),
+        (classical_gaussian_noise_multiplier, (1.0, 0.0)),
+        (epsilon_from_zcdp, (-1.0, 1e-5)),
+        (epsilon_from_zcdp, (1.0, 2.0)),
+        (zcdp_from_epsilon, (1.0, 0.0)),
+        (zcdp_from_epsilon, (1.0, 1.0)),
+    ],
+)
+def test_invalid_input_raises_value_error(func, args):
+    with pytest.raises(ValueError):
+        func(*args)
+
+
+def test_noise_multiplier_at_infinite_epsilon_is_zero():
+    # ε = ∞ satisfies the documented ``epsilon > 0``; no noise is needed, as
+    # dp_accounting.get_sigma_gaussian(inf, delta) == 0 also says.
+    assert gaussian_noise_multiplier(math.inf, 1e-5) == 0.0
+    assert gaussian_noise_multiplier(math.inf, 1e-5, n_steps=100) == 0.0
+
+
+# ---------------------------------------------------------------------------
+# 8. zCDP
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_zcdp_round_trips_from_epsilon(epsilon, delta):
+    rho = zcdp_from_epsilon(epsilon, delta)
+    assert rho > 0
+    assert epsilon_from_zcdp(rho, delta) == pytest.approx(epsilon, rel=ROUND_TRIP_RTOL)
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("rho", [1e-6, 1e-3, 0.5, 10.0, 1e3])
+def test_zcdp_round_trips_from_rho(rho, delta):
+    epsilon = epsilon_from_zcdp(rho, delta)
+    assert zcdp_from_epsilon(epsilon, delta) == pytest.approx(rho, rel=ROUND_TRIP_RTOL)
+
+
+def test_zcdp_closed_forms():
+    # Bun & Steinke Prop. 1.3: ε = ρ + 2·sqrt(ρ·log(1/δ)).
+    assert epsilon_from_zcdp(0.5, 1e-5) == pytest.approx(
+        0.5 + 2 * math.sqrt(0.5 * math.log(1e5)), rel=1e-15
+    )
+    assert epsilon_from_zcdp(0.5, 1e-5) == pytest.approx(5.2985, abs=5e-5)
+    assert epsilon_from_zcdp(0.0, 1e-5) == 0.0
+    assert epsilon_from_zcdp(0.0, 0.0) == 0.0
+    assert epsilon_from_zcdp(0.1, 0.0) == math.inf
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 1.0, 3.0, 1e3])
+def test_zcdp_from_pure_dp(epsilon):
+    assert zcdp_from_pure_dp(epsilon) == epsilon**2 / 2
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("mu", MUS)
+def test_zcdp_is_never_tighter_than_exact_gdp(mu, delta):
+    # A μ-GDP Gaussian mechanism is μ²/2-zCDP; the zCDP conversion is a bound.
+    cost = PrivacyCost.from_gdp(mu, delta=delta)
+    assert cost.rho == mu**2 / 2
+    assert epsilon_from_zcdp(cost.rho, delta) >= epsilon_from_mu(mu, delta)
+
+
+@pytest.mark.parametrize(
+    ("func", "args"),
+    [
+        (epsilon_from_zcdp, (math.nan, 1e-5)),
+        (zcdp_from_epsilon, (-0.5, 1e-5)),
+        (zcdp_from_epsilon, (math.nan, 1e-5)),
+        (zcdp_from_pure_dp, (-1.0,)),
+    ],
+)
+def test_zcdp_invalid_input_raises_value_error(func, args):
+    with pytest.raises(ValueError):
+        func(*args)
+
+
+# ---------------------------------------------------------------------------
+# 9. Classical Gaussian mechanism
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_steps", [1, 10, 100])
+@pytest.mark.parametrize("delta", [1e-8, 1e-5, 1e-3])
+@pytest.mark.parametrize("per_step_epsilon", [0.01, 0.1, 1.0])
+def test_classical_multiplier(per_step_epsilon, delta, n_steps):
+    epsilon = per_step_epsilon * n_steps  # ε/T ≤ 1, where the analysis holds
+    z = classical_gaussian_noise_multiplier(epsilon, delta, n_steps)
+    closed_form = math.sqrt(2 * math.log(2 * n_steps / delta)) * n_steps / epsilon
+    assert z == pytest.approx(closed_form, rel=1e-15)
+    # Basic composition of classical mechanisms is never better than exact GDP.
+    assert z >= gaussian_noise_multiplier(epsilon, delta, n_steps)
+
+
+# ---------------------------------------------------------------------------
+# 10. PrivacyCost, compose and PrivacyLedger
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("adjacency", [REPLACE_ONE, ADD_REMOVE, REPLACE_ONE_USER])
+@pytest.mark.parametrize(("noise_multiplier", "n_steps"), [(1.0, 1), (3.0, 49)])
+def test_gaussian_cost(noise_multiplier, n_steps, adjacency):
+    cost = gaussian_cost(
+        noise_multiplier, n_steps, delta=1e-6, adjacency=adjacency, mechanism="m"
+    )
+    mu = math.sqrt(n_steps) / noise_multiplier
+    assert cost.mu == mu
+    assert cost.epsilon == epsilon_from_mu(mu, 1e-6)
+    assert cost.delta == 1e-6
+    assert cost.adjacency == adjacency
+    assert cost.mechanism == "m"
+
+
+def test_gaussian_cost_without_noise_is_not_private():
+    cost = gaussian_cost(0.0, 10, delta=1e-5, adjacency=ADD_REMOVE)
+    assert cost.mu == math.inf
+    assert cost.epsilon == math.inf
+    with pytest.raises(ValueError):
+        gaussian_cost(-1.0, 10, delta=1e-5, adjacency=ADD_REMOVE)
+
+
+def test_gdp_composition_is_exact():
+    mus = [0.3, 0.4, 1.2]
+    costs = [PrivacyCost.from_gdp(mu, delta=1e-6) for mu in mus]
+    total = compose(costs)
+    assert total.mu == math.sqrt(sum(mu**2 for mu in mus))
+    assert total.mu == pytest.approx(1.3, rel=1e-15)
+    # Default δ: the sum of the parts' δ.
+    assert total.delta == pytest.approx(3e-6, rel=1e-15)
+    assert total.epsilon == epsilon_from_mu(total.mu, total.delta)
+    assert total.adjacency == REPLACE_ONE
+    at_delta = compose(costs, delta=1e-5)
+    assert at_delta.mu == total.mu
+    assert at_delta.delta == 1e-5
+    assert at_delta.epsilon == epsilon_from_mu(total.mu, 1e-5)
+
+
+def test_add_operator_composes():
+    a = PrivacyCost.from_gdp(0.3, delta=1e-6)
+    b = PrivacyCost.from_gdp(0.4, delta=1e-6)
+    total = a + b
+    assert total.mu == pytest.approx(0.5, rel=1e-15)
+    assert total == compose([a, b])
+    with pytest.raises(TypeError):
+        a + 1.0
+
+
+def test_mixed_composition():
+    gdp = [
+        gaussian_cost(2.0, 1, delta=1e-6, adjacency=ADD_REMOVE),
+        gaussian_cost(4.0, 4, delta=2e-6, adjacency=ADD_REMOVE),
+    ]
+    laplace = PrivacyCost(0.5, 0.0, None, ADD_REMOVE, "laplace")
+    total = compose([*gdp, laplace])
+    mu = math.sqrt(0.5**2 + 0.5**2)
+    assert total.mu is None
+    assert total.delta == pytest.approx(3e-6, rel=1e-15)
+    assert total.epsilon == pytest.approx(epsilon_from_mu(mu, 3e-6) + 0.5, rel=1e-14)
+    assert total.adjacency == ADD_REMOVE
+
+
+def test_mixed_composition_at_given_delta():
+    gauss = PrivacyCost.from_gdp(1.0, delta=1e-6, adjacency=ADD_REMOVE)
+    approx_dp = PrivacyCost(0.5, 1e-6, None, ADD_REMOVE, "approximate DP part")
+    total = compose([gauss, approx_dp], delta=1e-5)
+    # The GDP part is reported at δ minus the other parts' δ.
+    assert total.delta == pytest.approx(1e-5, rel=1e-15)
+    assert total.epsilon == epsilon_from_mu(1.0, 1e-5 - 1e-6) + 0.5
+    with pytest.raises(ValueError):
+        compose([gauss, approx_dp], delta=5e-7)  # below the non-GDP parts' δ
+    with pytest.raises(ValueError):
+        compose([gauss, approx_dp], delta=1e-6)  # nothing left for the GDP part
+
+
+def test_pure_composition():
+    costs = [PrivacyCost(0.25, 0.0, None, ADD_REMOVE, "laplace")] * 3
+    total = compose(costs)
+    assert (total.epsilon, total.delta, total.mu) == (0.75, 0.0, None)
+
+
+def test_compose_refuses_mixed_adjacencies_and_nothing():
+    a = PrivacyCost.from_gdp(0.5, delta=1e-6, adjacency=REPLACE_ONE)
+    b = PrivacyCost.from_gdp(0.5, delta=1e-6, adjacency=ADD_REMOVE)
+    with pytest.raises(ValueError, match="adjacenc"):
+        compose([a, b])
+    with pytest.raises(ValueError, match="adjacenc"):
+        a + b
+    with pytest.raises(ValueError):
+        compose([])
+
+
+def test_privacy_cost_is_frozen_and_validated():
+    cost = PrivacyCost.from_gdp(1.0, delta=1e-5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cost.epsilon = 0.0  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        PrivacyCost(-1.0, 1e-5)
+    with pytest.raises(ValueError):
+        PrivacyCost(math.nan, 1e-5)
+    with pytest.raises(ValueError):
+        PrivacyCost(1.0, 1.5)
+    with pytest.raises(ValueError):
+        PrivacyCost(1.0, 1e-5, -0.1)
+
+
+def test_epsilon_at():
+    gdp = PrivacyCost.from_gdp(1.0, delta=1e-5)
+    assert gdp.epsilon_at(1e-8) == epsilon_from_mu(1.0, 1e-8)
+    assert gdp.epsilon_at(1e-5) == gdp.epsilon
+    not_gdp = PrivacyCost(2.0, 1e-6, None, REPLACE_ONE, "mixed")
+    assert not_gdp.rho is None
+    assert not_gdp.epsilon_at(1e-6) == 2.0
+    assert not_gdp.epsilon_at(1e-3) == 2.0  # still true at a larger δ
+    with pytest.raises(ValueError):
+        not_gdp.epsilon_at(1e-7)
+
+
+def test_sensitivity_factor():
+    assert accounting.sensitivity_factor(REPLACE_ONE) == 2.0
+    assert accounting.sensitivity_factor(REPLACE_ONE_USER) == 2.0
+    assert accounting.sensitivity_factor(ADD_REMOVE) == 1.0
+    with pytest.raises(ValueError, match="Unknown adjacency"):
+        accounting.sensitivity_factor("swap two records")
+
+
+class _FittedStandIn:
+    """Anything with a ``privacy_spent_``, like a fitted skdp estimator."""
+
+    def __init__(self, cost):
+        self.privacy_spent_ = cost
+
+
+def test_ledger_composes_costs_and_fitted_objects():
+    a = PrivacyCost.from_gdp(0.3, delta=1e-6, adjacency=ADD_REMOVE)
+    b = PrivacyCost.from_gdp(0.4, delta=2e-6, adjacency=ADD_REMOVE)
+    ledger = PrivacyLedger()
+    assert ledger.record(a) is ledger
+    ledger.record(_FittedStandIn(b))
+    assert len(ledger) == 2
+    assert ledger.costs == (a, b)
+    total = ledger.total()
+    assert total == compose([a, b])
+    assert total.mu == pytest.approx(0.5, rel=1e-15)
+    assert total.delta == pytest.approx(3e-6, rel=1e-15)
+
+
+def test_ledger_reports_at_its_delta():
+    cost = PrivacyCost.from_gdp(0.5, delta=1e-8)
+    ledger = PrivacyLedger(delta=1e-5).record(cost).record(cost)
+    total = ledger.total()
+    assert total.delta == 1e-5
+    assert total.mu == pytest.approx(math.sqrt(0.5), rel=1e-15)
+    assert total.epsilon == epsilon_from_mu(total.mu, 1e-5)
+
+
+def test_ledger_with_mixed_costs():
+    gauss = PrivacyCost.from_gdp(1.0, delta=1e-6)
+    laplace = PrivacyCost(0.5, 0.0, None, REPLACE_ONE, "laplace")
+    total = PrivacyLedger(delta=1e-5).record(gauss).record(laplace).total()
+    assert total.mu is None
+    assert total.epsilon == epsilon_from_mu(1.0, 1e-5) + 0.5
+
+
+def test_ledger_rejects_junk_and_adjacency_mismatch():
+    ledger = PrivacyLedger()
+    with pytest.raises(TypeError):
+        ledger.record(3.0)
+    with pytest.raises(TypeError):
+        ledger.record(_FittedStandIn(None))
+    ledger.record(PrivacyCost.from_gdp(0.5, delta=1e-6, adjacency=REPLACE_ONE))
+    with pytest.raises(ValueError, match="adjacency"):
+        ledger.record(PrivacyCost.from_gdp(0.5, delta=1e-6, adjacency=ADD_REMOVE))
+    assert len(ledger) == 1  # a refused record leaves the ledger as it was
+
+
+def test_empty_ledger_is_free():
+    ledger = PrivacyLedger(delta=1e-5)
+    assert len(ledger) == 0
+    total = ledger.total()
+    assert (total.epsilon, total.delta, total.mu) == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("n_steps", [2.5, 0, -3, True])
+def test_n_steps_must_be_a_positive_integer(n_steps):
+    # A fractional count would be truncated silently: less noise than asked.
+    with pytest.raises(ValueError, match="n_steps"):
+        gaussian_noise_multiplier(1.0, 1e-5, n_steps)
+    with pytest.raises(ValueError, match="n_steps"):
+        classical_gaussian_noise_multiplier(1.0, 1e-5, n_steps)

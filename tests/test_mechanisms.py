@@ -1,0 +1,198 @@
+"""Tests for :mod:`skdp.mechanisms`.
+
+Every randomised test fixes its seed. The statistical checks use 10⁶ draws;
+each tolerance is stated next to it as a multiple of the estimator's standard
+error, so a wrong scale (a variance passed as a std, a Laplace b confused with
+its std, a missing sensitivity factor) fails by hundreds of standard errors.
+"""
+
+import numpy as np
+import pytest
+
+from skdp.mechanisms import (
+    as_generator,
+    gaussian_mechanism,
+    gaussian_noise,
+    laplace_noise,
+)
+
+N_DRAWS = 10**6
+SEED = 20240607
+
+
+# ---------------------------------------------------------------------------
+# as_generator
+# ---------------------------------------------------------------------------
+
+
+def test_none_gives_fresh_entropy_each_call():
+    a = as_generator(None)
+    b = as_generator(None)
+    assert isinstance(a, np.random.Generator)
+    assert a is not b
+    # Two OS-seeded streams agree on 8 doubles with probability ~2^-400.
+    assert not np.array_equal(a.random(8), b.random(8))
+
+
+@pytest.mark.parametrize("seed", [0, 42, np.int64(7), 2**40])
+def test_int_seed_is_reproducible(seed):
+    a = as_generator(seed)
+    assert isinstance(a, np.random.Generator)
+    np.testing.assert_array_equal(a.random(8), as_generator(seed).random(8))
+    # ... and is numpy's default_rng(seed), not some other derivation.
+    np.testing.assert_array_equal(
+        as_generator(seed).random(8), np.random.default_rng(int(seed)).random(8)
+    )
+
+
+def test_different_int_seeds_give_different_streams():
+    assert not np.array_equal(as_generator(1).random(8), as_generator(2).random(8))
+
+
+def test_random_state_advances_and_is_reproducible():
+    rs = np.random.RandomState(3)
+    first = as_generator(rs).random(8)
+    second = as_generator(rs).random(8)
+    # Seeding consumed the RandomState's stream, so the next call differs ...
+    assert not np.array_equal(first, second)
+    # ... and the stream is no longer where a fresh RandomState(3) starts.
+    assert rs.randint(2**31) != np.random.RandomState(3).randint(2**31)
+    # The same seed gives the same generators, in the same order.
+    rs_again = np.random.RandomState(3)
+    np.testing.assert_array_equal(as_generator(rs_again).random(8), first)
+    np.testing.assert_array_equal(as_generator(rs_again).random(8), second)
+
+
+def test_generator_is_passed_through():
+    rng = np.random.default_rng(5)
+    assert as_generator(rng) is rng
+
+
+def test_invalid_random_state_raises():
+    with pytest.raises(ValueError):
+        as_generator("not a seed")
+
+
+# ---------------------------------------------------------------------------
+# gaussian_noise / laplace_noise
+# ---------------------------------------------------------------------------
+
+NOISE_FUNCTIONS = [gaussian_noise, laplace_noise]
+
+
+@pytest.mark.parametrize("noise", NOISE_FUNCTIONS)
+@pytest.mark.parametrize(
+    ("shape", "expected_shape"), [(5, (5,)), ((3, 4), (3, 4)), ((), ())]
+)
+def test_noise_shape(noise, shape, expected_shape):
+    out = noise(np.random.default_rng(SEED), 1.5, shape)
+    assert out.shape == expected_shape
+    assert out.dtype == np.float64
+    assert np.all(np.isfinite(out))
+
+
+@pytest.mark.parametrize("noise", NOISE_FUNCTIONS)
+def test_noise_is_reproducible_and_not_constant(noise):
+    a = noise(np.random.default_rng(SEED), 2.0, 100)
+    b = noise(np.random.default_rng(SEED), 2.0, 100)
+    np.testing.assert_array_equal(a, b)
+    assert np.unique(a).size == 100  # i.i.d. continuous draws, no repeats
+
+
+@pytest.mark.parametrize("noise", NOISE_FUNCTIONS)
+def test_zero_scale_gives_zeros(noise):
+    rng = np.random.default_rng(SEED)
+    out = noise(rng, 0.0, (2, 3))
+    np.testing.assert_array_equal(out, np.zeros((2, 3)))
+    assert out.shape == (2, 3)
+
+
+@pytest.mark.parametrize("noise", NOISE_FUNCTIONS)
+@pytest.mark.parametrize("scale", [-1.0, -1e-12])
+def test_negative_scale_raises(noise, scale):
+    with pytest.raises(ValueError):
+        noise(np.random.default_rng(SEED), scale, 3)
+
+
+def test_gaussian_noise_distribution():
+    std = 2.5
+    x = gaussian_noise(np.random.default_rng(SEED), std, N_DRAWS)
+    # Mean: SE = std/√n = 2.5e-3; tolerance 5 SE = 1.25e-2.
+    assert abs(x.mean()) <= 5 * std / np.sqrt(N_DRAWS)
+    # Std: relative SE = 1/√(2n) ≈ 7.1e-4; tolerance 5e-3 relative (7 SE).
+    assert x.std() == pytest.approx(std, rel=5e-3)
+    # Shape of the law: P(|X| ≤ std) = 0.682689 for a Gaussian (0.632 for a
+    # Laplace of that std); SE = √(p(1-p)/n) ≈ 4.7e-4; tolerance 2.5e-3.
+    assert np.mean(np.abs(x) <= std) == pytest.approx(0.682689, abs=2.5e-3)
+
+
+def test_laplace_noise_distribution():
+    scale = 2.5
+    x = laplace_noise(np.random.default_rng(SEED), scale, N_DRAWS)
+    # Mean: SE = √2·b/√n ≈ 3.5e-3; tolerance 5 SE.
+    assert abs(x.mean()) <= 5 * np.sqrt(2) * scale / np.sqrt(N_DRAWS)
+    # Mean absolute deviation: |X| ~ Exp(b), so E|X| = b with relative SE
+    # 1/√n = 1e-3; tolerance 5e-3 relative (5 SE). A Gaussian of the same
+    # std would give √(2/π)·√2·b ≈ 1.128·b.
+    assert np.mean(np.abs(x)) == pytest.approx(scale, rel=5e-3)
+    # Std = √2·b. The Laplace kurtosis is 6, so the sample std has relative
+    # SE √(6 − 1)/(2√n) ≈ 1.1e-3; tolerance 6e-3 relative (≈ 5 SE).
+    assert x.std() == pytest.approx(np.sqrt(2) * scale, rel=6e-3)
+
+
+# ---------------------------------------------------------------------------
+# gaussian_mechanism
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sensitivity", "noise_multiplier"), [(1.0, 1.0), (2.0, 3.7), (0.25, 10.0)]
+)
+def test_gaussian_mechanism_noise_scale(sensitivity, noise_multiplier):
+    value = np.full((1000, 1000), 3.0)  # 10⁶ coordinates
+    out = gaussian_mechanism(
+        value,
+        sensitivity=sensitivity,
+        noise_multiplier=noise_multiplier,
+        rng=np.random.default_rng(SEED),
+    )
+    assert out.shape == value.shape
+    noise = out - value
+    std = noise_multiplier * sensitivity
+    # Mean: tolerance 5 SE (SE = std/√n); std: 5e-3 relative (7 SE, as above).
+    assert abs(noise.mean()) <= 5 * std / np.sqrt(N_DRAWS)
+    assert noise.std() == pytest.approx(std, rel=5e-3)
+    np.testing.assert_array_equal(value, 3.0)  # the input is not modified
+
+
+def test_gaussian_mechanism_equals_value_plus_gaussian_noise():
+    # Same seed, same stream: the release is value + N(0, (z·Δ)²) draws.
+    value = np.arange(12.0).reshape(3, 4)
+    out = gaussian_mechanism(
+        value, sensitivity=2.0, noise_multiplier=1.5, rng=np.random.default_rng(SEED)
+    )
+    expected = value + np.random.default_rng(SEED).normal(0.0, 3.0, (3, 4))
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_gaussian_mechanism_accepts_lists_and_scalars():
+    out = gaussian_mechanism(
+        [1, 2, 3], sensitivity=1.0, noise_multiplier=0.0, rng=np.random.default_rng(0)
+    )
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
+    scalar = gaussian_mechanism(
+        4.0, sensitivity=1.0, noise_multiplier=2.0, rng=np.random.default_rng(SEED)
+    )
+    assert np.shape(scalar) == ()
+    assert scalar != 4.0
+
+
+def test_gaussian_mechanism_rejects_negative_noise():
+    with pytest.raises(ValueError):
+        gaussian_mechanism(
+            np.zeros(3),
+            sensitivity=1.0,
+            noise_multiplier=-1.0,
+            rng=np.random.default_rng(SEED),
+        )
