@@ -101,9 +101,10 @@ def sensitivity_factor(adjacency):
 def log_delta_from_mu(mu, epsilon):
     """Natural log of the smallest δ such that μ-GDP implies (ε, δ)-DP.
 
-    Computes ``log Φ(a) + log(1 - exp(ε + log Φ(b) - log Φ(a)))`` with
-    ``a = -ε/μ + μ/2`` and ``b = -ε/μ - μ/2`` (Dong, Roth & Su 2022, Cor. 2.13),
-    which never forms ``e^ε`` and stays accurate where δ underflows.
+    Computes ``log Φ(a) + log(1 - e^ε Φ(b)/Φ(a))`` with ``a = -ε/μ + μ/2`` and
+    ``b = -ε/μ - μ/2`` (Dong, Roth & Su 2022, Cor. 2.13). The ratio is taken
+    as ``erfcx(-b/√2) / erfcx(-a/√2)``, which equals it exactly, so ``e^ε`` is
+    never formed and the result stays accurate where δ underflows.
 
     Parameters
     ----------

@@ -43,22 +43,23 @@ def as_generator(random_state):
     return np.random.default_rng(seed_words)
 
 
+def _draw(sample, scale, shape):
+    """``sample(0, scale, shape)`` after checking the scale; zeros when it is 0."""
+    if scale < 0:
+        raise ValueError(f"The noise scale must be >= 0; got {scale}.")
+    if scale == 0:
+        return np.zeros(shape)
+    return sample(0.0, scale, size=shape)
+
+
 def gaussian_noise(rng, std, shape):
     """I.i.d. N(0, std²) noise of the given shape (zeros when ``std == 0``)."""
-    if std < 0:
-        raise ValueError(f"std must be >= 0; got {std}.")
-    if std == 0:
-        return np.zeros(shape)
-    return rng.normal(0.0, std, size=shape)
+    return _draw(rng.normal, std, shape)
 
 
 def laplace_noise(rng, scale, shape):
     """I.i.d. Laplace(0, scale) noise of the given shape (zeros when ``scale == 0``)."""
-    if scale < 0:
-        raise ValueError(f"scale must be >= 0; got {scale}.")
-    if scale == 0:
-        return np.zeros(shape)
-    return rng.laplace(0.0, scale, size=shape)
+    return _draw(rng.laplace, scale, shape)
 
 
 def gaussian_mechanism(value, *, sensitivity, noise_multiplier, rng):

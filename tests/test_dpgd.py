@@ -12,6 +12,21 @@ from skdp.accounting import ADD_REMOVE, REPLACE_ONE, epsilon_from_mu
 DATAFITS = [(BinomialLogistic(), 1), (MultinomialLogistic(), 4)]
 
 
+def run_dpgd(X, y, datafit=None, **overrides):
+    """Call the engine with small defaults; each test states only what it varies."""
+    params = dict(
+        n_outputs=1,
+        clip_norm=1.0,
+        noise_multiplier=1.0,
+        n_iter=1,
+        learning_rate=1.0,
+        delta=1e-5,
+        rng=np.random.default_rng(0),
+    )
+    params.update(overrides)
+    return dpgd(X, y, BinomialLogistic() if datafit is None else datafit, **params)
+
+
 def _labels(datafit, k, n, rng):
     if k == 1:
         return rng.integers(0, 2, n).astype(float)
@@ -55,18 +70,7 @@ def test_check_datafit_names_missing_members():
     with pytest.raises(TypeError, match="grad_bound, inverse_link"):
         check_datafit(Incomplete())
     with pytest.raises(TypeError, match="grad_bound"):
-        dpgd(
-            np.ones((3, 2)),
-            np.ones(3),
-            Incomplete(),
-            n_outputs=1,
-            clip_norm=1.0,
-            noise_multiplier=1.0,
-            n_iter=1,
-            learning_rate=1.0,
-            delta=1e-5,
-            rng=np.random.default_rng(0),
-        )
+        run_dpgd(np.ones((3, 2)), np.ones(3), Incomplete())
 
 
 def test_clipped_contribution_bounded_and_replacement_moves_sum_by_2C():
@@ -123,7 +127,7 @@ def test_noise_free_engine_matches_plain_gradient_descent(datafit, k, sparse):
     X = rng.normal(size=(n, d))
     y = _labels(datafit, k, n, rng)
     coef_ref, intercept_ref = _plain_gd(X, y, datafit, k, 30, 0.5, 0.01)
-    coef, intercept, _ = dpgd(
+    coef, intercept, _ = run_dpgd(
         sp.csr_matrix(X) if sparse else X,
         y,
         datafit,
@@ -133,8 +137,6 @@ def test_noise_free_engine_matches_plain_gradient_descent(datafit, k, sparse):
         n_iter=30,
         learning_rate=0.5,
         alpha=0.01,
-        delta=1e-5,
-        rng=np.random.default_rng(0),
     )
     np.testing.assert_allclose(coef, coef_ref, rtol=0, atol=1e-10)
     np.testing.assert_allclose(intercept, intercept_ref, rtol=0, atol=1e-10)
@@ -144,19 +146,7 @@ def test_without_intercept_the_intercept_stays_zero():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(100, 3))
     y = (X[:, 0] > 0).astype(float)
-    _, intercept, _ = dpgd(
-        X,
-        y,
-        BinomialLogistic(),
-        n_outputs=1,
-        clip_norm=1.0,
-        noise_multiplier=1.0,
-        n_iter=5,
-        learning_rate=1.0,
-        fit_intercept=False,
-        delta=1e-5,
-        rng=np.random.default_rng(0),
-    )
+    _, intercept, _ = run_dpgd(X, y, n_iter=5, fit_intercept=False)
     np.testing.assert_array_equal(intercept, 0.0)
 
 
@@ -167,17 +157,13 @@ def test_noise_std_is_multiplier_times_sensitivity(adjacency, factor):
     # With X = 0 and no intercept every gradient is 0, so after one step from
     # 0 the iterate is -lr * noise / n: its spread is the noise's spread.
     n, d, C, z, lr = 10, 20000, 0.5, 3.0, 2.0
-    coef, _, cost = dpgd(
+    coef, _, cost = run_dpgd(
         np.zeros((n, d)),
         np.zeros(n),
-        BinomialLogistic(),
-        n_outputs=1,
         clip_norm=C,
         noise_multiplier=z,
-        n_iter=1,
         learning_rate=lr,
         fit_intercept=False,
-        delta=1e-5,
         adjacency=adjacency,
         rng=np.random.default_rng(5),
     )
@@ -189,17 +175,8 @@ def test_noise_std_is_multiplier_times_sensitivity(adjacency, factor):
 
 def test_cost_composes_steps_exactly():
     X = np.ones((4, 2))
-    _, _, cost = dpgd(
-        X,
-        np.array([0.0, 1.0, 0.0, 1.0]),
-        BinomialLogistic(),
-        n_outputs=1,
-        clip_norm=1.0,
-        noise_multiplier=10.0,
-        n_iter=100,
-        learning_rate=1.0,
-        delta=1e-5,
-        rng=np.random.default_rng(0),
+    _, _, cost = run_dpgd(
+        X, np.array([0.0, 1.0, 0.0, 1.0]), noise_multiplier=10.0, n_iter=100
     )
     assert cost.mu == pytest.approx(1.0, rel=1e-15)
     assert cost.epsilon == epsilon_from_mu(1.0, 1e-5)
@@ -216,18 +193,8 @@ def test_post_hook_is_applied_after_every_step():
 
     rng = np.random.default_rng(6)
     X = rng.normal(size=(100, 4))
-    coef, _, _ = dpgd(
-        X,
-        (X[:, 0] > 0).astype(float),
-        BinomialLogistic(),
-        n_outputs=1,
-        clip_norm=1.0,
-        noise_multiplier=1.0,
-        n_iter=7,
-        learning_rate=5.0,
-        delta=1e-5,
-        rng=np.random.default_rng(0),
-        post=project,
+    coef, _, _ = run_dpgd(
+        X, (X[:, 0] > 0).astype(float), n_iter=7, learning_rate=5.0, post=project
     )
     assert len(calls) == 7
     assert np.linalg.norm(coef) <= 0.1 * (1 + 1e-12)
