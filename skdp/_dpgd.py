@@ -13,22 +13,49 @@ Each step computes every record's gradient of the loss, clips it to L2 norm
 
 Privacy (Bassily, Smith & Thakurta 2014; Cai, Wang & Zhang, Score Attack,
 Algorithm 1, with per-record clipping in place of assumed bounds): replacing one
-record changes the clipped sum by at most ``Δ = 2C`` (``C`` under add/remove),
-whatever the data and whatever ``β^t``; so each step is a Gaussian mechanism
-that is ``1/z``-GDP, and ``T`` adaptively chosen steps compose exactly to
-``sqrt(T)/z``-GDP (Dong, Roth & Su 2022, Cor. 3.3). The step size, the L2
-penalty ``α β`` and ``post`` read only the previous (already private) iterate:
+record changes the clipped sum by at most ``Δ = 2C``, whatever the data and
+whatever ``β^t``; so each step is a Gaussian mechanism that is ``1/z``-GDP, and
+``T`` adaptively chosen steps compose exactly to ``sqrt(T)/z``-GDP (Dong, Roth
+& Su 2022, Cor. 3.3). The step size, the L2 penalty ``α β``, the division by the
+public ``n`` and ``post`` read only the previous (already private) iterate:
 post-processing, free. The engine runs exactly ``n_iter`` steps and never looks
 at a loss value, so the guarantee holds whether or not it converges.
+
+**Adjacency.** Only *replace one record* is implemented: the mean divides by n,
+which is public under replacement but private under add/remove.
+
+**Every finite input.** The bound "one record moves the sum by at most 2C" is
+enforced by the code that runs, not assumed of the data:
+
+* sparse input is put in canonical form first (duplicate entries summed), so
+  the norm used for clipping is the norm of the row that enters ``X @ coef``;
+* row norms are computed with per-row rescaling, so ``‖x‖ = 1e308`` neither
+  overflows to inf nor (for tiny rows) underflows to 0; a record whose
+  gradient norm still exceeds the float range is given weight 0;
+* a non-finite linear predictor (``inf − inf`` in ``X @ coef``) is mapped to a
+  finite one before the datafit sees it, so every raw gradient is finite and
+  bounded by ``grad_bound``;
+* float32 data stay float32 in memory; the sums are accumulated in float64,
+  a block of rows at a time.
 """
 
+import time
+
 import numpy as np
-from sklearn.utils.extmath import row_norms
+import scipy.sparse as sp
 
 from .accounting import REPLACE_ONE, gaussian_cost, sensitivity_factor
+from .exceptions import MechanismFailedError
 from .mechanisms import gaussian_noise
 
 _DATAFIT_MEMBERS = ("raw_grad", "grad_bound", "inverse_link")
+
+#: Adjacencies the engine implements (it divides by the public n).
+SUPPORTED_ADJACENCIES = (REPLACE_ONE,)
+
+# Rows are processed in blocks of at most this many stored values, so that a
+# float32 X is never copied to float64 whole (8 MB of float64 per block).
+_BLOCK_VALUES = 1 << 20
 
 
 def check_datafit(datafit):
@@ -41,14 +68,141 @@ def check_datafit(datafit):
         )
 
 
+def canonical_design(X):
+    """``X`` as the engine reads it: float64/float32, CSR without duplicates.
+
+    scikit-learn's validation keeps duplicate entries of a CSR matrix; their
+    squares would be summed separately by a row-norm routine while ``X @ coef``
+    merges them, so a record stored as m duplicates would be clipped to
+    ``C·sqrt(m)``. Merging them here makes both read the same row. The
+    caller's matrix is never modified.
+
+    Raises
+    ------
+    ValueError
+        If merging duplicates overflows to a non-finite value.
+    """
+    if not sp.issparse(X):
+        return X
+    X = sp.csr_matrix(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    if not np.isfinite(X.data).all():
+        raise ValueError(
+            "Summing the duplicate entries of the sparse input X overflows to "
+            "infinity; X must describe finite records."
+        )
+    return X
+
+
+def _row_blocks(X, *, whole_if_float64=True):
+    """Slices of consecutive rows holding about ``_BLOCK_VALUES`` values each.
+
+    A float64 X is read in place, as one block, unless ``whole_if_float64`` is
+    False (for passes that make temporaries of the block's size).
+    """
+    n = X.shape[0]
+    if whole_if_float64 and X.dtype == np.float64:
+        yield slice(0, n)
+        return
+    n_values = X.nnz if sp.issparse(X) else n * X.shape[1]
+    step = max(1, (_BLOCK_VALUES * n) // max(n_values, 1))
+    for start in range(0, n, step):
+        yield slice(start, min(start + step, n))
+
+
+def _float64_rows(X, rows):
+    """Rows ``rows`` of X as float64 (a view when X is float64 and whole)."""
+    if rows == slice(0, X.shape[0]) and X.dtype == np.float64:
+        return X
+    block = X[rows]
+    return block.astype(np.float64) if block.dtype != np.float64 else block
+
+
+def row_norms(X):
+    """L2 norm of every row of X (dense or canonical CSR), free of over/underflow.
+
+    Each row is divided by its largest absolute value before squaring, so the
+    result is accurate to a few ulps for any finite row; it is inf only when
+    the true norm exceeds the float64 range (above ~1.8e308).
+    """
+    norms = np.empty(X.shape[0])
+    for rows in _row_blocks(X, whole_if_float64=False):
+        block = _float64_rows(X, rows)
+        if sp.issparse(block):
+            block = sp.csr_matrix(block)
+            scale = abs(block).max(axis=1).toarray().ravel()
+            safe = np.where(scale > 0, scale, 1.0)
+            counts = np.diff(block.indptr)
+            scaled = block.data / np.repeat(safe, counts)
+            row_of_value = np.repeat(np.arange(block.shape[0]), counts)
+            sq = np.bincount(row_of_value, weights=scaled**2, minlength=block.shape[0])
+        else:
+            scale = np.max(np.abs(block), axis=1, initial=0.0)
+            safe = np.where(scale > 0, scale, 1.0)
+            scaled = block / safe[:, None]
+            sq = np.einsum("ij,ij->i", scaled, scaled)
+        with np.errstate(over="ignore"):
+            norms[rows] = scale * np.sqrt(sq)
+    return norms
+
+
 def clip_scale(raw_grad, row_norm, clip_norm):
     """Per-record factors ``min(1, C / ||g_i||)`` that clip gradients to norm C.
 
     Record i's gradient is ``raw_grad[i] ⊗ x̃_i`` with ``||x̃_i|| = row_norm[i]``,
     so its norm is ``||raw_grad[i]|| · row_norm[i]``: one scalar per record.
+    A zero gradient needs no clipping (factor 1, also when the row norm is
+    inf); a gradient whose norm overflows gets factor 0, a contribution of
+    norm 0 ≤ C.
     """
-    norms = np.sqrt(np.einsum("ij,ij->i", raw_grad, raw_grad)) * row_norm
+    grad_norm = np.sqrt(np.einsum("ij,ij->i", raw_grad, raw_grad))
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = grad_norm * row_norm
+    norms[grad_norm == 0] = 0.0
     return clip_norm / np.maximum(norms, clip_norm)  # = min(1, C/norm), no 0/0
+
+
+def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
+    """``Σ_i clip_C(∇ℓ_i)`` w.r.t. ``(coef, intercept)``, shape ``(d + 1, k)``.
+
+    One pass over X, a block of rows at a time. ``row_norm`` must include the
+    intercept's constant feature when an intercept is fitted. Whatever X,
+    every record's clipped contribution has norm ≤ ``clip_norm``.
+    """
+    d, k = coef.shape
+    total = np.zeros((d + 1, k))
+    for rows in _row_blocks(X):
+        block = _float64_rows(X, rows)
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = block @ coef + intercept
+        # inf − inf gives NaN and overflow gives ±inf: any finite value will
+        # do (the clipped gradient is bounded whatever z is), so map them.
+        np.nan_to_num(z, copy=False)
+        with np.errstate(over="ignore", under="ignore"):
+            g = datafit.raw_grad(y[rows], z)
+        # A datafit that breaks its promise of finite gradients must not break
+        # the clip: a non-finite entry contributes nothing.
+        g[~np.isfinite(g)] = 0.0
+        g *= clip_scale(g, row_norm[rows], clip_norm)[:, None]
+        total[:d] += block.T @ g
+        total[d] += g.sum(axis=0)
+    return total
+
+
+def check_step_size(learning_rate, alpha):
+    """Refuse a step size for which the L2 penalty alone makes GD diverge.
+
+    The penalty multiplies the iterate by ``1 - learning_rate·alpha`` each
+    step; at ``learning_rate·alpha >= 2`` that factor has modulus ≥ 1 and the
+    noise is amplified without bound, whatever the data.
+    """
+    if learning_rate * alpha >= 2.0:
+        raise ValueError(
+            f"learning_rate * alpha = {learning_rate * alpha:g} >= 2 makes gradient "
+            "descent diverge whatever the data: lower the learning rate or alpha."
+        )
 
 
 def dpgd(
@@ -75,7 +229,8 @@ def dpgd(
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n_samples, n_features)
-        Features (any values: clipping bounds each record's influence).
+        Finite features of any magnitude (clipping bounds each record's
+        influence), float64 or float32.
     y : ndarray of shape (n_samples,)
         Targets, in whatever encoding ``datafit.raw_grad`` expects.
     datafit : object
@@ -99,18 +254,20 @@ def dpgd(
         Source of the noise.
     alpha : float, default=0.0
         L2 penalty ``alpha/2 · ||coef||²`` on the mean loss (not on the
-        intercept).
+        intercept). ``learning_rate * alpha`` must be below 2.
     fit_intercept : bool, default=True
         Whether to fit an intercept (a constant feature 1 inside the clip).
     adjacency : str, default=REPLACE_ONE
-        Neighbouring relation; sets the sensitivity (2C or C).
+        Neighbouring relation; only ``REPLACE_ONE`` is implemented (the mean
+        divides by n, which must be public).
     post : callable, optional
         ``post(coef, intercept) -> (coef, intercept)`` applied after each step;
         it must not read the data (e.g. a projection onto a ball).
     mechanism : str
-        Description stored in the returned cost.
+        Description stored in the returned cost and used in progress output.
     verbose : int, default=0
-        Print one line per step when > 0.
+        1: a header (privacy, noise scale), about ten progress lines and a
+        summary; 2 or more: one line per step.
 
     Returns
     -------
@@ -118,26 +275,29 @@ def dpgd(
     intercept : ndarray of shape (n_outputs,)
     cost : PrivacyCost
         ``sqrt(n_iter)/noise_multiplier``-GDP under ``adjacency``.
+
+    Raises
+    ------
+    ValueError
+        For an adjacency the engine does not implement, a diverging step size
+        or a sparse X whose duplicate entries sum to a non-finite value.
+    MechanismFailedError
+        If the released iterate is not finite (checked on the private output
+        only, so raising is post-processing).
     """
     check_datafit(datafit)
+    if adjacency not in SUPPORTED_ADJACENCIES:
+        raise ValueError(
+            f"The DP-GD engine implements {SUPPORTED_ADJACENCIES} adjacency only; "
+            f"got {adjacency!r} (it divides by n, which must be public)."
+        )
+    check_step_size(learning_rate, alpha)
+    X = canonical_design(X)
     n, d = X.shape
-    row_norm = np.sqrt(row_norms(X, squared=True) + (1.0 if fit_intercept else 0.0))
+    row_norm = row_norms(X)
+    if fit_intercept:
+        row_norm = np.hypot(row_norm, 1.0)
     noise_std = noise_multiplier * sensitivity_factor(adjacency) * clip_norm
-    coef = np.zeros((d, n_outputs))
-    intercept = np.zeros(n_outputs)
-    for t in range(n_iter):
-        g = datafit.raw_grad(y, X @ coef + intercept)
-        g *= clip_scale(g, row_norm, clip_norm)[:, None]
-        noise = gaussian_noise(rng, noise_std, (d + 1, n_outputs))
-        coef = coef - learning_rate * ((X.T @ g + noise[:d]) / n + alpha * coef)
-        if fit_intercept:
-            intercept = intercept - learning_rate * (g.sum(axis=0) + noise[d]) / n
-        if post is not None:
-            coef, intercept = post(coef, intercept)
-        if verbose > 0:
-            print(
-                f"[dpgd] step {t + 1}/{n_iter}: ||coef|| = {np.linalg.norm(coef):.4g}"
-            )
     cost = gaussian_cost(
         noise_multiplier,
         n_iter,
@@ -148,4 +308,63 @@ def dpgd(
             f"noise multiplier {noise_multiplier:.6g}"
         ),
     )
+    progress = _Progress(mechanism, n_iter, verbose)
+    progress.start(cost, noise_std, n, d)
+    coef = np.zeros((d, n_outputs))
+    intercept = np.zeros(n_outputs)
+    for t in range(n_iter):
+        grad_sum = clipped_gradient_sum(
+            X, y, datafit, coef, intercept, row_norm, clip_norm
+        )
+        noisy_mean = (grad_sum + gaussian_noise(rng, noise_std, grad_sum.shape)) / n
+        coef = coef - learning_rate * (noisy_mean[:d] + alpha * coef)
+        if fit_intercept:
+            intercept = intercept - learning_rate * noisy_mean[d]
+        if post is not None:
+            coef, intercept = post(coef, intercept)
+        progress.step(t, coef)
+    if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
+        raise MechanismFailedError(
+            f"{mechanism} produced a non-finite model; lower the learning rate."
+        )
+    progress.done(cost)
     return coef, intercept, cost
+
+
+class _Progress:
+    """Progress output of one engine run (stdout, scikit-learn style)."""
+
+    def __init__(self, mechanism, n_iter, verbose):
+        self.name = mechanism.split(" ")[0]
+        self.n_iter = n_iter
+        self.verbose = verbose
+        every = 1 if verbose >= 2 else max(1, n_iter // 10)
+        self.report_at = set(range(every - 1, n_iter, every)) | {n_iter - 1}
+        self.started = time.perf_counter()
+
+    def _print(self, message):
+        print(f"[{self.name}] {message}", flush=True)
+
+    def start(self, cost, noise_std, n, d):
+        if self.verbose > 0:
+            self._print(
+                f"spending ({cost.epsilon:.4g}, {cost.delta:.3g})-DP (mu = "
+                f"{cost.mu:.4g}, {cost.adjacency}) on {self.n_iter} noisy steps "
+                f"over n = {n} records, d = {d} features; noise std "
+                f"{noise_std:.4g} on each gradient sum"
+            )
+
+    def step(self, t, coef):
+        if self.verbose > 0 and t in self.report_at:
+            self._print(
+                f"step {t + 1}/{self.n_iter}: ||coef|| = {np.linalg.norm(coef):.4g}, "
+                f"{time.perf_counter() - self.started:.2f} s"
+            )
+
+    def done(self, cost):
+        if self.verbose > 0:
+            self._print(
+                f"done: {self.n_iter} steps in "
+                f"{time.perf_counter() - self.started:.2f} s; released a model "
+                f"that is ({cost.epsilon:.4g}, {cost.delta:.3g})-DP"
+            )

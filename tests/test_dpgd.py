@@ -5,9 +5,18 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import check_grad
 
+from skdp import _dpgd
 from skdp._datafits import BinomialLogistic, MultinomialLogistic
-from skdp._dpgd import check_datafit, clip_scale, dpgd
-from skdp.accounting import ADD_REMOVE, REPLACE_ONE, epsilon_from_mu
+from skdp._dpgd import (
+    canonical_design,
+    check_datafit,
+    clip_scale,
+    clipped_gradient_sum,
+    dpgd,
+    row_norms,
+)
+from skdp.accounting import ADD_REMOVE, REPLACE_ONE_USER, epsilon_from_mu
+from skdp.exceptions import MechanismFailedError
 
 DATAFITS = [(BinomialLogistic(), 1), (MultinomialLogistic(), 4)]
 
@@ -150,29 +159,6 @@ def test_without_intercept_the_intercept_stays_zero():
     np.testing.assert_array_equal(intercept, 0.0)
 
 
-@pytest.mark.parametrize(
-    ("adjacency", "factor"), [(REPLACE_ONE, 2.0), (ADD_REMOVE, 1.0)]
-)
-def test_noise_std_is_multiplier_times_sensitivity(adjacency, factor):
-    # With X = 0 and no intercept every gradient is 0, so after one step from
-    # 0 the iterate is -lr * noise / n: its spread is the noise's spread.
-    n, d, C, z, lr = 10, 20000, 0.5, 3.0, 2.0
-    coef, _, cost = run_dpgd(
-        np.zeros((n, d)),
-        np.zeros(n),
-        clip_norm=C,
-        noise_multiplier=z,
-        learning_rate=lr,
-        fit_intercept=False,
-        adjacency=adjacency,
-        rng=np.random.default_rng(5),
-    )
-    # 20000 draws: the sample std has relative standard error 0.5%; allow 2%.
-    assert np.std(coef * n / lr) == pytest.approx(z * factor * C, rel=0.02)
-    assert cost.mu == pytest.approx(1.0 / z, rel=1e-15)
-    assert cost.adjacency == adjacency
-
-
 def test_cost_composes_steps_exactly():
     X = np.ones((4, 2))
     _, _, cost = run_dpgd(
@@ -198,3 +184,321 @@ def test_post_hook_is_applied_after_every_step():
     )
     assert len(calls) == 7
     assert np.linalg.norm(coef) <= 0.1 * (1 + 1e-12)
+
+
+# --------------------------------------------------------------------------
+# Noise: its scale, on every coordinate (intercept included), fresh each step
+# --------------------------------------------------------------------------
+
+
+class _ZeroGradient:
+    """A datafit whose every gradient is 0: the engine's output is its noise."""
+
+    grad_bound = 1.0
+
+    def raw_grad(self, y, z):
+        return np.zeros_like(z)
+
+    def inverse_link(self, z):
+        return z
+
+
+def _noise_only_run(n_iter, *, n=10, d=3, k=20000, C=0.5, z=3.0, lr=2.0, seed=5):
+    """One engine run whose output is ``-lr/n · Σ_t w_t`` exactly (α = 0)."""
+    coef, intercept, _ = run_dpgd(
+        np.ones((n, d)),
+        np.zeros(n),
+        _ZeroGradient(),
+        n_outputs=k,
+        clip_norm=C,
+        noise_multiplier=z,
+        n_iter=n_iter,
+        learning_rate=lr,
+        rng=np.random.default_rng(seed),
+    )
+    return coef * n / lr, intercept * n / lr
+
+
+def test_noise_std_is_multiplier_times_2C_on_coef_and_intercept():
+    # Replace-one sensitivity of the clipped sum is 2C; every coordinate of
+    # the sum, the intercept's included, gets N(0, (z·2C)²).
+    C, z = 0.5, 3.0
+    coef, intercept = _noise_only_run(1, C=C, z=z)
+    # 20000 draws per row: the sample std has relative standard error 0.5%;
+    # allow 2% (4 standard errors).
+    for row in [*coef, intercept]:
+        assert np.std(row) == pytest.approx(z * 2 * C, rel=0.02)
+        assert np.mean(row) == pytest.approx(0.0, abs=4 * z * 2 * C / 141)
+
+
+@pytest.mark.parametrize("n_iter", [2, 5])
+def test_fresh_independent_noise_at_every_step(n_iter):
+    # T steps add T independent draws: std grows as sqrt(T). Reusing one draw
+    # would give T·std (2x too large at T = 4... here at least 1.4x), and
+    # correlated coordinates would show in the cross-correlations.
+    C, z = 0.5, 3.0
+    coef, intercept = _noise_only_run(n_iter, C=C, z=z, seed=11)
+    expected = z * 2 * C * np.sqrt(n_iter)
+    for row in [*coef, intercept]:
+        assert np.std(row) == pytest.approx(expected, rel=0.02)  # 4 s.e.
+    # Coordinates are independent: |corr| ≤ 4/sqrt(20000) = 0.028.
+    corr = np.corrcoef(np.vstack([coef, intercept]))
+    assert np.abs(corr[np.triu_indices_from(corr, k=1)]).max() < 0.03
+
+
+def test_noise_differs_between_steps_exactly():
+    # Exact check of the same property with the per-step iterates: the
+    # increments of a zero-gradient run are the step noises; no two equal.
+    steps = []
+
+    def record(coef, intercept):
+        steps.append(np.append(coef.ravel(), intercept))
+        return coef, intercept
+
+    run_dpgd(
+        np.ones((4, 2)),
+        np.zeros(4),
+        _ZeroGradient(),
+        n_outputs=3,
+        n_iter=4,
+        post=record,
+    )
+    increments = np.diff(np.vstack([np.zeros_like(steps[0]), *steps]), axis=0)
+    assert np.all(increments != 0)
+    for i in range(4):
+        for j in range(i):
+            assert not np.any(np.isclose(increments[i], increments[j]))
+
+
+# --------------------------------------------------------------------------
+# Clipping, checked exactly against an independent oracle
+# --------------------------------------------------------------------------
+
+
+def _oracle_dpgd(X, y, datafit, k, n_iter, lr, alpha, C, fit_intercept):
+    """Noise-free DP-GD written independently: explicit per-record gradients."""
+    X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    n, d = X.shape
+    X1 = np.hstack([X, np.ones((n, 1)) if fit_intercept else np.zeros((n, 1))])
+    w = np.zeros((d + 1, k))
+    for _ in range(n_iter):
+        r = datafit.raw_grad(y, X1 @ w)
+        per_record = np.einsum("ik,ij->ijk", r, X1).reshape(n, -1)
+        norms = np.linalg.norm(per_record, axis=1)
+        clipped = per_record * np.minimum(1.0, C / np.maximum(norms, 1e-300))[:, None]
+        grad = clipped.sum(axis=0).reshape(d + 1, k) / n
+        grad[:d] += alpha * w[:d]
+        w = w - lr * grad
+    return w[:d], w[d]
+
+
+@pytest.mark.parametrize(("datafit", "k"), DATAFITS)
+@pytest.mark.parametrize("form", ["dense", "csr", "float32", "csr-float32"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_clipped_engine_matches_oracle(datafit, k, form, fit_intercept):
+    # Rows of norm ~0.6 and C = 0.3: whether the intercept's feature is inside
+    # the clipped norm changes every clipped gradient, and about half the
+    # records are clipped, half not (clipping removed would fail too).
+    rng = np.random.default_rng(7)
+    n, d = 60, 4
+    X = rng.normal(scale=0.3, size=(n, d))
+    X[::5] *= 20.0  # some far-out records, clipped hard
+    y = _labels(datafit, k, n, rng)
+    Xf = X.astype(np.float32) if "float32" in form else X
+    Xin = sp.csr_matrix(Xf) if form.startswith("csr") else Xf
+    coef, intercept, _ = run_dpgd(
+        Xin,
+        y,
+        datafit,
+        n_outputs=k,
+        clip_norm=0.3,
+        noise_multiplier=0.0,
+        n_iter=6,
+        learning_rate=2.0,
+        alpha=0.01,
+        fit_intercept=fit_intercept,
+    )
+    coef_ref, intercept_ref = _oracle_dpgd(
+        Xf, y, datafit, k, 6, 2.0, 0.01, 0.3, fit_intercept
+    )
+    np.testing.assert_allclose(coef, coef_ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        intercept, intercept_ref if fit_intercept else 0.0, rtol=0, atol=1e-12
+    )
+
+
+# --------------------------------------------------------------------------
+# Soundness for every finite input
+# --------------------------------------------------------------------------
+
+BIG = 1e308
+
+
+def _hostile_rows(dtype=np.float64):
+    """Finite rows that break naive norms: overflow, underflow, inf − inf."""
+    top = float(np.finfo(dtype).max)
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    return np.array(
+        [
+            [top, top, top, 0.0],  # ||x||² and even ||x|| overflow
+            [top, -top, 0.0, 0.0],  # x @ coef = inf − inf for coef ∝ (1, 1)
+            [1.3e154 if dtype == np.float64 else 2e19, 0.0, 0.0, 0.0],
+            [tiny, 0.0, 0.0, 0.0],  # ||x||² underflows to 0
+            [0.0, 0.0, 0.0, 0.0],
+            [1.0, -2.0, 0.5, 3.0],
+        ],
+        dtype=dtype,
+    )
+
+
+def _duplicated_csr(dense, copies=2):
+    """An un-merged CSR matrix storing each value of ``dense`` as ``copies`` parts.
+
+    The parts are ``value / copies``; with ``copies`` a power of two they sum
+    back to the value exactly, even for the largest floats (not for
+    subnormals, whose parts may underflow).
+    """
+    coo = sp.coo_matrix(dense)
+    rows = np.repeat(coo.row, copies)
+    cols = np.repeat(coo.col, copies)
+    vals = np.repeat(coo.data / copies, copies).astype(dense.dtype)
+    indptr = np.concatenate(
+        [[0], np.cumsum(np.bincount(rows, minlength=dense.shape[0]))]
+    )
+    X = sp.csr_matrix((vals, cols, indptr), shape=dense.shape)
+    assert X.nnz == copies * coo.nnz
+    return X
+
+
+def _forms(dense):
+    return {
+        "dense": dense,
+        "csr": sp.csr_matrix(dense),
+        "csr-duplicates": _duplicated_csr(dense),
+    }
+
+
+def test_duplicated_csr_fixture_is_the_same_matrix():
+    dense = np.array([[20.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    X = _duplicated_csr(dense, copies=400)
+    assert not X.has_canonical_format and X.nnz == 800
+    np.testing.assert_allclose(X.toarray(), dense, rtol=1e-12)
+    # Exact, but for the smallest subnormal, whose halves underflow to 0.
+    np.testing.assert_allclose(
+        _duplicated_csr(_hostile_rows()).toarray(), _hostile_rows(), rtol=0, atol=1e-323
+    )
+
+
+@pytest.mark.parametrize(("datafit", "k"), DATAFITS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("form", ["dense", "csr", "csr-duplicates"])
+def test_every_record_contributes_at_most_C(datafit, k, dtype, form):
+    # For each hostile record alone (n = 1) and adversarial iterates (huge,
+    # mixed-sign, zero), the clipped gradient the engine sums is finite and
+    # has norm ≤ C, measured here in float64 without overflow.
+    rows = _hostile_rows(dtype)
+    C = 0.7
+    iterates = [
+        (np.zeros((4, k)), np.zeros(k)),
+        (np.full((4, k), 1e10), np.full(k, -3.0)),
+        (np.linspace(-1, 1, 4 * k).reshape(4, k), np.ones(k)),
+    ]
+    for i in range(rows.shape[0]):
+        X = canonical_design(_forms(rows[i : i + 1])[form])
+        row_norm = np.hypot(row_norms(X), 1.0)
+        for label in range(2):
+            y = np.array([float(label)] if k == 1 else [label])
+            for coef, intercept in iterates:
+                total = clipped_gradient_sum(
+                    X, y, datafit, coef, intercept, row_norm, C
+                )
+                assert np.isfinite(total).all()
+                assert np.linalg.norm(total) <= C * (1 + 1e-12)
+
+
+def test_duplicates_are_merged_before_norms():
+    # One record of merged value 20 stored as 400 entries of 0.05: its norm
+    # is 20, not sqrt(400 · 0.05²) = 1 (the pre-fix bug: clip C·sqrt(m)).
+    X = _duplicated_csr(np.array([[20.0, 0.0], [0.0, 1.0]]), copies=400)
+    np.testing.assert_allclose(row_norms(canonical_design(X)), [20.0, 1.0], rtol=1e-12)
+    assert not X.has_canonical_format  # the caller's matrix is left alone
+
+
+def test_merged_duplicates_that_overflow_are_refused():
+    X = sp.csr_matrix(
+        (np.array([1e308, 1e308]), np.array([0, 0]), np.array([0, 2])), shape=(1, 2)
+    )
+    with pytest.raises(ValueError, match="overflows"):
+        canonical_design(X)
+
+
+def test_row_norms_are_exact_for_any_finite_row():
+    rows = _hostile_rows()
+    expected = [np.inf, np.inf, 1.3e154, 5e-324, 0.0, np.sqrt(14.25)]
+    got = row_norms(rows)
+    np.testing.assert_allclose(got, expected, rtol=1e-15)
+    np.testing.assert_allclose(row_norms(sp.csr_matrix(rows)), expected, rtol=1e-15)
+    # float32 rows are measured in float64: ||(3.4e38,)*3|| = 5.9e38, no inf.
+    rows32 = _hostile_rows(np.float32)
+    top = float(np.finfo(np.float32).max)
+    np.testing.assert_allclose(
+        row_norms(rows32)[:3], [top * np.sqrt(3), top * np.sqrt(2), 2e19], rtol=1e-7
+    )
+
+
+@pytest.mark.parametrize(("datafit", "k"), DATAFITS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("form", ["dense", "csr", "csr-duplicates"])
+def test_hostile_data_give_a_finite_model(datafit, k, dtype, form):
+    # Many steps with noise, hostile records mixed with ordinary ones: before
+    # the fix, 0·inf in the clip turned every coefficient into NaN.
+    rng = np.random.default_rng(3)
+    ordinary = rng.normal(size=(30, 4)).astype(dtype)
+    dense = np.vstack([_hostile_rows(dtype), ordinary])
+    y = _labels(datafit, k, dense.shape[0], rng)
+    coef, intercept, _ = run_dpgd(
+        _forms(dense)[form], y, datafit, n_outputs=k, n_iter=20, learning_rate=5.0
+    )
+    assert np.isfinite(coef).all() and np.isfinite(intercept).all()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float32_blocks_match_float64(monkeypatch, sparse):
+    # float32 data are read a block of rows at a time, in float64: the result
+    # equals the float64 run on the same values (same noise) up to summation
+    # order. Tiny blocks force many of them.
+    monkeypatch.setattr(_dpgd, "_BLOCK_VALUES", 37)
+    rng = np.random.default_rng(9)
+    X32 = rng.normal(size=(101, 6)).astype(np.float32)
+    y = rng.integers(0, 2, 101).astype(float)
+    to = sp.csr_matrix if sparse else np.asarray
+    a = run_dpgd(to(X32), y, n_iter=5, rng=np.random.default_rng(1))
+    b = run_dpgd(to(X32.astype(np.float64)), y, n_iter=5, rng=np.random.default_rng(1))
+    np.testing.assert_allclose(a[0], b[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a[1], b[1], rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------
+# What the engine refuses
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("adjacency", [ADD_REMOVE, REPLACE_ONE_USER, "swap"])
+def test_engine_refuses_adjacencies_it_does_not_implement(adjacency):
+    # It divides by n, which is private under add/remove.
+    with pytest.raises(ValueError, match="adjacency"):
+        run_dpgd(np.ones((4, 2)), np.zeros(4), adjacency=adjacency)
+
+
+@pytest.mark.parametrize(("lr", "alpha"), [(2.0, 1.0), (1.0, 2.0), (100.0, 0.05)])
+def test_diverging_step_size_is_refused_before_any_work(lr, alpha):
+    with pytest.raises(ValueError, match="diverge"):
+        run_dpgd(np.ones((4, 2)), np.zeros(4), learning_rate=lr, alpha=alpha)
+
+
+def test_non_finite_release_raises():
+    def explode(coef, intercept):
+        return coef * np.inf, intercept
+
+    with pytest.raises(MechanismFailedError, match="non-finite"):
+        run_dpgd(np.ones((4, 2)), np.zeros(4), post=explode)

@@ -1,5 +1,6 @@
 """DPLogisticRegression: noisy gradient descent for logistic regression."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -8,7 +9,12 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import PRIVACY_CONSTRAINTS, atomic_fit, require_positive_delta
+from .._base import (
+    PRIVACY_CONSTRAINTS,
+    atomic_fit,
+    require_positive_delta,
+    warn_if_delta_is_large,
+)
 from .._datafits import BinomialLogistic, MultinomialLogistic
 from .._dpgd import dpgd
 from ..accounting import (
@@ -16,6 +22,7 @@ from ..accounting import (
     classical_gaussian_noise_multiplier,
     gaussian_noise_multiplier,
 )
+from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import as_generator
 
 # Paper 003 (Prop. 3.3) calibrates to B = 4(R + c1)σ_x, i.e. a per-step
@@ -215,8 +222,11 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         require_positive_delta(self)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32]
+        )
         check_classification_targets(y)
+        warn_if_delta_is_large(self, X.shape[0])
         classes, y_encoded = self._encode_labels(y)
         datafit = BinomialLogistic() if classes.size == 2 else MultinomialLogistic()
         n_outputs = 1 if classes.size == 2 else classes.size
@@ -248,19 +258,26 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     def _encode_labels(self, y):
         """The label set (given, or public by declaration) and y as indices."""
         if self.classes is None:
+            warnings.warn(
+                "The label set was inferred from y and is treated as public (it "
+                "is released in classes_ and shapes coef_). If which labels occur "
+                "is private, pass classes=[...] declared in advance.",
+                PrivacyLeakWarning,
+                stacklevel=5,  # the caller of fit (through two decorators)
+            )
             classes = np.unique(y)
         else:
             classes = np.unique(np.asarray(self.classes))
-            unknown = np.setdiff1d(y, classes)
-            if unknown.size:
+            # The message names no label: the labels in y are private.
+            if not np.isin(y, classes).all():
                 raise ValueError(
-                    f"y contains labels {unknown.tolist()} that are not in classes="
-                    f"{classes.tolist()}."
+                    "y contains labels that are not in the declared classes."
                 )
         if classes.size < 2:
             raise ValueError(
-                "DPLogisticRegression needs samples of at least 2 classes; the data "
-                f"contain only one class: {classes[0]!r}."
+                "DPLogisticRegression needs at least 2 classes; "
+                + ("y contains" if self.classes is None else "classes declares")
+                + " only one class."
             )
         return classes, np.searchsorted(classes, y)
 
