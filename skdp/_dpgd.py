@@ -32,9 +32,8 @@ enforced by the code that runs, not assumed of the data:
 * row norms are computed with per-row rescaling, so ``‖x‖ = 1e308`` neither
   overflows to inf nor (for tiny rows) underflows to 0; a record whose
   gradient norm still exceeds the float range is given weight 0;
-* a non-finite linear predictor (``inf − inf`` in ``X @ coef``) is mapped to a
-  finite one before the datafit sees it, so every raw gradient is finite and
-  bounded by ``grad_bound``;
+* a record whose gradient is not finite (``X @ coef`` can be ``inf − inf``)
+  contributes nothing, so every contribution is finite and of norm ≤ C;
 * float32 data stay float32 in memory; the sums are accumulated in float64,
   a block of rows at a time.
 """
@@ -125,17 +124,23 @@ def row_norms(X):
 
     Each row is divided by its largest absolute value before squaring, so the
     result is accurate to a few ulps for any finite row; it is inf only when
-    the true norm exceeds the float64 range (above ~1.8e308).
+    the true norm exceeds the float64 range (above ~1.8e308). A CSR matrix
+    must be canonical (see :func:`canonical_design`): the squares of
+    duplicate entries would otherwise be summed separately.
     """
+    if sp.issparse(X) and not X.has_canonical_format:
+        raise ValueError("row_norms needs a canonical CSR matrix (no duplicates).")
     norms = np.empty(X.shape[0])
     for rows in _row_blocks(X, whole_if_float64=False):
         block = _float64_rows(X, rows)
         if sp.issparse(block):
-            block = sp.csr_matrix(block)
-            scale = abs(block).max(axis=1).toarray().ravel()
-            safe = np.where(scale > 0, scale, 1.0)
             counts = np.diff(block.indptr)
-            scaled = block.data / np.repeat(safe, counts)
+            abs_data = np.abs(block.data)
+            scale = np.zeros(block.shape[0])
+            filled = counts > 0  # reduceat needs the start of non-empty rows only
+            scale[filled] = np.maximum.reduceat(abs_data, block.indptr[:-1][filled])
+            safe = np.where(scale > 0, scale, 1.0)
+            scaled = abs_data / np.repeat(safe, counts)
             row_of_value = np.repeat(np.arange(block.shape[0]), counts)
             sq = np.bincount(row_of_value, weights=scaled**2, minlength=block.shape[0])
         else:
@@ -175,16 +180,13 @@ def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
     total = np.zeros((d + 1, k))
     for rows in _row_blocks(X):
         block = _float64_rows(X, rows)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(all="ignore"):
             z = block @ coef + intercept
-        # inf − inf gives NaN and overflow gives ±inf: any finite value will
-        # do (the clipped gradient is bounded whatever z is), so map them.
-        np.nan_to_num(z, copy=False)
-        with np.errstate(over="ignore", under="ignore"):
             g = datafit.raw_grad(y[rows], z)
-        # A datafit that breaks its promise of finite gradients must not break
-        # the clip: a non-finite entry contributes nothing.
-        g[~np.isfinite(g)] = 0.0
+        # A huge record can make z = inf − inf = NaN, and a datafit may break
+        # its promise of finite gradients: a non-finite gradient contributes
+        # nothing (norm 0 ≤ C), so the clip below holds for every input.
+        g[~np.isfinite(g).all(axis=1)] = 0.0
         g *= clip_scale(g, row_norm[rows], clip_norm)[:, None]
         total[:d] += block.T @ g
         total[d] += g.sum(axis=0)
