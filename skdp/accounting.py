@@ -18,7 +18,13 @@ every ε ≥ 0 with ([1]_, Cor. 2.13; [2]_, Thm. 8)
 and no smaller δ holds for that ε: the curve is tight. It is evaluated in log
 space (:func:`log_delta_from_mu`) so that ε in the hundreds does not overflow,
 and inverted by bracketed root finding whose result is then nudged, if needed,
-to the private side.
+to the private side. Every inversion is calibrated against δ·(1 − 1e-9), not
+δ, and checked in log space (``log δ(ε; μ) <= log δ + log1p(-1e-9)``, which
+also holds for a subnormal δ): the margin covers the float error of the
+evaluation, so the *true* δ at the returned ε, μ or noise multiplier never
+exceeds the target. Every search loop is bounded; an input that the float64
+search cannot handle raises :class:`~skdp.exceptions.MechanismFailedError`
+instead of spinning.
 
 Pure ε-DP pieces (e.g. Laplace noise) are not GDP; a composition that contains
 them is accounted for conservatively (:func:`compose`). zCDP conversions follow
@@ -40,6 +46,7 @@ import math
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy.optimize import brentq
@@ -79,6 +86,51 @@ _SQRT2 = math.sqrt(2.0)
 
 # brentq's tightest relative tolerance (it refuses anything below 4 * machine eps).
 _RTOL = 4 * np.finfo(float).eps
+# Its absolute tolerance: the smallest positive float, so that _RTOL governs
+# even for roots near the 1e-300 floors of the searches (1e-300 would leave a
+# root at 2.5e-300 only ±40% resolved).
+_XTOL = 5e-324
+
+# Calibrations aim at δ·(1 − _DELTA_MARGIN) instead of δ, so that the float
+# error of log_delta_from_mu cannot put the true δ above the target. That error
+# is ≤ 4.2e-13 relative on δ (measured against mpmath at 80 digits for μ from
+# 1e-8 to 1e10, δ from 5e-324 to 0.9, ε from 0.5x to 2x each calibrated point;
+# most of it is the rounding of log δ itself, |log δ| ≤ 745 wherever a target
+# can be), so 1e-9 leaves > 2000x headroom, also for the few-ulp rounding of
+# √T/z and of the sensitivities callers multiply in. Without the margin the
+# true δ came out up to 3.5e-13 above target. The margin moves ε by
+# 1e-9/|d log δ/dε| and μ by 1e-9/|d log δ/d log μ| relative: ≤ 1e-9
+# relative on the test grids, up to ~4e-9 on ε where ε is small next to μ.
+_DELTA_MARGIN = 1e-9
+_LOG1P_MARGIN = math.log1p(-_DELTA_MARGIN)
+
+# Caps on the search loops. Brackets grow or shrink by a factor 2 per step, so
+# these never bind before the bracket limits (μ ≤ 1e12, μ ≥ 1e-300, ε ≥ 1e-300,
+# or float overflow) do; a nudge doubles its step each time and reaches the far
+# end of its bracket, which is known to satisfy the check, within 55 steps.
+_MAX_BRACKET_STEPS = 2200
+_MAX_NUDGES = 64
+
+# log Φ(b) − log Φ(a) + ε for b = a − μ is an increment of g(x) = log erfcx(x)
+# over [x, x + μ/√2]; for μ < 1 it is integrated from g' = −2·c (see
+# _erfcx_log_slope) by 8-point Gauss–Legendre, exact to ~1e-17 there (g' is
+# analytic within distance 2 of the interval: erfc's nearest zero is at
+# −1.35 ± 1.99i).
+_QUADRATURE_MAX_MU = 1.0
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
+_GL_NODES = (_GL_NODES + 1.0) / 2.0  # on [0, 1]
+_GL_WEIGHTS = _GL_WEIGHTS / 2.0
+_SQRTPI = math.sqrt(math.pi)
+# Above this t, c(t) = 1/(√π erfcx(t)) − t comes from its asymptotic series
+# t·s/(1 − s) with s = u·p(u), p(u) = Σ_{k≥1} (−1)^(k+1) (2k−1)!! u^(k−1) and
+# u = 1/(2t²): 17 terms leave a truncation error below 1e-18 relative at
+# t = 10. Below it, the direct difference loses ~2t² ulps (≤ 200, i.e.
+# ≤ 6e-14 relative).
+_SERIES_MIN_T = 10.0
+_SERIES_COEFFS = np.array(
+    [(-1) ** (k + 1) * math.prod(range(1, 2 * k, 2)) for k in range(17, 0, -1)],
+    dtype=float,
+)
 
 
 def sensitivity_factor(adjacency):
@@ -98,13 +150,47 @@ def sensitivity_factor(adjacency):
 # ---------------------------------------------------------------------------
 
 
+def _erfcx_log_slope(t):
+    """``c(t) = 1/(√π·erfcx(t)) − t > 0``, so that ``d/dt log erfcx(t) = −2·c(t)``.
+
+    Accurate to 6e-14 relative for every real ``t`` (see ``_SERIES_MIN_T``).
+    """
+    direct = np.minimum(t, _SERIES_MIN_T)  # clipped: no overflow, no warnings
+    series = np.maximum(t, _SERIES_MIN_T)
+    u = 0.5 / series / series  # underflows to 0 for t > 1e154; t·u does not
+    p = np.polyval(_SERIES_COEFFS, u)
+    return np.where(
+        t < _SERIES_MIN_T,
+        1.0 / (_SQRTPI * erfcx(direct)) - direct,
+        0.5 / series * p / (1.0 - u * p),
+    )
+
+
+def _shift(mu, epsilon):
+    """``a = μ/2 − ε/μ``, correctly rounded where the two terms nearly cancel.
+
+    For ``q = ε/μ`` in [μ/4, μ] the subtraction is exact (Sterbenz), so only
+    the rounding of q, ~ulp(μ/2), is left. That is negligible for μ ≤ 1, but
+    moves δ by ~|a|·μ·1e-16 relative, 1e-9 at μ ≈ 1e6: exact rational
+    arithmetic removes it. Outside that range |a| ≥ μ/4 and the rounding
+    error is relative to a.
+    """
+    q = epsilon / mu
+    if mu > 1.0 and mu / 4.0 <= q <= mu:
+        return float(Fraction(mu) / 2 - Fraction(epsilon) / Fraction(mu))
+    return mu / 2.0 - q
+
+
 def log_delta_from_mu(mu, epsilon):
     """Natural log of the smallest δ such that μ-GDP implies (ε, δ)-DP.
 
     Computes ``log Φ(a) + log(1 - e^ε Φ(b)/Φ(a))`` with ``a = -ε/μ + μ/2`` and
     ``b = -ε/μ - μ/2`` (Dong, Roth & Su 2022, Cor. 2.13). The ratio is taken
     as ``erfcx(-b/√2) / erfcx(-a/√2)``, which equals it exactly, so ``e^ε`` is
-    never formed and the result stays accurate where δ underflows.
+    never formed and the result stays accurate where δ underflows. For μ < 1
+    the log of that ratio, a difference of two nearly equal numbers, is
+    instead integrated from its derivative, so δ keeps its relative accuracy
+    however small μ is; for large μ, ``a`` is formed exactly.
 
     Parameters
     ----------
@@ -125,18 +211,28 @@ def log_delta_from_mu(mu, epsilon):
         return -math.inf
     if math.isinf(mu):
         return 0.0
-    a = -epsilon / mu + mu / 2.0
+    a = _shift(mu, epsilon)
     b = -epsilon / mu - mu / 2.0
     log_phi_a = float(log_ndtr(a))
     # log of e^ε Φ(b) / Φ(a), < 0 in exact arithmetic because δ > 0. With
     # Φ(x) = erfcx(-x/√2) e^{-x²/2} / 2 and b² - a² = 2ε exactly, the ε and the
     # Gaussian exponents cancel analytically, leaving a difference of two
     # moderate logs instead of two huge ones (no cancellation where δ
-    # underflows). erfcx(-a/√2) overflows only for a > 37; there Φ(a) ≈ 1.
-    if a < 30.0:
+    # underflows).
+    if mu < _QUADRATURE_MAX_MU:
+        # The difference g(x + h) − g(x), g = log erfcx, x = −a/√2, h = μ/√2,
+        # loses ~1e-16/|result| relative (1e-6 at μ = 1e-8): integrate g'.
+        h = mu / _SQRT2
+        slopes = _erfcx_log_slope(-a / _SQRT2 + h * _GL_NODES)
+        log_ratio = -2.0 * h * float(_GL_WEIGHTS @ slopes)
+    elif a < 30.0:
         log_ratio = float(np.log(erfcx(-b / _SQRT2)) - np.log(erfcx(-a / _SQRT2)))
     else:
-        log_ratio = epsilon + float(log_ndtr(b)) - log_phi_a
+        # erfcx(-a/√2) overflows for a > 37; use its closed form
+        # log erfcx(-a/√2) = a²/2 + log 2 + log Φ(a) (b ≤ 0 never overflows).
+        log_ratio = float(np.log(erfcx(-b / _SQRT2))) - (
+            a * a / 2.0 + math.log(2.0) + log_phi_a
+        )
     if log_ratio >= 0.0:  # δ is below what float64 resolves at this point
         return -math.inf
     # log(1 - e^x): -expm1 is exact near x = 0, log1p(-exp) far from it.
@@ -185,12 +281,46 @@ def _check_n_steps(n_steps):
     return int(n_steps)
 
 
+def _log_target(delta):
+    """``log(δ·(1 − _DELTA_MARGIN))``, the level every calibration checks log δ against.
+
+    ``-log δ`` rather than ``log(1/δ)`` throughout: ``1/δ`` overflows to inf for
+    a subnormal δ, while ``log(5e-324)`` is a plain -744.4.
+    """
+    return math.log(delta) + _LOG1P_MARGIN
+
+
+def _nudge(passes, x, bound, what):
+    """Move ``x`` toward ``bound`` until ``passes(x)``, in steps doubling from one ulp.
+
+    ``bound`` passes (it is the far end of a bracket that was checked), so
+    with ``|bound − x| <= |x|`` it is reached within 55 steps, even where the
+    curve is so flat that an ulp-sized step would take forever. Steps past
+    that are a safety net for a float check that is not quite monotone.
+    """
+    step = math.ulp(x)
+    for _ in range(_MAX_NUDGES):
+        if passes(x):
+            return x
+        x = min(x + step, bound) if bound > x else max(x - step, bound)
+        step *= 2.0
+    raise MechanismFailedError(
+        f"Could not move {what} to the private side within {_MAX_NUDGES} steps; "
+        f"stuck at {x!r}."
+    )
+
+
 def epsilon_from_mu(mu, delta):
     """Smallest ε such that a μ-GDP mechanism is (ε, δ)-DP.
 
-    Solves ``δ(ε; μ) = δ`` for ε by Brent's method on a bracket that is
-    widened geometrically until it holds the root, then moves the answer up,
-    if rounding left it on the wrong side, so that ``δ(ε; μ) <= δ`` always.
+    Solves ``δ(ε; μ) = δ·(1 − 1e-9)`` for ε by Brent's method on a bracket
+    that is widened geometrically until it holds the root, then moves the
+    answer up, if rounding left it on the wrong side, until
+    ``log δ(ε; μ) <= log δ + log1p(-1e-9)``. The check is in log space, so
+    it also works for a subnormal δ, and the margin exceeds the float error
+    of the evaluation, so the true ``δ(ε; μ) <= δ`` always. The reported ε
+    exceeds the exact one by ~1e-9/|d log δ/dε|: ~1e-9 relative or less,
+    unless ε is small next to μ.
 
     Parameters
     ----------
@@ -202,7 +332,14 @@ def epsilon_from_mu(mu, delta):
     Returns
     -------
     epsilon : float
-        ``inf`` if ``delta == 0`` and ``mu > 0`` (GDP never gives pure DP).
+        ``inf`` if ``delta == 0`` and ``mu > 0`` (GDP never gives pure DP), or
+        if ε overflows float64 (``mu > ~1.9e154``).
+
+    Raises
+    ------
+    MechanismFailedError
+        If a bounded search loop runs out of steps (not expected for any
+        valid input; it replaces an endless loop).
 
     Examples
     --------
@@ -219,32 +356,46 @@ def epsilon_from_mu(mu, delta):
         return math.inf
     if delta == 0.0:
         return math.inf
-    log_target = math.log(delta)
+    log_target = _log_target(delta)
 
     def gap(eps):  # decreasing in eps; the root is the answer
         return log_delta_from_mu(mu, eps) - log_target
 
     if gap(0.0) <= 0.0:
         return 0.0
-    # The Gaussian tail gives a close upper guess; widen until it brackets.
-    hi = mu * mu / 2.0 + mu * math.sqrt(2.0 * math.log(1.0 / delta)) + 1e-12
-    while gap(hi) > 0.0:
+    # At ε = μ²/2 + μ·s with s = sqrt(2 log(1/δ)), a = -s and
+    # δ(ε; μ) < Φ(-s) < δ/2: an upper bracket unless rounding says otherwise.
+    hi = mu * mu / 2.0 + mu * math.sqrt(-2.0 * math.log(delta)) + 1e-12
+    for _ in range(_MAX_BRACKET_STEPS):
+        if gap(hi) <= 0.0:
+            break
         hi *= 2.0
+    else:
+        raise MechanismFailedError(f"Found no upper bound on epsilon for {mu=}.")
+    if math.isinf(hi):
+        return math.inf  # ε ≥ ~μ²/2 is beyond float64
     lo = hi / 2.0
-    while lo > 1e-300 and gap(lo) <= 0.0:
-        lo /= 2.0
-    eps = brentq(_finite(gap), lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
-    while delta_from_mu(mu, eps) > delta:  # rounding must err toward a safer ε
-        eps = np.nextafter(eps, math.inf) * (1.0 + 1e-15)
-    return float(eps)
+    for _ in range(_MAX_BRACKET_STEPS):
+        if gap(lo) > 0.0:
+            break
+        if lo < 1e-300:
+            return lo  # 0 < ε <= lo: not worth resolving further
+        hi, lo = lo, lo / 2.0
+    else:
+        raise MechanismFailedError(f"Found no lower bound on epsilon for {mu=}.")
+    eps = brentq(_finite(gap), lo, hi, xtol=_XTOL, rtol=_RTOL, maxiter=500)
+    # Rounding must err toward a safer (larger) ε; hi passes.
+    return float(_nudge(lambda e: gap(e) <= 0.0, eps, hi, "epsilon"))
 
 
 def mu_from_epsilon(epsilon, delta):
     """Largest μ such that a μ-GDP mechanism is (ε, δ)-DP.
 
-    Solves ``δ(ε; μ) = δ`` for μ (δ increases with μ) on an expanding
-    bracket, then moves the answer down, if rounding left it on the wrong
-    side, so that ``δ(ε; μ) <= δ`` always.
+    Solves ``δ(ε; μ) = δ·(1 − 1e-9)`` for μ (δ increases with μ) on an
+    expanding bracket, then moves the answer down, if rounding left it on the
+    wrong side, until ``log δ(ε; μ) <= log δ + log1p(-1e-9)``. The check is in
+    log space, so it also works for a subnormal δ, and the margin exceeds the
+    float error of the evaluation, so the true ``δ(ε; μ) <= δ`` always.
 
     Parameters
     ----------
@@ -259,6 +410,13 @@ def mu_from_epsilon(epsilon, delta):
         0 when ``delta == 0`` (only an infinitely noisy Gaussian mechanism is
         pure DP); ``inf`` when ``delta == 1``.
 
+    Raises
+    ------
+    MechanismFailedError
+        If μ would exceed 1e12 (ε beyond ~5e23) or fall below 1e-300 (ε and
+        δ both so small, e.g. ε = 0 and δ < 4e-301, that float64 cannot
+        calibrate them).
+
     Examples
     --------
     >>> from skdp.accounting import mu_from_epsilon
@@ -272,25 +430,33 @@ def mu_from_epsilon(epsilon, delta):
         return 0.0
     if delta == 1.0 or math.isinf(epsilon):
         return math.inf
-    log_target = math.log(delta)
+    log_target = _log_target(delta)
 
     def gap(mu):  # increasing in mu; the root is the answer
         return log_delta_from_mu(mu, epsilon) - log_target
 
     hi = 1.0
-    while gap(hi) < 0.0:
+    for _ in range(_MAX_BRACKET_STEPS):
+        if gap(hi) >= 0.0:
+            break
         hi *= 2.0
         if hi > 1e12:
-            raise MechanismFailedError(f"No finite mu for {epsilon=}, {delta=}.")
+            raise MechanismFailedError(
+                f"No finite mu for {epsilon=}, {delta=}: it would exceed 1e12."
+            )
     lo = hi / 2.0
-    while gap(lo) > 0.0:
-        lo /= 2.0
+    for _ in range(_MAX_BRACKET_STEPS):
+        if gap(lo) <= 0.0:
+            break
+        hi, lo = lo, lo / 2.0
         if lo < 1e-300:
-            raise MechanismFailedError(f"No positive mu for {epsilon=}, {delta=}.")
-    mu = brentq(_finite(gap), lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
-    while delta_from_mu(mu, epsilon) > delta:  # rounding must err toward safer μ
-        mu = np.nextafter(mu, 0.0) * (1.0 - 1e-15)
-    return float(mu)
+            raise MechanismFailedError(
+                f"No mu >= 1e-300 for {epsilon=}, {delta=}: too small to "
+                "calibrate in float64."
+            )
+    mu = brentq(_finite(gap), lo, hi, xtol=_XTOL, rtol=_RTOL, maxiter=500)
+    # Rounding must err toward a safer (smaller) μ; lo passes.
+    return float(_nudge(lambda m: gap(m) <= 0.0, mu, lo, "mu"))
 
 
 def _finite(f):
@@ -308,7 +474,10 @@ def gaussian_noise_multiplier(epsilon, delta, n_steps=1):
     Each step adds N(0, σ²) noise to a query of L2 sensitivity Δ; adaptively
     composed they are ``sqrt(n_steps)·Δ/σ``-GDP, so the multiplier is
     ``sqrt(n_steps) / mu_from_epsilon(epsilon, delta)``, nudged up until the
-    composition provably meets (ε, δ).
+    composition provably meets (ε, δ): like :func:`mu_from_epsilon` it is
+    calibrated against δ·(1 − 1e-9) and checked in log space,
+    ``log δ(ε; sqrt(n_steps)/z) <= log δ + log1p(-1e-9)``, so that the true δ
+    of the returned z is at most δ.
 
     Parameters
     ----------
@@ -322,6 +491,12 @@ def gaussian_noise_multiplier(epsilon, delta, n_steps=1):
     Returns
     -------
     noise_multiplier : float
+        ``inf`` if the multiplier overflows float64.
+
+    Raises
+    ------
+    MechanismFailedError
+        When :func:`mu_from_epsilon` does.
 
     Examples
     --------
@@ -342,11 +517,16 @@ def gaussian_noise_multiplier(epsilon, delta, n_steps=1):
     n_steps = _check_n_steps(n_steps)
     if math.isinf(epsilon):
         return 0.0
-    mu = mu_from_epsilon(epsilon, delta)
-    z = math.sqrt(n_steps) / mu
-    while delta_from_mu(math.sqrt(n_steps) / z, epsilon) > delta:
-        z = np.nextafter(z, math.inf) * (1.0 + 1e-15)
-    return float(z)
+    sqrt_steps = math.sqrt(n_steps)
+    log_target = _log_target(delta)
+
+    def passes(z):
+        return log_delta_from_mu(sqrt_steps / z, epsilon) <= log_target
+
+    z = sqrt_steps / mu_from_epsilon(epsilon, delta)
+    # √T/z gives back μ only to a few ulps: err toward more noise. 2z (μ/2)
+    # passes by far.
+    return float(_nudge(passes, z, 2.0 * z, "the noise multiplier"))
 
 
 def classical_gaussian_noise_multiplier(epsilon, delta, n_steps=1):
@@ -370,7 +550,12 @@ def classical_gaussian_noise_multiplier(epsilon, delta, n_steps=1):
     if not epsilon > 0 or not 0.0 < delta < 1.0:
         raise ValueError(f"Need epsilon > 0 and 0 < delta < 1; got {epsilon}, {delta}.")
     n_steps = _check_n_steps(n_steps)
-    return math.sqrt(2.0 * math.log(2.0 * n_steps / delta)) * n_steps / epsilon
+    ratio = 2.0 * n_steps / delta
+    if ratio < math.inf:
+        log_ratio = math.log(ratio)
+    else:  # 2T/δ overflows for a subnormal δ; its log does not
+        log_ratio = math.log(2.0 * n_steps) - math.log(delta)
+    return math.sqrt(2.0 * log_ratio) * n_steps / epsilon
 
 
 # ---------------------------------------------------------------------------
@@ -395,7 +580,8 @@ def epsilon_from_zcdp(rho, delta):
         raise ValueError(f"rho must be >= 0; got {rho}.")
     if delta == 0.0:
         return math.inf if rho > 0 else 0.0
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    # -log δ, not log(1/δ): 1/δ overflows for a subnormal δ.
+    return rho + 2.0 * math.sqrt(rho * -math.log(delta))
 
 
 def zcdp_from_epsilon(epsilon, delta):
@@ -415,8 +601,13 @@ def zcdp_from_epsilon(epsilon, delta):
         raise ValueError(f"epsilon must be >= 0; got {epsilon}.")
     if not 0.0 < delta < 1.0:
         raise ValueError(f"delta must be in (0, 1); got {delta}.")
-    log_inv = math.log(1.0 / delta)
-    return (math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2
+    if math.isinf(epsilon):
+        return math.inf
+    # -log δ, not log(1/δ): 1/δ overflows for a subnormal δ. The rationalised
+    # form ε/(√(L + ε) + √L) avoids the cancellation of √(L + ε) − √L when
+    # ε ≪ L.
+    log_inv = -math.log(delta)
+    return (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
 
 
 def zcdp_from_pure_dp(epsilon):

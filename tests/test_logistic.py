@@ -320,8 +320,10 @@ def test_privacy_report_matches_dp_accounting_pld(iris):
         dp_accounting.GaussianDpEvent(clf.noise_multiplier_), clf.n_iter_
     )
     pld_epsilon = accountant.compose(event).get_epsilon(1e-5)
-    # PLD discretisation (interval 1e-4) is pessimistic by at most ~1e-3 here.
-    assert clf.privacy_spent_.epsilon <= pld_epsilon
+    # PLD discretisation (interval 1e-4) is pessimistic by at most ~1e-3 here;
+    # skdp's calibration aims at δ·(1 − 1e-9), so its ε may sit up to ~1e-10
+    # above the exact one (on the safe side) and hence above PLD's.
+    assert clf.privacy_spent_.epsilon <= pld_epsilon * (1 + 1e-9)
     assert pld_epsilon == pytest.approx(clf.privacy_spent_.epsilon, rel=2e-3)
 
 
