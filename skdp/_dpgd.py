@@ -193,6 +193,47 @@ def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
     return total
 
 
+class GradientDescent:
+    """Plain steps ``β ← β − η·g`` (Cai, Wang & Zhang, Score Attack, Algorithm 1)."""
+
+    def __init__(self, learning_rate):
+        self.learning_rate = learning_rate
+
+    def __call__(self, grad):
+        return self.learning_rate * grad
+
+
+class Adam:
+    """Adam steps (Kingma & Ba 2015) on the noisy gradients, ε tied to the noise.
+
+    ``m ← β₁m + (1−β₁)g``, ``v ← β₂v + (1−β₂)g²``, step
+    ``η·m̂ / (sqrt(v̂) + noise_scale)`` with the usual bias corrections. Each
+    coordinate moves at a speed set by its own gradient scale, so rarely seen
+    features move as fast as common ones. ``noise_scale`` is the standard
+    deviation of the noise on one coordinate of the mean gradient (public): a
+    coordinate whose gradient is mostly noise gets ``sqrt(v̂) ≈ noise_scale``
+    and moves at about half speed instead of being amplified to full speed.
+    Reads only the released gradients: post-processing.
+    """
+
+    def __init__(self, learning_rate, noise_scale, beta1=0.9, beta2=0.999):
+        self.learning_rate = learning_rate
+        self.noise_scale = noise_scale
+        self.beta1, self.beta2 = beta1, beta2
+        self.t = 0
+        self.m = self.v = 0.0
+
+    def __call__(self, grad):
+        self.t += 1
+        self.m = self.beta1 * self.m + (1 - self.beta1) * grad
+        self.v = self.beta2 * self.v + (1 - self.beta2) * grad**2
+        m_hat = self.m / (1 - self.beta1**self.t)
+        v_hat = self.v / (1 - self.beta2**self.t)
+        # + tiny: a coordinate that never moves (0/0) without noise stays put.
+        scale = np.sqrt(v_hat) + self.noise_scale + np.finfo(float).tiny
+        return self.learning_rate * m_hat / scale
+
+
 def check_step_size(learning_rate, alpha):
     """Refuse a step size for which the L2 penalty alone makes GD diverge.
 
@@ -221,6 +262,8 @@ def dpgd(
     rng,
     alpha=0.0,
     fit_intercept=True,
+    solver="gd",
+    average=None,
     adjacency=REPLACE_ONE,
     post=None,
     mechanism="full-batch DP gradient descent",
@@ -249,7 +292,7 @@ def dpgd(
     n_iter : int
         Number of steps; each one is paid for.
     learning_rate : float
-        Step size η applied to the mean gradient.
+        Step size η of the step rule.
     delta : float
         δ at which the returned cost states ε.
     rng : numpy.random.Generator
@@ -259,6 +302,14 @@ def dpgd(
         intercept). ``learning_rate * alpha`` must be below 2.
     fit_intercept : bool, default=True
         Whether to fit an intercept (a constant feature 1 inside the clip).
+    solver : {"gd", "adam"}, default="gd"
+        How each noisy mean gradient (plus the penalty's gradient) becomes a
+        step: :class:`GradientDescent` or :class:`Adam`. Both read only
+        released values (post-processing).
+    average : float in [0, 1), optional
+        If given, return the exponential moving average of the iterates with
+        this decay (bias-corrected) instead of the last iterate; it smooths
+        out the noise of the last steps (post-processing).
     adjacency : str, default=REPLACE_ONE
         Neighbouring relation; only ``REPLACE_ONE`` is implemented (the mean
         divides by n, which must be public).
@@ -293,7 +344,8 @@ def dpgd(
             f"The DP-GD engine implements {SUPPORTED_ADJACENCIES} adjacency only; "
             f"got {adjacency!r} (it divides by n, which must be public)."
         )
-    check_step_size(learning_rate, alpha)
+    if solver == "gd":
+        check_step_size(learning_rate, alpha)
     X = canonical_design(X)
     n, d = X.shape
     row_norm = row_norms(X)
@@ -312,25 +364,43 @@ def dpgd(
     )
     progress = _Progress(mechanism, n_iter, verbose)
     progress.start(cost, noise_std, n, d)
+    step = _make_step_rule(solver, learning_rate, noise_std / n)
     coef = np.zeros((d, n_outputs))
     intercept = np.zeros(n_outputs)
+    mean_coef, mean_intercept = np.zeros_like(coef), np.zeros_like(intercept)
     for t in range(n_iter):
         grad_sum = clipped_gradient_sum(
             X, y, datafit, coef, intercept, row_norm, clip_norm
         )
-        noisy_mean = (grad_sum + gaussian_noise(rng, noise_std, grad_sum.shape)) / n
-        coef = coef - learning_rate * (noisy_mean[:d] + alpha * coef)
-        if fit_intercept:
-            intercept = intercept - learning_rate * noisy_mean[d]
+        grad = (grad_sum + gaussian_noise(rng, noise_std, grad_sum.shape)) / n
+        grad[:d] += alpha * coef
+        if not fit_intercept:
+            grad[d] = 0.0
+        update = step(grad)
+        coef, intercept = coef - update[:d], intercept - update[d]
         if post is not None:
             coef, intercept = post(coef, intercept)
+        if average is not None:
+            mean_coef = average * mean_coef + (1 - average) * coef
+            mean_intercept = average * mean_intercept + (1 - average) * intercept
         progress.step(t, coef)
+    if average is not None:
+        coef = mean_coef / (1 - average**n_iter)
+        intercept = mean_intercept / (1 - average**n_iter)
     if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
         raise MechanismFailedError(
             f"{mechanism} produced a non-finite model; lower the learning rate."
         )
     progress.done(cost)
     return coef, intercept, cost
+
+
+def _make_step_rule(solver, learning_rate, noise_scale):
+    if solver == "adam":
+        return Adam(learning_rate, noise_scale)
+    if solver == "gd":
+        return GradientDescent(learning_rate)
+    raise ValueError(f"Unknown solver {solver!r}; expected 'gd' or 'adam'.")
 
 
 class _Progress:

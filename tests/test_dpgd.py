@@ -8,6 +8,7 @@ from scipy.optimize import check_grad
 from skdp import _dpgd
 from skdp._datafits import BinomialLogistic, MultinomialLogistic
 from skdp._dpgd import (
+    Adam,
     canonical_design,
     check_datafit,
     clip_scale,
@@ -275,20 +276,33 @@ def test_noise_differs_between_steps_exactly():
 # --------------------------------------------------------------------------
 
 
-def _oracle_dpgd(X, y, datafit, k, n_iter, lr, alpha, C, fit_intercept):
+def _oracle_dpgd(
+    X, y, datafit, k, n_iter, lr, alpha, C, fit_intercept, adam=False, average=None
+):
     """Noise-free DP-GD written independently: explicit per-record gradients."""
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     n, d = X.shape
     X1 = np.hstack([X, np.ones((n, 1)) if fit_intercept else np.zeros((n, 1))])
     w = np.zeros((d + 1, k))
-    for _ in range(n_iter):
+    m, v, ema = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+    for t in range(1, n_iter + 1):
         r = datafit.raw_grad(y, X1 @ w)
         per_record = np.einsum("ik,ij->ijk", r, X1).reshape(n, -1)
         norms = np.linalg.norm(per_record, axis=1)
         clipped = per_record * np.minimum(1.0, C / np.maximum(norms, 1e-300))[:, None]
         grad = clipped.sum(axis=0).reshape(d + 1, k) / n
         grad[:d] += alpha * w[:d]
-        w = w - lr * grad
+        if adam:  # Kingma & Ba (2015), Algorithm 1, with ε → 0
+            m = 0.9 * m + 0.1 * grad
+            v = 0.999 * v + 0.001 * grad**2
+            m_hat, v_hat = m / (1 - 0.9**t), v / (1 - 0.999**t)
+            w = w - lr * np.divide(m_hat, np.sqrt(v_hat), where=v_hat > 0, out=0 * m)
+        else:
+            w = w - lr * grad
+        if average is not None:
+            ema = average * ema + (1 - average) * w
+    if average is not None:
+        w = ema / (1 - average**n_iter)
     return w[:d], w[d]
 
 
@@ -325,6 +339,53 @@ def test_clipped_engine_matches_oracle(datafit, k, form, fit_intercept):
     np.testing.assert_allclose(
         intercept, intercept_ref if fit_intercept else 0.0, rtol=0, atol=1e-12
     )
+
+
+@pytest.mark.parametrize(("datafit", "k"), DATAFITS)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_noise_free_adam_with_averaging_matches_oracle(datafit, k, fit_intercept):
+    rng = np.random.default_rng(8)
+    X = rng.normal(scale=0.5, size=(80, 5))
+    y = _labels(datafit, k, 80, rng)
+    coef, intercept, _ = run_dpgd(
+        X,
+        y,
+        datafit,
+        n_outputs=k,
+        clip_norm=0.4,
+        noise_multiplier=0.0,
+        n_iter=25,
+        learning_rate=0.1,
+        alpha=0.01,
+        fit_intercept=fit_intercept,
+        solver="adam",
+        average=0.9,
+    )
+    coef_ref, intercept_ref = _oracle_dpgd(
+        X, y, datafit, k, 25, 0.1, 0.01, 0.4, fit_intercept, adam=True, average=0.9
+    )
+    np.testing.assert_allclose(coef, coef_ref, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        intercept, intercept_ref if fit_intercept else 0.0, rtol=0, atol=1e-10
+    )
+
+
+def test_adam_epsilon_is_the_noise_scale():
+    # A coordinate whose gradient is pure noise of std s has sqrt(v̂) ≈ s;
+    # with ε = s the first step is lr·g/(|g| + s), not lr·sign(g).
+    step = Adam(learning_rate=0.5, noise_scale=2.0)
+    g = np.array([[2.0, -6.0, 0.0]])
+    np.testing.assert_allclose(step(g), 0.5 * g / (np.abs(g) + 2.0), rtol=1e-12)
+    g2 = np.array([[1.0, 1.0, 1.0]])
+    m = 0.9 * 0.1 * g + 0.1 * g2
+    v = 0.999 * 0.001 * g**2 + 0.001 * g2**2
+    m_hat, v_hat = m / (1 - 0.9**2), v / (1 - 0.999**2)
+    np.testing.assert_allclose(step(g2), 0.5 * m_hat / (np.sqrt(v_hat) + 2.0))
+
+
+def test_unknown_solver_is_refused():
+    with pytest.raises(ValueError, match="solver"):
+        run_dpgd(np.ones((4, 2)), np.zeros(4), solver="lbfgs")
 
 
 # --------------------------------------------------------------------------
