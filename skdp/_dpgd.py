@@ -119,14 +119,48 @@ def _float64_rows(X, rows):
     return block.astype(np.float64) if block.dtype != np.float64 else block
 
 
+def _rescaled_norms(rows):
+    """Norms of dense rows, each divided by its largest |entry| before squaring."""
+    scale = np.max(np.abs(rows), axis=1, initial=0.0)
+    scaled = rows / np.where(scale > 0, scale, 1.0)[:, None]
+    with np.errstate(over="ignore"):
+        return scale * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+
+
+def _dense_row_norms(block):
+    with np.errstate(over="ignore", under="ignore"):
+        sq = np.einsum("ij,ij->i", block, block)
+    # The plain sum of squares is exact to a few ulps unless it overflows or
+    # some squares underflow; only those (rare) rows are rescaled.
+    hard = (sq >= 1e300) | (sq < 1e-290)
+    norms = np.sqrt(sq)
+    if hard.any():
+        norms[hard] = _rescaled_norms(block[hard])
+    return norms
+
+
+def _sparse_row_norms(block):
+    counts = np.diff(block.indptr)
+    abs_data = np.abs(block.data)
+    scale = np.zeros(block.shape[0])
+    filled = counts > 0  # reduceat needs the starts of non-empty rows only
+    scale[filled] = np.maximum.reduceat(abs_data, block.indptr[:-1][filled])
+    scaled = abs_data / np.repeat(np.where(scale > 0, scale, 1.0), counts)
+    row_of_value = np.repeat(np.arange(block.shape[0]), counts)
+    sq = np.bincount(row_of_value, weights=scaled**2, minlength=block.shape[0])
+    with np.errstate(over="ignore"):
+        return scale * np.sqrt(sq)
+
+
 def row_norms(X):
     """L2 norm of every row of X (dense or canonical CSR), free of over/underflow.
 
-    Each row is divided by its largest absolute value before squaring, so the
-    result is accurate to a few ulps for any finite row; it is inf only when
-    the true norm exceeds the float64 range (above ~1.8e308). A CSR matrix
-    must be canonical (see :func:`canonical_design`): the squares of
-    duplicate entries would otherwise be summed separately.
+    Rows whose squares could overflow or underflow are divided by their
+    largest absolute value before squaring, so the result is accurate to a
+    few ulps for any finite row; it is inf only when the true norm exceeds
+    the float64 range (above ~1.8e308). A CSR matrix must be canonical (see
+    :func:`canonical_design`): the squares of duplicate entries would
+    otherwise be summed separately.
     """
     if sp.issparse(X) and not X.has_canonical_format:
         raise ValueError("row_norms needs a canonical CSR matrix (no duplicates).")
@@ -134,22 +168,9 @@ def row_norms(X):
     for rows in _row_blocks(X, whole_if_float64=False):
         block = _float64_rows(X, rows)
         if sp.issparse(block):
-            counts = np.diff(block.indptr)
-            abs_data = np.abs(block.data)
-            scale = np.zeros(block.shape[0])
-            filled = counts > 0  # reduceat needs the start of non-empty rows only
-            scale[filled] = np.maximum.reduceat(abs_data, block.indptr[:-1][filled])
-            safe = np.where(scale > 0, scale, 1.0)
-            scaled = abs_data / np.repeat(safe, counts)
-            row_of_value = np.repeat(np.arange(block.shape[0]), counts)
-            sq = np.bincount(row_of_value, weights=scaled**2, minlength=block.shape[0])
+            norms[rows] = _sparse_row_norms(block)
         else:
-            scale = np.max(np.abs(block), axis=1, initial=0.0)
-            safe = np.where(scale > 0, scale, 1.0)
-            scaled = block / safe[:, None]
-            sq = np.einsum("ij,ij->i", scaled, scaled)
-        with np.errstate(over="ignore"):
-            norms[rows] = scale * np.sqrt(sq)
+            norms[rows] = _dense_row_norms(block)
     return norms
 
 
@@ -186,7 +207,8 @@ def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
         # A huge record can make z = inf − inf = NaN, and a datafit may break
         # its promise of finite gradients: a non-finite gradient contributes
         # nothing (norm 0 ≤ C), so the clip below holds for every input.
-        g[~np.isfinite(g).all(axis=1)] = 0.0
+        if not np.isfinite(g).all():
+            g[~np.isfinite(g).all(axis=1)] = 0.0
         g *= clip_scale(g, row_norm[rows], clip_norm)[:, None]
         total[:d] += block.T @ g
         total[d] += g.sum(axis=0)
@@ -232,6 +254,39 @@ class Adam:
         # + tiny: a coordinate that never moves (0/0) without noise stays put.
         scale = np.sqrt(v_hat) + self.noise_scale + np.finfo(float).tiny
         return self.learning_rate * m_hat / scale
+
+
+def auto_schedule(n_samples, n_params, mu):
+    """Default ``(n_iter, horizon)`` for Adam-driven DP-GD, from public sizes only.
+
+    ``n_params`` is the number of coordinates of the model (``(d + 1)·k`` for a
+    linear model with intercept and k outputs) and ``mu`` the GDP budget of the
+    whole run. The learning rate is ``horizon / n_iter``.
+
+    * Steps: ``n_iter = clip(764·sqrt(n_params / n_samples), 50, 200)``. More
+      parameters per record need more (smaller) steps to converge; many
+      records per parameter converge in few, and each step costs
+      O(n_samples·n_params). At n = 20000, d = 20 this is 50 steps.
+    * Horizon ``η·T``, how far Adam may move a coordinate (each step moves it
+      by about η at most): 5, grown as ``sqrt(ρ/100)`` up to 50 when the
+      signal-to-noise ratio ``ρ = μ·n_samples / sqrt(n_params)`` is high. The
+      noise on the mean gradient has norm about ``sqrt(n_params)·2C·sqrt(T)
+      /(μ n)``; where it is small next to the clipped signal, the
+      unregularised optimum lies far from 0 (e.g. sparse data at large ε)
+      and a longer horizon reaches it; where noise dominates, Adam's steps
+      are mostly noise and a short horizon keeps the model near the data's
+      signal.
+
+    Both constants come from measurements on 19 data sets (bundled scikit-
+    learn sets, generated dense and sparse sets; n from 75 to 50000, d from 4
+    to 20000, 2 to 10 classes, ε from 0.1 to 1e6): the rule is within 2
+    accuracy points of the best of a grid over steps, horizon and clip on
+    most of them (see ``benchmarks/bench_logistic_defaults.py``).
+    """
+    n_iter = int(np.clip(round(764.0 * np.sqrt(n_params / n_samples)), 50, 200))
+    rho = mu * n_samples / np.sqrt(n_params)
+    horizon = float(np.clip(5.0 * np.sqrt(rho / 100.0), 5.0, 50.0))
+    return n_iter, horizon
 
 
 def check_step_size(learning_rate, alpha):
