@@ -256,37 +256,43 @@ class Adam:
         return self.learning_rate * m_hat / scale
 
 
-def auto_schedule(n_samples, n_params, mu):
-    """Default ``(n_iter, horizon)`` for Adam-driven DP-GD, from public sizes only.
+def auto_schedule(n_samples, n_params, mu, *, sparse=False):
+    """Default ``(n_iter, horizon, clip_norm)`` for Adam-driven DP-GD.
 
-    ``n_params`` is the number of coordinates of the model (``(d + 1)·k`` for a
-    linear model with intercept and k outputs) and ``mu`` the GDP budget of the
-    whole run. The learning rate is ``horizon / n_iter``.
+    Reads only public quantities: ``n_samples``, ``n_params`` (the number of
+    coordinates of the model, ``(d + 1)·k`` for a linear model with intercept
+    and k outputs), ``mu`` (the GDP budget of the whole run) and whether the
+    features come as a sparse matrix (a property of the container, not of
+    the values). The learning rate is ``horizon / n_iter``.
 
     * Steps: ``n_iter = clip(764·sqrt(n_params / n_samples), 50, 200)``. More
-      parameters per record need more (smaller) steps to converge; many
-      records per parameter converge in few, and each step costs
-      O(n_samples·n_params). At n = 20000, d = 20 this is 50 steps.
-    * Horizon ``η·T``, how far Adam may move a coordinate (each step moves it
-      by about η at most): 5, grown as ``sqrt(ρ/100)`` up to 50 when the
-      signal-to-noise ratio ``ρ = μ·n_samples / sqrt(n_params)`` is high. The
-      noise on the mean gradient has norm about ``sqrt(n_params)·2C·sqrt(T)
-      /(μ n)``; where it is small next to the clipped signal, the
-      unregularised optimum lies far from 0 (e.g. sparse data at large ε)
-      and a longer horizon reaches it; where noise dominates, Adam's steps
-      are mostly noise and a short horizon keeps the model near the data's
-      signal.
+      parameters per record need more (smaller) steps; many records per
+      parameter converge in few, and each step costs O(n_samples·n_params).
+      At n = 20000, d = 20 this is 50 steps.
+    * Horizon ``η·T``: Adam moves a coordinate by at most about η per step, so
+      the horizon bounds how far a weight can travel. Standardised dense
+      features need weights of order one (horizon 5); sparse features
+      (TF-IDF, one-hot rows of unit norm) have small entries and need large
+      weights (horizon 20). Either grows as ``sqrt(ρ/100)``, up to 50, when
+      the signal-to-noise ratio ``ρ = μ·n_samples / sqrt(n_params)`` is high:
+      the noise on the mean gradient has norm about
+      ``2C·sqrt(T·n_params)/(μ·n)``, and where it is small the optimum lies
+      further out.
+    * Clip: 1 for dense rows (standardised rows have norm ~sqrt(d), so most
+      gradients are clipped anyway); 0.5 for sparse rows of norm ~1, so that
+      most of them are clipped too, which halves the noise.
 
-    Both constants come from measurements on 19 data sets (bundled scikit-
-    learn sets, generated dense and sparse sets; n from 75 to 50000, d from 4
-    to 20000, 2 to 10 classes, ε from 0.1 to 1e6): the rule is within 2
-    accuracy points of the best of a grid over steps, horizon and clip on
-    most of them (see ``benchmarks/bench_logistic_defaults.py``).
+    The constants come from measurements (``benchmarks/bench_logistic_defaults.py``
+    and the notes in ``docs/benchmarks.md``): bundled scikit-learn data sets
+    and generated dense and sparse ones, n from 75 to 50000, d from 4 to
+    20000, 2 to 10 classes, ε from 0.1 to 1e6.
     """
     n_iter = int(np.clip(round(764.0 * np.sqrt(n_params / n_samples)), 50, 200))
     rho = mu * n_samples / np.sqrt(n_params)
-    horizon = float(np.clip(5.0 * np.sqrt(rho / 100.0), 5.0, 50.0))
-    return n_iter, horizon
+    base = 20.0 if sparse else 5.0
+    horizon = float(np.clip(base * np.sqrt(rho / 100.0), base, 50.0))
+    clip_norm = 0.5 if sparse else 1.0
+    return n_iter, horizon, clip_norm
 
 
 def check_step_size(learning_rate, alpha):

@@ -4,6 +4,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -170,7 +171,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         **PRIVACY_CONSTRAINTS,
-        "clip_norm": [Interval(Real, 0, None, closed="neither")],
+        "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -189,7 +190,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         epsilon=1.0,
         delta=1e-5,
         accounting="exact",
-        clip_norm=1.0,
+        clip_norm="auto",
         alpha="auto",
         fit_intercept=True,
         max_iter="auto",
@@ -243,14 +244,14 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         classes, y_encoded = self._encode_labels(y)
         datafit = BinomialLogistic() if classes.size == 2 else MultinomialLogistic()
         n_outputs = 1 if classes.size == 2 else classes.size
-        n_iter, learning_rate, alpha = self._schedule(X.shape, n_outputs)
+        n_iter, learning_rate, alpha, clip_norm = self._schedule(X, n_outputs)
         noise_multiplier = self._noise_multiplier(n_iter)
         coef, intercept, cost = dpgd(
             X,
             y_encoded,
             datafit,
             n_outputs=n_outputs,
-            clip_norm=self.clip_norm,
+            clip_norm=clip_norm,
             noise_multiplier=noise_multiplier,
             n_iter=n_iter,
             learning_rate=learning_rate,
@@ -269,21 +270,24 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         self.n_iter_ = n_iter
         self.learning_rate_ = learning_rate
         self.alpha_ = alpha
+        self.clip_norm_ = clip_norm
         self.noise_multiplier_ = noise_multiplier
         self.privacy_spent_ = cost
         return self
 
-    def _schedule(self, shape, n_outputs):
-        """Steps, step size and penalty: the parameters, or rules on public sizes.
+    def _schedule(self, X, n_outputs):
+        """Steps, step size, penalty and clip: the parameters, or public rules.
 
-        ``"auto"`` reads only n, d, the number of outputs and (ε, δ) (see
-        :func:`skdp._dpgd.auto_schedule`); ``alpha="auto"`` is ``1/n``, the
-        penalty of scikit-learn's ``LogisticRegression(C=1.0)``.
+        ``"auto"`` reads only n, d, the number of outputs, (ε, δ) and whether
+        X is sparse (see :func:`skdp._dpgd.auto_schedule`); ``alpha="auto"``
+        is ``1/n``, the penalty of scikit-learn's ``LogisticRegression(C=1.0)``.
         """
-        n, d = shape
-        n_params = (d + 1) * n_outputs
-        n_iter, horizon = auto_schedule(
-            n, n_params, mu_from_epsilon(self.epsilon, self.delta)
+        n, d = X.shape
+        n_iter, horizon, clip_norm = auto_schedule(
+            n,
+            (d + 1) * n_outputs,
+            mu_from_epsilon(self.epsilon, self.delta),
+            sparse=sp.issparse(X),
         )
         if self.max_iter != "auto":
             n_iter = self.max_iter
@@ -294,7 +298,9 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         else:
             learning_rate = _GD_LEARNING_RATE
         alpha = 1.0 / n if self.alpha == "auto" else self.alpha
-        return n_iter, learning_rate, alpha
+        if self.clip_norm != "auto":
+            clip_norm = self.clip_norm
+        return n_iter, learning_rate, alpha, clip_norm
 
     def _encode_labels(self, y):
         """The label set (given, or public by declaration) and y as indices."""
