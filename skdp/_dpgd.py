@@ -21,6 +21,12 @@ public ``n`` and ``post`` read only the previous (already private) iterate:
 post-processing, free. The engine runs exactly ``n_iter`` steps and never looks
 at a loss value, so the guarantee holds whether or not it converges.
 
+**Step rules.** The formula above is ``solver="gd"``. With ``solver="adam"``
+the noisy mean gradient drives Adam steps instead, and ``average`` releases a
+moving average of the iterates; both read only released values (the noisy
+gradients and the public noise scale), so the guarantee is unchanged.
+:func:`auto_schedule` gives default steps, horizon and clip from public sizes.
+
 **Adjacency.** Only *replace one record* is implemented: the mean divides by n,
 which is public under replacement but private under add/remove.
 

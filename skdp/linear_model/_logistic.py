@@ -47,43 +47,66 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     ``clip_norm`` and Gaussian noise is added to each step's gradient sum
     (Cai, Wang & Zhang, Score Attack, §3.2, Algorithm 1; Bassily, Smith &
     Thakurta 2014). The noise is calibrated by exact Gaussian-DP accounting so
-    that the fitted coefficients are (``epsilon``, ``delta``)-DP.
+    that the fitted coefficients are (``epsilon``, ``delta``)-DP. By default
+    the noisy gradients drive Adam steps and the released model is the
+    average of the last iterates: post-processing, free of privacy cost.
 
     Parameters
     ----------
     epsilon : float, default=1.0
         Privacy budget ε > 0 of one fit.
     delta : float, default=1e-5
-        Privacy parameter δ in (0, 1); should be well below ``1/n_samples``.
+        Privacy parameter δ in (0, 1); should be well below ``1/n_samples``
+        (a :class:`~skdp.PrivacyLeakWarning` is raised at ``delta >= 1/n``).
     accounting : {"exact", "paper"}, default="exact"
-        ``"exact"`` uses the smallest noise for which the ``max_iter`` steps are
-        (ε, δ)-DP (μ-GDP, tight). ``"paper"`` reproduces Algorithm 1 of Cai,
-        Wang & Zhang (Score Attack): basic composition of classical Gaussian
+        ``"exact"`` uses the smallest noise for which the steps are (ε, δ)-DP
+        (μ-GDP, tight). ``"paper"`` reproduces Algorithm 1 of Cai, Wang &
+        Zhang (Score Attack): basic composition of classical Gaussian
         mechanisms with the paper's sensitivity constant (about 40× more noise
         at 50 steps, 5× at one step). Either way ``privacy_spent_`` reports
         the exact guarantee of the noise used.
-    clip_norm : float, default=1.0
+    clip_norm : float or "auto", default="auto"
         Each record's gradient w.r.t. ``(coef_, intercept_)`` is clipped to this
         L2 norm. It bounds one record's influence, so it sets the noise scale;
-        it never depends on the data.
-    alpha : float, default=1e-3
+        it never depends on the data. ``"auto"``: 1 for dense X (meant to be
+        standardised), 0.5 for sparse X (rows of norm about 1, e.g. TF-IDF).
+    alpha : float or "auto", default="auto"
         L2 penalty ``alpha/2 · ||coef||²`` added to the mean logistic loss.
+        ``"auto"``: ``1/n_samples``, the penalty of scikit-learn's
+        ``LogisticRegression(C=1.0)``.
     fit_intercept : bool, default=True
         Whether to fit an intercept (it shares the clipping of the record's
         gradient, at no extra privacy cost).
-    max_iter : int, default=50
-        Number of gradient steps; each is paid for, so more steps mean more
-        noise per step. The model is private whether or not it has converged.
-    learning_rate : float, default=3.0
-        Step size applied to the mean (clipped, noisy) gradient.
+    max_iter : int or "auto", default="auto"
+        Number of noisy gradient steps; each is paid for, so more steps mean
+        more noise per step. The model is private whether or not it has
+        converged. ``"auto"``: ``clip(764·sqrt((d + 1)·k / n), 50, 200)`` for
+        ``k`` outputs (50 at n = 20000, d = 20; 200 for small or
+        high-dimensional data).
+    learning_rate : float or "auto", default="auto"
+        Step size. With ``solver="adam"``, ``"auto"`` is ``horizon / n_iter_``
+        where the horizon (how far Adam may move a weight) is 5 for dense and
+        20 for sparse X, growing as ``sqrt(ρ/100)`` up to 50 when
+        ``ρ = μ·n / sqrt((d + 1)·k)`` is large (little noise); with
+        ``solver="gd"`` it is 3.
+    solver : {"adam", "gd"}, default="adam"
+        How the noisy mean gradients become steps. ``"adam"``: Adam with its
+        ε set to the (public) noise standard deviation of one coordinate, and
+        the released model is a moving average (decay 0.9) of the iterates;
+        it handles sparse, rarely active and badly scaled features.
+        ``"gd"``: plain steps and the last iterate, as in the paper. The
+        guarantee is the same: both only post-process the noisy gradients.
     classes : array-like of shape (n_classes,), default=None
-        The label set. If None it is inferred from ``y``, which then counts as
-        public (see Notes).
-    random_state : int, RandomState instance or None, default=None
+        The label set, declared in advance. If None it is inferred from ``y``
+        and counts as public (a :class:`~skdp.PrivacyLeakWarning` says so).
+    random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise. None draws fresh operating-system entropy: use it in
-        production, since a known seed makes the noise predictable.
+        production, since a known seed makes the noise predictable. A
+        ``numpy.random.Generator`` is used (and advanced) as is; note that
+        ``sklearn.base.clone`` copies it, so clones draw the same noise.
     verbose : int, default=0
-        Print one line per gradient step when > 0.
+        1: a line stating the guarantee being spent and the noise scale,
+        about ten progress lines and a summary; 2: one line per step.
 
     Attributes
     ----------
@@ -94,14 +117,17 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     intercept_ : ndarray of shape (1,) or (n_classes,)
         Intercepts.
     n_iter_ : int
-        Number of noisy gradient steps run (= ``max_iter``).
+        Number of noisy gradient steps run (``max_iter``, resolved).
+    learning_rate_, alpha_, clip_norm_ : float
+        The step size, penalty and clip used (``"auto"`` resolved).
     noise_multiplier_ : float
-        Noise standard deviation divided by the L2 sensitivity ``2 * clip_norm``
-        of one step's gradient sum. To recompute the guarantee with
-        dp-accounting, compose ``GaussianDpEvent(noise_multiplier_)``
-        ``n_iter_`` times in an accountant with the default add/remove
-        relation (the factor 2 of replace-one is already inside this ratio);
-        a replace-one accountant needs ``2 * noise_multiplier_``.
+        Noise standard deviation divided by the L2 sensitivity
+        ``2 * clip_norm_`` of one step's gradient sum. To recompute the
+        guarantee with dp-accounting, compose
+        ``GaussianDpEvent(noise_multiplier_)`` ``n_iter_`` times in an
+        accountant with the default add/remove relation (the factor 2 of
+        replace-one is already inside this ratio); a replace-one accountant
+        needs ``2 * noise_multiplier_``.
     privacy_spent_ : PrivacyCost
         The exact guarantee of this fit: ``epsilon``, ``delta``,
         ``mu = sqrt(n_iter_) / noise_multiplier_``, adjacency and mechanism.
@@ -117,31 +143,41 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     Notes
     -----
     **Guarantee.** ``coef_`` and ``intercept_`` (and every intermediate iterate)
-    are (ε, δ)-DP under *replace-one-record* adjacency: ``max_iter`` Gaussian
-    steps, each with L2 sensitivity ``2 * clip_norm`` and noise standard
-    deviation ``noise_multiplier_ * 2 * clip_norm``, compose exactly to
-    μ-GDP with ``μ = sqrt(max_iter) / noise_multiplier_`` (Dong, Roth & Su
-    2022), which is (ε, δ)-DP for the reported pair.
+    are (ε, δ)-DP under *replace-one-record* adjacency: ``n_iter_`` Gaussian
+    steps, each with L2 sensitivity ``2 * clip_norm_`` and noise standard
+    deviation ``noise_multiplier_ * 2 * clip_norm_``, compose exactly to
+    μ-GDP with ``μ = sqrt(n_iter_) / noise_multiplier_`` (Dong, Roth & Su
+    2022), which is (ε, δ)-DP for the reported pair. The noise is calibrated
+    against ``δ·(1 − 1e-9)``, which absorbs floating-point error in the
+    accounting. Adam, the averaging, the penalty and the division by n only
+    post-process the noisy gradient sums.
 
-    **Public.** The number of records n, the number of features d and the
-    label set (``classes`` or, if not given, the labels present in ``y``) are
-    treated as public. Nothing else is read from the data outside the noisy
-    gradients: the step size, number of steps and clipping constant are
-    parameters.
+    **Public.** The number of records n, the number of features d, whether X
+    is sparse, and the label set (``classes`` or, if not given, the labels
+    present in ``y``) are treated as public. The ``"auto"`` rules read only
+    these and (ε, δ); nothing else is read from the data outside the noisy
+    gradients. Error messages never quote values from the data.
+
+    **Every input.** The bound on one record's influence is enforced for
+    every finite X, dense or CSR (duplicate entries are summed first),
+    float64 or float32 (kept as float32 in memory, summed in float64), with
+    entries up to 1e308: norms are computed without overflow and a record
+    whose gradient is not finite contributes nothing.
 
     **Clipping.** Features are not bounded; each record's gradient
-    ``(softmax(z) - e_y) ⊗ (x, 1)`` is scaled down to norm ``clip_norm`` when
-    larger. Standardise the features: with d standardised features a
-    gradient typically has norm about ``sqrt(d)``, and the default ``clip_norm=1``
-    then favours records near the decision boundary (a robust loss); the
-    noise is independent of d, n and the data.
+    ``(softmax(z) - e_y) ⊗ (x, 1)`` is scaled down to norm ``clip_norm_`` when
+    larger. Standardise dense features: with d standardised features a
+    gradient typically has norm about ``sqrt(d)``, so the default clip of 1
+    clips most records (a robust loss) and keeps the noise small.
 
     **Caveats.** Noise is drawn with numpy floating point, which is not
     hardened against the attacks of Mironov (2012). Fitting the same data
-    several times (e.g. in ``GridSearchCV``) spends the budget each time:
-    compose with :class:`skdp.PrivacyLedger`.
+    several times (e.g. in ``GridSearchCV``) spends the budget each time, and
+    choosing among the fits by their scores on the private data is not
+    covered: compose with :class:`skdp.PrivacyLedger`.
 
-    **Cost.** Time O(max_iter · n · d · k), memory O(n · k + d · k) beyond X.
+    **Cost.** Time O(n_iter_ · nnz(X) · k), memory O(n · k + d · k) beyond X
+    (float32 X: plus one block of 2²⁰ values in float64).
 
     References
     ----------
@@ -160,7 +196,9 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     >>> from skdp import DPLogisticRegression
     >>> X, y = make_classification(n_samples=5000, n_features=5, random_state=0)
     >>> X = StandardScaler().fit_transform(X)
-    >>> clf = DPLogisticRegression(epsilon=1.0, delta=1e-6, random_state=0).fit(X, y)
+    >>> clf = DPLogisticRegression(
+    ...     epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0
+    ... ).fit(X, y)
     >>> clf.coef_.shape, clf.n_iter_
     ((1, 5), 50)
     >>> round(clf.privacy_spent_.epsilon, 6), clf.privacy_spent_.adjacency
