@@ -46,6 +46,13 @@ from statistics import median
 import numpy as np
 import scipy
 import sklearn
+from _common import (
+    cpu_model_name,
+    distinct_warnings,
+    load_average,
+    markdown_table,
+    mean_std,
+)
 from sklearn.datasets import (
     load_breast_cancer,
     load_digits,
@@ -396,10 +403,6 @@ def time_skdp(estimator_class, dataset, repeats):
     ]
 
 
-def distinct_warnings(caught):
-    return sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-
-
 # --------------------------------------------------------------------------
 # scikit-learn (non-private reference)
 # --------------------------------------------------------------------------
@@ -511,12 +514,6 @@ def group_values(runs, key, value, **filters):
     return groups
 
 
-def mean_std(values):
-    if len(values) < 2:
-        return f"{np.mean(values):.4f}"
-    return f"{np.mean(values):.4f} ± {np.std(values, ddof=1):.4f}"
-
-
 def eps_label(eps, digits=6):
     """``0.5``, ``1``, ``1e6`` (not ``1e+06``)."""
     return f"{eps:.{digits}g}".replace("e+0", "e").replace("e+", "e")
@@ -537,15 +534,6 @@ def norm_label(data_norm, n_features):
     return f"√d≈{data_norm:.3f}"
 
 
-def markdown_table(header, rows):
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---" for _ in header) + "|",
-    ]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def threadpool_summary(threadpools):
     if not threadpools:
         return "none loaded"
@@ -556,24 +544,6 @@ def threadpool_summary(threadpools):
         + ")"
         for pool in threadpools
     )
-
-
-def cpu_model_name():
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
-def load_average():
-    try:
-        return ", ".join(f"{load:.2f}" for load in os.getloadavg())
-    except (AttributeError, OSError):
-        return "unknown"
 
 
 def machine_section(skdp_module, diffprivlib_env, load_at_start):

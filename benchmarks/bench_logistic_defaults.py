@@ -32,6 +32,13 @@ from pathlib import Path
 import numpy as np
 import scipy
 import sklearn
+from _common import (
+    cpu_model_name,
+    distinct_warnings,
+    load_average,
+    markdown_table,
+    mean_std,
+)
 from joblib import Parallel, delayed
 from sklearn.datasets import (
     load_breast_cancer,
@@ -233,10 +240,6 @@ def evaluate(splits, epsilon, delta, classes, setting):
     }
 
 
-def distinct_warnings(caught):
-    return sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-
-
 def sklearn_accuracy(splits):
     return float(
         np.mean(
@@ -256,39 +259,6 @@ def sklearn_accuracy(splits):
 def eps_label(eps, digits=6):
     """``0.5``, ``1``, ``1e6`` (not ``1e+06``)."""
     return f"{eps:.{digits}g}".replace("e+0", "e").replace("e+", "e")
-
-
-def mean_std(values):
-    if len(values) < 2:
-        return f"{np.mean(values):.4f}"
-    return f"{np.mean(values):.4f} ± {np.std(values, ddof=1):.4f}"
-
-
-def markdown_table(header, rows):
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---" for _ in header) + "|",
-    ]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def cpu_model_name():
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
-def load_average():
-    try:
-        return ", ".join(f"{load:.2f}" for load in os.getloadavg())
-    except (AttributeError, OSError):
-        return "unknown"
 
 
 def machine_line(skdp_module, load_at_start):

@@ -1,0 +1,42 @@
+"""Helpers shared by the benchmark scripts (reporting and machine description)."""
+
+import os
+
+import numpy as np
+
+
+def markdown_table(header, rows):
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def mean_std(values):
+    if len(values) < 2:
+        return f"{np.mean(values):.4f}"
+    return f"{np.mean(values):.4f} ± {np.std(values, ddof=1):.4f}"
+
+
+def cpu_model_name():
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def load_average():
+    try:
+        return ", ".join(f"{load:.2f}" for load in os.getloadavg())
+    except (AttributeError, OSError):
+        return "unknown"
+
+
+def distinct_warnings(caught):
+    return sorted({f"{w.category.__name__}: {w.message}" for w in caught})
