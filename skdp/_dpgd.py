@@ -187,7 +187,8 @@ def clip_scale(raw_grad, row_norm, clip_norm):
     so its norm is ``||raw_grad[i]|| · row_norm[i]``: one scalar per record.
     A zero gradient needs no clipping (factor 1, also when the row norm is
     inf); a gradient whose norm overflows gets factor 0, a contribution of
-    norm 0 ≤ C.
+    norm 0 ≤ C. (For rows near the float range the factor is subnormal, and
+    BLAS may flush it to 0 in ``X.T @ g``: the contribution can only shrink.)
     """
     grad_norm = np.sqrt(np.einsum("ij,ij->i", raw_grad, raw_grad))
     with np.errstate(over="ignore", invalid="ignore"):

@@ -477,6 +477,33 @@ def test_every_record_contributes_at_most_C(datafit, k, dtype, form):
                 assert np.linalg.norm(total) <= C * (1 + 1e-12)
 
 
+@pytest.mark.parametrize(("datafit", "k"), DATAFITS)
+def test_a_non_finite_gradient_drops_only_its_own_record(datafit, k):
+    # Record 0 gives z = 1e400 − 1e400 = inf − inf = NaN at coef = (1e200,
+    # 1e200): its gradient is not finite and must contribute nothing (its
+    # clip factor, ~1e-200, would not hide a wrong gradient), while every
+    # other record's clipped gradient is summed as usual (zeroing the whole
+    # block would let one record erase everyone else's contribution).
+    rng = np.random.default_rng(12)
+    ordinary = rng.normal(size=(20, 2))
+    X = np.vstack([[1e200, -1e200], ordinary])
+    y = _labels(datafit, k, 21, rng)
+    coef, intercept = np.full((2, k), 1e200), np.zeros(k)
+    row_norm = np.hypot(row_norms(X), 1.0)
+    total = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, 0.5)
+    rest = clipped_gradient_sum(
+        ordinary, y[1:], datafit, coef, intercept, row_norm[1:], 0.5
+    )
+    np.testing.assert_allclose(total, rest, rtol=1e-12, atol=0)
+    assert np.abs(rest).sum() > 0
+
+
+def test_row_norms_refuse_a_non_canonical_csr_matrix():
+    X = _duplicated_csr(np.array([[20.0, 0.0], [0.0, 1.0]]), copies=400)
+    with pytest.raises(ValueError, match="canonical"):
+        row_norms(X)
+
+
 def test_duplicates_are_merged_before_norms():
     # One record of merged value 20 stored as 400 entries of 0.05: its norm
     # is 20, not sqrt(400 · 0.05²) = 1 (the pre-fix bug: clip C·sqrt(m)).
