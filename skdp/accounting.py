@@ -319,7 +319,7 @@ def epsilon_from_mu(mu, delta):
     ``log δ(ε; μ) <= log δ + log1p(-1e-9)``. The check is in log space, so
     it also works for a subnormal δ, and the margin exceeds the float error
     of the evaluation, so the true ``δ(ε; μ) <= δ`` always. The reported ε
-    exceeds the exact one by ~1e-9/|d log δ/dε|: ~1e-9 relative or less,
+    exceeds the exact one by ``~1e-9 / |d log δ / dε|``: ~1e-9 relative or less,
     unless ε is small next to μ.
 
     Parameters

@@ -176,7 +176,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     choosing among the fits by their scores on the private data is not
     covered: compose with :class:`skdp.PrivacyLedger`.
 
-    **Cost.** Time O(n_iter_ · nnz(X) · k), memory O(n · k + d · k) beyond X
+    **Cost.** Time ``O(n_iter_ · nnz(X) · k)``, memory O(n · k + d · k) beyond X
     (float32 X: plus one block of 2²⁰ values in float64).
 
     References
