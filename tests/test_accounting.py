@@ -944,6 +944,8 @@ def test_ledger_composes_costs_and_fitted_objects():
     assert total == compose([a, b])
     assert total.mu == pytest.approx(0.5, rel=1e-15)
     assert total.delta == pytest.approx(3e-6, rel=1e-15)
+    # The composed guarantee keeps the parts' adjacency (not the default).
+    assert total.adjacency == ADD_REMOVE
 
 
 def test_ledger_reports_at_its_delta():
@@ -989,3 +991,11 @@ def test_n_steps_must_be_a_positive_integer(n_steps):
         gaussian_noise_multiplier(1.0, 1e-5, n_steps)
     with pytest.raises(ValueError, match="n_steps"):
         classical_gaussian_noise_multiplier(1.0, 1e-5, n_steps)
+
+
+def test_composed_delta_is_capped_at_one():
+    # δ's add up under composition; past 1 the statement is vacuous, not invalid.
+    gdp = PrivacyCost.from_gdp(1.0, delta=0.6, adjacency=ADD_REMOVE)
+    assert compose([gdp, gdp]).delta == 1.0
+    pure = PrivacyCost(0.5, 0.7, None, ADD_REMOVE, "approximate DP part")
+    assert compose([pure, pure]).delta == 1.0
