@@ -55,7 +55,9 @@ def _logistic_rows(seed):
         )
     ]
     for eps in DEMO_EPSILONS:
-        est = DPLogisticRegression(epsilon=eps, delta=1e-5, random_state=seed)
+        est = DPLogisticRegression(
+            epsilon=eps, delta=1e-5, classes=[0, 1], random_state=seed
+        )
         est, seconds = _timed_fit(est, X_train, y_train)
         spent = est.privacy_spent_
         rows.append(
