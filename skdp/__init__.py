@@ -13,11 +13,13 @@ from .exceptions import (
     PrivacyLeakWarning,
 )
 from .linear_model import DPLogisticRegression
+from .random_features import DPRandomFeaturesRegressor
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "DPLogisticRegression",
+    "DPRandomFeaturesRegressor",
     "InsufficientSamplesError",
     "MechanismFailedError",
     "PrivacyCost",

@@ -11,7 +11,8 @@ gradient-descent engine (:mod:`skdp._dpgd`) needs three members:
     ``||raw_grad[i]|| * sqrt(||x_i||² + 1)``: the engine clips it without ever
     forming an ``n × d`` gradient matrix.
 ``grad_bound``
-    an a-priori bound on ``||raw_grad[i]||`` for every label and predictor.
+    an a-priori bound on ``||raw_grad[i]||`` for every label and predictor
+    (``inf`` when there is none: the engine's clipping never relies on it).
 ``inverse_link(z)``
     the model's prediction (mean or class probabilities) from ``z``.
 
@@ -72,3 +73,31 @@ class MultinomialLogistic:
 
     def log_proba(self, z):
         return log_softmax(z, axis=1)
+
+
+class Quadratic:
+    """Squared error ``scale·(z - y)²`` for real ``y`` and one output.
+
+    .. math:: \\ell(y, z) = s\\,(z - y)^2, \\qquad
+              \\partial_z \\ell = 2 s\\,(z - y).
+
+    ``scale=1`` is the loss of Bombari & Mondelli (Privacy for Free, eq. (1.2),
+    no factor 1/2), so that their clipping constant ``C = 0.5·sqrt(p)``
+    carries over; ``scale=0.5`` is the Gaussian GLM convention. The
+    derivative is unbounded (``grad_bound = inf``): clipping alone bounds a
+    record's influence.
+    """
+
+    grad_bound = np.inf
+
+    def __init__(self, scale=1.0):
+        self.scale = scale
+
+    def raw_grad(self, y, z):
+        return (2.0 * self.scale) * (z - y[:, None])
+
+    def inverse_link(self, z):
+        return z
+
+    def value(self, y, z):
+        return float(self.scale * np.mean((z[:, 0] - y) ** 2))

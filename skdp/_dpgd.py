@@ -494,12 +494,19 @@ class _Progress:
                 f"{noise_std:.4g} on each gradient sum"
             )
 
-    def step(self, t, coef):
+    def step(self, t, coef=None):
+        """Report step ``t``; ``coef`` (a private iterate) only if given."""
         if self.verbose > 0 and t in self.report_at:
+            norm = "" if coef is None else f"||coef|| = {np.linalg.norm(coef):.4g}, "
             self._print(
-                f"step {t + 1}/{self.n_iter}: ||coef|| = {np.linalg.norm(coef):.4g}, "
+                f"step {t + 1}/{self.n_iter}: {norm}"
                 f"{time.perf_counter() - self.started:.2f} s"
             )
+
+    def phase(self, message):
+        """Report a stage of the run (its text must not depend on the data)."""
+        if self.verbose > 0:
+            self._print(f"{message}, {time.perf_counter() - self.started:.2f} s")
 
     def done(self, cost):
         if self.verbose > 0:

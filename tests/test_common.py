@@ -23,7 +23,16 @@ import skdp
 HIGH_EPSILON = 1e4
 
 # Checks that may fail at the default epsilon, per estimator, and why.
-DEFAULT_EPSILON_XFAILS = {}
+DEFAULT_EPSILON_XFAILS = {
+    "DPRandomFeaturesRegressor": {
+        "check_regressors_train": "training R² of 0.49 at ε = 1 with n = 200 "
+        "(0.74 at ε = 1e4); the check asks for 0.5",
+        "check_regressors_train(readonly_memmap=True)": "same as "
+        "check_regressors_train",
+        "check_regressors_train(readonly_memmap=True,X_dtype=float32)": "same as "
+        "check_regressors_train",
+    },
+}
 
 
 def exported_estimators():

@@ -1,0 +1,5 @@
+"""Random-features models trained with DP gradient descent (Bombari & Mondelli)."""
+
+from ._regressor import DPRandomFeaturesRegressor
+
+__all__ = ["DPRandomFeaturesRegressor"]

@@ -1,0 +1,403 @@
+"""DPRandomFeaturesRegressor and its exact kernel solver (Bombari & Mondelli)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from dp_accounting import dp_event, pld
+from scipy.stats import ks_2samp
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skdp import DPRandomFeaturesRegressor, MechanismFailedError
+from skdp._datafits import Quadratic
+from skdp._dpgd import dpgd
+from skdp.random_features import _kernel
+from skdp.random_features._features import draw_weights, features
+from skdp.random_features._kernel import kernel_dpgd
+from skdp.random_features._regressor import _solver_seconds
+
+
+def sign_task(n, d, seed):
+    """Figure 3's task: x ~ N(0, I_d), y = sign(uᵀx) with u = randn(d)/sqrt(d)."""
+    rng = np.random.default_rng(seed)
+    u = rng.standard_normal(d) / np.sqrt(d)
+    X = rng.standard_normal((n, d))
+    return X, np.sign(X @ u)
+
+
+def run_both(X, y, weights, *, seed, **run):
+    """θ_T from the primal engine and from the kernel form, same settings."""
+    Phi = features(X, weights, np.tanh)
+    params = dict(
+        clip_norm=run.get("clip_norm", 1.0),
+        noise_multiplier=run.get("noise_multiplier", 0.0),
+        n_iter=run.get("n_iter", 5),
+        learning_rate=run.get("learning_rate", 0.05),
+        mechanism="test",
+    )
+    primal, _, cost = dpgd(
+        Phi,
+        y,
+        Quadratic(),
+        n_outputs=1,
+        delta=1e-5,
+        fit_intercept=False,
+        rng=np.random.default_rng(seed),
+        **params,
+    )
+    kernel = kernel_dpgd(
+        X,
+        y,
+        weights,
+        np.tanh,
+        Quadratic(),
+        cost=cost,
+        rng=np.random.default_rng(seed + 1),
+        **params,
+    )
+    return primal[:, 0], kernel
+
+
+# --- the kernel form is Algorithm 1 -----------------------------------------
+
+
+@pytest.mark.parametrize("n_components", [8, 20, 60])  # p < n, p = n, p > n
+def test_kernel_iterates_equal_primal_ones_without_noise(n_components):
+    # Every iterate θ_t (t = 1..12), with clipping active on part of the data.
+    X, y = sign_task(20, 3, seed=0)
+    y[:5] *= 30.0  # large residuals: these records are clipped
+    weights = draw_weights(np.random.default_rng(1), 3, n_components)
+    for n_iter in range(1, 13):
+        primal, kernel = run_both(
+            X, y, weights, seed=0, n_iter=n_iter, clip_norm=2.0, learning_rate=0.1
+        )
+        scale = np.abs(primal).max()
+        assert scale > 1e-3
+        np.testing.assert_allclose(kernel, primal, rtol=0, atol=1e-8 * scale)
+
+
+def _statistics(thetas, weights, X_test, null_direction):
+    """Predictions at test points, ||θ||² and θ's null-space component."""
+    preds = features(X_test, weights, np.tanh) @ thetas.T
+    stats = [*preds, np.sum(thetas**2, axis=1)]
+    if null_direction is not None:
+        stats.append(thetas @ null_direction)
+    return stats
+
+
+def _sample_thetas(solver, X, y, weights, n_draws, seed):
+    out = np.empty((n_draws, weights.shape[1]))
+    run = dict(noise_multiplier=0.5, n_iter=4, clip_norm=1.0, learning_rate=0.2)
+    for i in range(n_draws):
+        if solver == "primal":
+            Phi = features(X, weights, np.tanh)
+            coef, _, _ = dpgd(
+                Phi,
+                y,
+                Quadratic(),
+                n_outputs=1,
+                delta=1e-5,
+                fit_intercept=False,
+                rng=np.random.default_rng([seed, i]),
+                mechanism="test",
+                **run,
+            )
+            out[i] = coef[:, 0]
+        else:
+            out[i] = kernel_dpgd(
+                X,
+                y,
+                weights,
+                np.tanh,
+                Quadratic(),
+                cost=None,
+                rng=np.random.default_rng([seed, i]),
+                mechanism="test",
+                **run,
+            )
+    return out
+
+
+def _null_direction(X, weights):
+    """A unit vector orthogonal to the row space of Φ (None if p ≤ n)."""
+    Phi = features(X, weights, np.tanh)
+    if Phi.shape[1] <= Phi.shape[0]:
+        return None
+    _, _, vt = np.linalg.svd(Phi)
+    return vt[-1]
+
+
+def _ks_pvalues(X, y, weights, n_draws):
+    X_test, _ = sign_task(3, X.shape[1], seed=9)
+    null = _null_direction(X, weights)
+    a = _statistics(
+        _sample_thetas("primal", X, y, weights, n_draws, 1), weights, X_test, null
+    )
+    b = _statistics(
+        _sample_thetas("kernel", X, y, weights, n_draws, 2), weights, X_test, null
+    )
+    return [ks_2samp(s, t).pvalue for s, t in zip(a, b, strict=True)]
+
+
+N_DRAWS = 1500
+
+
+@pytest.mark.parametrize("n_components", [6, 12, 40])  # p < n, p = n, p > n
+def test_kernel_and_primal_outputs_agree_in_distribution(n_components):
+    # 1500 seeded draws from each solver; two-sample KS tests on predictions
+    # at 3 test points, ||θ_T||² and (p > n) the component of θ_T outside the
+    # row space of Φ, which predictions cannot see. Bonferroni level 1e-3
+    # over the statistics. Power: the broken variants below differ by ~2x in
+    # the variance of one statistic and give p-values below 1e-6 at this size.
+    X, y = sign_task(12, 3, seed=3)
+    weights = draw_weights(np.random.default_rng(4), 3, n_components)
+    pvalues = _ks_pvalues(X, y, weights, N_DRAWS)
+    assert min(pvalues) > 1e-3 / len(pvalues)
+
+
+def test_the_distribution_test_detects_a_missing_null_space_term(monkeypatch):
+    # Negative control: without the -s·sqrt(T)·K⁺Φξ term θ_T has variance
+    # 2s²T instead of s²T in the row space; predictions shift in law.
+    monkeypatch.setattr(
+        _kernel.GramFactor, "pinv_times", lambda self, h: np.zeros_like(h)
+    )
+    X, y = sign_task(12, 3, seed=3)
+    weights = draw_weights(np.random.default_rng(4), 3, 40)
+    assert min(_ks_pvalues(X, y, weights, N_DRAWS)) < 1e-6
+
+
+def test_the_distribution_test_detects_noise_sum_drawn_independently(monkeypatch):
+    # Negative control: a Z drawn without regard to W (the run's noise) has
+    # the right marginal but the wrong joint law with the iterates.
+    original = _kernel.GramFactor.inverse_transpose_times
+    rng = np.random.default_rng(0)
+
+    def independent(self, g):  # Σ_t g_t ~ N(0, T·I) with T = 4, but fresh
+        return original(self, 2.0 * rng.standard_normal(g.shape))
+
+    monkeypatch.setattr(_kernel.GramFactor, "inverse_transpose_times", independent)
+    X, y = sign_task(12, 3, seed=3)
+    weights = draw_weights(np.random.default_rng(4), 3, 40)
+    assert min(_ks_pvalues(X, y, weights, N_DRAWS)) < 1e-6
+
+
+# --- privacy: sensitivity, noise scale, accounting ---------------------------
+
+
+@pytest.mark.parametrize("solver", ["primal", "kernel"])
+def test_one_record_moves_one_noiseless_step_by_at_most_2_eta_c_over_n(solver):
+    # Replace-one sensitivity of a step (Lemma B.1): ||Δθ_1|| ≤ η·2C/n, for a
+    # hostile replacement (huge input and label) and an ordinary one; and the
+    # bound is attained (same x, label of opposite residual sign).
+    X, y = sign_task(30, 4, seed=5)
+    weights = draw_weights(np.random.default_rng(6), 4, 50)
+    eta, clip = 0.3, 0.7
+    bound = eta * 2 * clip / 30
+
+    def theta(X, y):
+        p, k = run_both(
+            X, y, weights, seed=0, n_iter=1, clip_norm=clip, learning_rate=eta
+        )
+        return p if solver == "primal" else k
+
+    base = theta(X, y)
+    for x_new, y_new in [(np.full(4, 1e300), -1e300), (X[0], -50.0 * y[0])]:
+        X2, y2 = X.copy(), y.copy()
+        X2[0], y2[0] = x_new, y_new
+        assert np.linalg.norm(theta(X2, y2) - base) <= bound * (1 + 1e-9)
+    X2, y2 = X.copy(), y.copy()
+    y2[0] = -50.0 * y[0]
+    y[0] = 50.0 * y[0]
+    gap = np.linalg.norm(theta(X2, y2) - theta(X, y))
+    assert gap == pytest.approx(bound, rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["primal", "kernel"])
+@pytest.mark.parametrize("zero_inputs", [False, True])
+def test_noise_on_theta_has_the_stated_scale(solver, zero_inputs):
+    # With y = 0 the first gradient is 0, so θ_1 is pure noise of std
+    # s = η·z·2C/n per coordinate. With all inputs 0 every feature is 0
+    # (odd activation), so θ_T is pure noise of std s·sqrt(T). 4000
+    # coordinates: the sample std is within 5% (about 4.5 standard errors).
+    n, d, p = 40, 3, 4000
+    X = np.zeros((n, d)) if zero_inputs else sign_task(n, d, seed=7)[0]
+    n_iter = 9 if zero_inputs else 1
+    reg = DPRandomFeaturesRegressor(
+        p, epsilon=1.0, max_iter=n_iter, solver=solver, random_state=0
+    ).fit(X, np.zeros(n))
+    s = reg.learning_rate_ * reg.noise_multiplier_ * 2 * reg.clip_norm_ / n
+    assert np.std(reg.coef_) == pytest.approx(s * np.sqrt(n_iter), rel=0.05)
+    assert abs(np.mean(reg.coef_)) < 5 * s * np.sqrt(n_iter / p)
+
+
+def test_privacy_spent_matches_an_independent_accountant():
+    # dp-accounting's PLD accountant, with sensitivity 2C as a noise
+    # multiplier z under add/remove (the factor 2 of replace-one is in z).
+    X, y = sign_task(200, 5, seed=8)
+    reg = DPRandomFeaturesRegressor(200, epsilon=1.5, delta=1e-6, random_state=0)
+    reg.fit(X, y)
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
+    accountant.compose(dp_event.GaussianDpEvent(reg.noise_multiplier_), reg.n_iter_)
+    assert accountant.get_epsilon(1e-6) == pytest.approx(1.5, abs=2e-3)
+    assert reg.privacy_spent_.epsilon == pytest.approx(1.5, rel=1e-6)
+    assert reg.privacy_spent_.mu == pytest.approx(
+        np.sqrt(reg.n_iter_) / reg.noise_multiplier_
+    )
+
+
+def test_paper_accounting_is_proposition_3_2():
+    X, y = sign_task(200, 5, seed=8)
+    reg = DPRandomFeaturesRegressor(
+        200, epsilon=4.0, delta=1 / 2000, accounting="paper", random_state=0
+    ).fit(X, y)
+    # σ = sqrt(ηT)·sqrt(8 log(1/δ))/ε and σ = sqrt(η)·noise_multiplier_.
+    sigma = np.sqrt(reg.learning_rate_ * reg.n_iter_ * 8 * np.log(2000)) / 4.0
+    assert np.sqrt(reg.learning_rate_) * reg.noise_multiplier_ == pytest.approx(sigma)
+    # The review's figure: at (ε, δ) = (4, 1/2000) this noise is 1.508-DP.
+    assert reg.privacy_spent_.epsilon == pytest.approx(1.508, abs=2e-3)
+    with pytest.raises(ValueError, match="8 log"):
+        DPRandomFeaturesRegressor(epsilon=70.0, delta=1e-3, accounting="paper").fit(
+            X, y
+        )
+
+
+def test_random_weights_are_drawn_independently_of_the_data():
+    X, y = sign_task(100, 6, seed=9)
+    a = DPRandomFeaturesRegressor(3000, random_state=1).fit(X, y)
+    b = DPRandomFeaturesRegressor(3000, random_state=1).fit(X[::-1] * 3, y[::-1])
+    np.testing.assert_array_equal(a.random_weights_, b.random_weights_)
+    assert a.random_weights_.shape == (6, 3000)
+    # V_ij ~ N(0, 1/d): the variance is 1/6 within 3% (18000 entries).
+    assert np.var(a.random_weights_) == pytest.approx(1 / 6, rel=0.03)
+
+
+# --- the estimator -------------------------------------------------------------
+
+
+def test_defaults_follow_the_papers_scaling():
+    X, y = sign_task(300, 8, seed=10)
+    reg = DPRandomFeaturesRegressor(2000, random_state=0).fit(X, y)
+    # η = 1/p, T = 5d (so ηT·p/d = 5), C = 0.5·sqrt(p).
+    assert reg.learning_rate_ == pytest.approx(1 / 2000)
+    assert reg.n_iter_ == 40
+    assert reg.clip_norm_ == pytest.approx(0.5 * np.sqrt(2000))
+    # A given max_iter keeps the training time: η = 5d/(p·T).
+    reg = DPRandomFeaturesRegressor(2000, max_iter=10, random_state=0).fit(X, y)
+    assert reg.learning_rate_ * reg.n_iter_ * 2000 / 8 == pytest.approx(5.0)
+
+
+def test_auto_solver_reads_sizes_only():
+    # Predicted costs: the kernel form wins for p ≥ n with many steps.
+    primal, kernel = _solver_seconds(2000, 100, 40000, 500)
+    assert kernel < primal / 4
+    primal, kernel = _solver_seconds(20000, 20, 1000, 100)
+    assert primal < kernel
+    X, y = sign_task(200, 10, seed=11)
+    assert DPRandomFeaturesRegressor(2000).fit(X, y).solver_ == "kernel"
+    assert DPRandomFeaturesRegressor(50).fit(X, y).solver_ == "primal"
+
+
+def test_predict_is_the_feature_map_times_coef():
+    X, y = sign_task(150, 4, seed=12)
+    reg = DPRandomFeaturesRegressor(500, epsilon=2.0, random_state=0).fit(X, y)
+    X_new = sign_task(7, 4, seed=13)[0]
+    expected = np.tanh(X_new @ reg.random_weights_) @ reg.coef_
+    np.testing.assert_allclose(reg.predict(X_new), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("activation", ["erf", "sin", np.arctan])
+def test_other_activations(activation):
+    X, y = sign_task(150, 4, seed=14)
+    reg = DPRandomFeaturesRegressor(
+        500, activation=activation, epsilon=1e4, random_state=0
+    ).fit(X, y)
+    assert reg.score(X, y) > 0.5
+
+
+def test_learns_the_sign_task_at_moderate_epsilon():
+    # Figure 3's task at a smaller size (n = 1500, d = 30, p = 3000, ε = 2);
+    # predicting 0 has test MSE 1, non-private min-norm regression on these
+    # features about 0.45. Tolerance: the worst of 3 seeds below 0.7.
+    X, y = sign_task(2500, 30, seed=15)
+    X_test, y_test = X[1500:], y[1500:]
+    mses = []
+    for seed in range(3):
+        reg = DPRandomFeaturesRegressor(
+            3000, epsilon=2.0, delta=1e-6, random_state=seed
+        ).fit(X[:1500], y[:1500])
+        mses.append(np.mean((reg.predict(X_test) - y_test) ** 2))
+    assert max(mses) < 0.7
+
+
+# --- bad and hostile input -------------------------------------------------------
+
+
+def test_bad_input_raises_before_any_work():
+    X, y = sign_task(50, 3, seed=16)
+    bad_X = X.copy()
+    bad_X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        DPRandomFeaturesRegressor().fit(bad_X, y)
+    bad_y = y.copy()
+    bad_y[0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        DPRandomFeaturesRegressor().fit(X, bad_y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        DPRandomFeaturesRegressor().fit(X, y[:-1])
+    with pytest.raises(InvalidParameterError, match="n_components"):
+        DPRandomFeaturesRegressor(0).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="activation"):
+        DPRandomFeaturesRegressor(activation="relu6").fit(X, y)
+    with pytest.raises(ValueError, match="entry by entry"):
+        DPRandomFeaturesRegressor(activation=lambda z: z / z.std(axis=0)).fit(X, y)
+    with pytest.raises(ValueError, match="delta > 0"):
+        DPRandomFeaturesRegressor(delta=0.0).fit(X, y)
+    reg = DPRandomFeaturesRegressor(100, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        reg.predict(X[:, :2])
+
+
+@pytest.mark.parametrize("solver", ["primal", "kernel"])
+def test_hostile_records_leave_a_finite_private_model(solver):
+    X, y = sign_task(60, 3, seed=17)
+    X[0] = [1e308, -1e308, 1e308]  # X @ V overflows: inf - inf = NaN
+    y[1] = 1e308  # residual 2(u - y) overflows
+    reg = DPRandomFeaturesRegressor(
+        100, activation="sin", solver=solver, random_state=0
+    ).fit(X, y)
+    assert np.isfinite(reg.coef_).all()
+    assert np.isfinite(reg.predict(X)).all()
+
+
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("solver", ["primal", "kernel"])
+def test_a_non_finite_model_raises_mechanism_failed(solver):
+    # Clipping bounds every step, so only an absurd step size overflows.
+    X, y = sign_task(60, 3, seed=18)
+    reg = DPRandomFeaturesRegressor(
+        100, learning_rate=1e308, max_iter=5, solver=solver, random_state=0
+    )
+    with pytest.raises(MechanismFailedError, match="non-finite"):
+        reg.fit(X, y)
+    assert not hasattr(reg, "coef_")
+
+
+def test_sparse_and_float32_inputs_give_the_dense_float64_model():
+    # With a well-conditioned Gram matrix (d = 20). For a nearly singular one,
+    # rounding differences can switch the kernel solver to the other
+    # factorisation: another draw from the same law, not the same draw.
+    X, y = sign_task(80, 20, seed=19)
+    X[X < 0.5] = 0.0
+    dense = DPRandomFeaturesRegressor(300, random_state=0).fit(X, y)
+    for X_other in (sp.csr_matrix(X), X.astype(np.float32)):
+        other = DPRandomFeaturesRegressor(300, random_state=0).fit(X_other, y)
+        np.testing.assert_allclose(other.coef_, dense.coef_, rtol=1e-5, atol=1e-8)
+
+
+def test_verbose_reports_privacy_progress_and_a_summary(capsys):
+    X, y = sign_task(100, 4, seed=20)
+    DPRandomFeaturesRegressor(500, solver="kernel", verbose=1, random_state=0).fit(X, y)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("[DPRandomFeaturesRegressor] spending (1, 1e-05)-DP")
+    assert any("step 20/20" in line for line in lines)
+    assert "released a model that is (1, 1e-05)-DP" in lines[-1]
