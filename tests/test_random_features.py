@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from skdp import DPRandomFeaturesRegressor, MechanismFailedError
 from skdp._datafits import Quadratic
 from skdp._dpgd import dpgd
+from skdp.accounting import mu_from_epsilon
 from skdp.random_features import _kernel
 from skdp.random_features._features import draw_weights, features
 from skdp.random_features._kernel import kernel_dpgd
@@ -283,6 +284,11 @@ def test_defaults_follow_the_papers_scaling():
     # A given max_iter keeps the training time: η = 5d/(p·T).
     reg = DPRandomFeaturesRegressor(2000, max_iter=10, random_state=0).fit(X, y)
     assert reg.learning_rate_ * reg.n_iter_ * 2000 / 8 == pytest.approx(5.0)
+    # Below ρ = μn/d = 8 the training time shrinks in proportion: at ε = 0.1,
+    # μ = 0.0325 and ρ = 1.22, so ηT·p/d = 5·1.22/8 and T = round(6.1).
+    reg = DPRandomFeaturesRegressor(2000, epsilon=0.1, random_state=0).fit(X, y)
+    rho = mu_from_epsilon(0.1, 1e-5) * 300 / 8
+    assert reg.n_iter_ == round(5 * rho / 8 * 8) == 6
 
 
 def test_auto_solver_reads_sizes_only():
@@ -396,7 +402,9 @@ def test_sparse_and_float32_inputs_give_the_dense_float64_model():
 
 def test_verbose_reports_privacy_progress_and_a_summary(capsys):
     X, y = sign_task(100, 4, seed=20)
-    DPRandomFeaturesRegressor(500, solver="kernel", verbose=1, random_state=0).fit(X, y)
+    DPRandomFeaturesRegressor(
+        500, solver="kernel", max_iter=20, verbose=1, random_state=0
+    ).fit(X, y)
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("[DPRandomFeaturesRegressor] spending (1, 1e-05)-DP")
     assert any("step 20/20" in line for line in lines)
