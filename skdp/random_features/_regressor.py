@@ -201,13 +201,13 @@ class DPRandomFeaturesRegressor(RegressorMixin, BaseEstimator):
     >>> import numpy as np
     >>> from skdp import DPRandomFeaturesRegressor
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.standard_normal((2000, 10))
-    >>> y = np.sign(X @ rng.standard_normal(10))
+    >>> X = rng.standard_normal((1000, 20))
+    >>> y = np.sign(X @ rng.standard_normal(20))
     >>> reg = DPRandomFeaturesRegressor(
     ...     n_components=4000, epsilon=2.0, delta=1e-6, random_state=0
     ... ).fit(X, y)
     >>> reg.coef_.shape, reg.n_iter_, reg.solver_
-    ((4000,), 50, 'kernel')
+    ((4000,), 100, 'kernel')
     >>> round(reg.privacy_spent_.epsilon, 6), reg.privacy_spent_.adjacency
     (2.0, 'replace one record')
     >>> bool(reg.score(X, y) > 0.5)
