@@ -14,10 +14,12 @@ from .exceptions import (
 )
 from .linear_model import DPLogisticRegression
 from .random_features import DPRandomFeaturesRegressor
+from .ranking import DPBradleyTerry
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "DPBradleyTerry",
     "DPLogisticRegression",
     "DPRandomFeaturesRegressor",
     "InsufficientSamplesError",
