@@ -20,6 +20,20 @@ def _timed_fit(estimator, X, y):
     return estimator, time.perf_counter() - start
 
 
+def _dp_row(task, eps, est, score, seconds):
+    """One table row for a fitted DP estimator."""
+    spent = est.privacy_spent_
+    return (
+        type(est).__name__,
+        task,
+        f"{eps:g}",
+        f"{spent.epsilon:.4g}",
+        f"{spent.mu:.4f}",
+        f"{score:.3f}",
+        f"{seconds * 1e3:.0f}",
+    )
+
+
 def _logistic_rows(seed):
     """DPLogisticRegression vs LogisticRegression on a generated task."""
     from sklearn.datasets import make_classification
@@ -59,18 +73,7 @@ def _logistic_rows(seed):
             epsilon=eps, delta=1e-5, classes=[0, 1], random_state=seed
         )
         est, seconds = _timed_fit(est, X_train, y_train)
-        spent = est.privacy_spent_
-        rows.append(
-            (
-                "DPLogisticRegression",
-                task,
-                f"{eps:g}",
-                f"{spent.epsilon:.4g}",
-                f"{spent.mu:.4f}",
-                f"{est.score(X_test, y_test):.3f}",
-                f"{seconds * 1e3:.0f}",
-            )
-        )
+        rows.append(_dp_row(task, eps, est, est.score(X_test, y_test), seconds))
     return rows
 
 
@@ -105,18 +108,7 @@ def _random_features_rows(seed):
     for eps in DEMO_EPSILONS:
         est = DPRandomFeaturesRegressor(p, epsilon=eps, delta=1e-5, random_state=seed)
         est, seconds = _timed_fit(est, X_train, y_train)
-        spent = est.privacy_spent_
-        rows.append(
-            (
-                "DPRandomFeaturesRegressor",
-                task,
-                f"{eps:g}",
-                f"{spent.epsilon:.4g}",
-                f"{spent.mu:.4f}",
-                f"{est.score(X_test, y_test):.3f}",
-                f"{seconds * 1e3:.0f}",
-            )
-        )
+        rows.append(_dp_row(task, eps, est, est.score(X_test, y_test), seconds))
     return rows
 
 
@@ -150,17 +142,8 @@ def _bradley_terry_rows(seed):
     for eps in DEMO_EPSILONS:
         est = DPBradleyTerry(epsilon=eps, delta=1e-5, classes=[0, 1], random_state=seed)
         est, seconds = _timed_fit(est, X, y)
-        spent = est.privacy_spent_
         rows.append(
-            (
-                "DPBradleyTerry",
-                task,
-                f"{eps:g}",
-                f"{spent.epsilon:.4g}",
-                f"{spent.mu:.4f}",
-                f"{kendalltau(est.scores_, scores).statistic:.3f}",
-                f"{seconds * 1e3:.0f}",
-            )
+            _dp_row(task, eps, est, kendalltau(est.scores_, scores).statistic, seconds)
         )
     return rows
 
