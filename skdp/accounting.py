@@ -57,6 +57,7 @@ from .exceptions import MechanismFailedError
 __all__ = [
     "ADD_REMOVE",
     "REPLACE_ONE",
+    "REPLACE_ONE_OUTCOME",
     "REPLACE_ONE_USER",
     "PrivacyCost",
     "PrivacyLedger",
@@ -79,8 +80,16 @@ REPLACE_ONE = "replace one record"
 ADD_REMOVE = "add or remove one record"
 #: Neighbouring data sets differ by replacing all the records of one user.
 REPLACE_ONE_USER = "replace one user"
+#: Neighbouring data sets have the same comparisons (which items met, public)
+#: and differ in the 0/1 outcome of one of them.
+REPLACE_ONE_OUTCOME = "replace one comparison outcome"
 
-_SENSITIVITY_FACTOR = {REPLACE_ONE: 2.0, ADD_REMOVE: 1.0, REPLACE_ONE_USER: 2.0}
+_SENSITIVITY_FACTOR = {
+    REPLACE_ONE: 2.0,
+    ADD_REMOVE: 1.0,
+    REPLACE_ONE_USER: 2.0,
+    REPLACE_ONE_OUTCOME: 1.0,
+}
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -137,7 +146,8 @@ def sensitivity_factor(adjacency):
     """L2 sensitivity of a sum of vectors of norm ≤ 1 under ``adjacency``.
 
     Replacing one record can move a clipped sum from ``+C u`` to ``-C u``: 2C.
-    Adding or removing one record moves it by at most C.
+    Adding or removing one record moves it by at most C. Flipping one 0/1
+    outcome of a public comparison moves ``Σ y_r x_r`` by one ``x_r``: C.
     """
     try:
         return _SENSITIVITY_FACTOR[adjacency]

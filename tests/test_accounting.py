@@ -921,6 +921,7 @@ def test_sensitivity_factor():
     assert accounting.sensitivity_factor(REPLACE_ONE) == 2.0
     assert accounting.sensitivity_factor(REPLACE_ONE_USER) == 2.0
     assert accounting.sensitivity_factor(ADD_REMOVE) == 1.0
+    assert accounting.sensitivity_factor(accounting.REPLACE_ONE_OUTCOME) == 1.0
     with pytest.raises(ValueError, match="Unknown adjacency"):
         accounting.sensitivity_factor("swap two records")
 

@@ -21,10 +21,12 @@ from .._datafits import BinomialLogistic
 from .._dpgd import auto_schedule, dpgd
 from ..accounting import (
     REPLACE_ONE,
+    REPLACE_ONE_OUTCOME,
     classical_gaussian_noise_multiplier,
     gaussian_cost,
     gaussian_noise_multiplier,
     mu_from_epsilon,
+    sensitivity_factor,
 )
 from ..exceptions import MechanismFailedError, PrivacyLeakWarning
 from ..mechanisms import as_generator, gaussian_mechanism
@@ -34,10 +36,6 @@ from ._solver import (
     penalised_mle,
     project_scores,
 )
-
-#: Neighbouring data sets have the same comparisons (pairs, public) and differ
-#: in the outcome of one of them.
-REPLACE_ONE_OUTCOME = "replace one comparison outcome"
 
 #: Every design row is clipped to this L2 norm, the norm of ``e_i − e_j``.
 ROW_NORM_BOUND = math.sqrt(2.0)
@@ -342,7 +340,7 @@ class DPBradleyTerry(ClassifierMixin, BaseEstimator):
         win_counts = X.T @ won
         noisy_counts = gaussian_mechanism(
             win_counts,
-            sensitivity=ROW_NORM_BOUND,
+            sensitivity=sensitivity_factor(REPLACE_ONE_OUTCOME) * ROW_NORM_BOUND,
             noise_multiplier=noise_multiplier,
             rng=rng,
         )
