@@ -441,7 +441,7 @@ def calibrate():
             n * width / activation,
             "entries / s, tanh + finiteness rule (one block)",
         ),
-        "_RATE_GRAM": (n * n * width / gram, "n²·p / s, A @ A.T (one block)"),
+        "_RATE_GEMM": (n * n * width / gram, "n²·p / s, A @ A.T (one block)"),
         "_RATE_MATVEC": (
             2 * n * p_pass / (forward + backward),
             f"n·p / s, Φθ and Φᵀr at p = {p_pass} (mean of the two)",
@@ -454,11 +454,11 @@ def calibrate():
             n * n / gram_matvec,
             "n² / s, K @ v with the n × n Gram matrix",
         ),
-        "_RATE_FACTOR": (
+        "_RATE_CHOLESKY": (
             n**3 / cholesky,
             "n³ / s, GramFactor(K) (Cholesky + condition estimate)",
         ),
-        "_RATE_FACTOR (eigh)": (n**3 / eigh, "n³ / s, eigh(K) (singular-K path)"),
+        "_RATE_EIGH": (n**3 / eigh, "n³ / s, eigh(K) (singular-K path, p ≤ n)"),
     }
     rows = []
     for name, (rate, unit) in measured.items():

@@ -297,6 +297,13 @@ def test_auto_solver_reads_sizes_only():
     assert kernel < primal / 4
     primal, kernel = _solver_seconds(20000, 20, 1000, 100)
     assert primal < kernel
+    # Just below p = n the kernel form needs eigh (K singular), which the
+    # prediction charges (measured at n = 2000, p = 1995, T = 500: primal
+    # 0.6 s, kernel 1.4 s); well above n it needs only Cholesky.
+    primal, kernel = _solver_seconds(2000, 100, 1995, 500)
+    assert primal < kernel
+    primal, kernel = _solver_seconds(2000, 100, 4000, 500)
+    assert kernel < primal
     X, y = sign_task(200, 10, seed=11)
     assert DPRandomFeaturesRegressor(2000).fit(X, y).solver_ == "kernel"
     assert DPRandomFeaturesRegressor(50).fit(X, y).solver_ == "primal"

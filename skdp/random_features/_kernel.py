@@ -64,9 +64,12 @@ _MIN_RCOND_CHOLESKY = 1e-10
 class GramFactor:
     """A square root ``F`` of the Gram matrix K (``FFᵀ = K``) and its solves."""
 
-    def __init__(self, gram):
+    def __init__(self, gram, *, may_be_definite=True):
         n = gram.shape[0]
-        self._cholesky = _well_conditioned_cholesky(gram)
+        # With p < n features K = ΦΦᵀ is singular (rank ≤ p), and at p = n
+        # it is nearly so (cond ~1e9 for tanh features at n = 2000): skip the
+        # Cholesky attempt, which would fail its condition check.
+        self._cholesky = _well_conditioned_cholesky(gram) if may_be_definite else None
         if self._cholesky is not None:
             self.rank = n
             return
@@ -186,7 +189,7 @@ def kernel_dpgd(
     xi = rng.standard_normal(p)
     gram, h = gram_pass(X, weights, activation, xi)
     progress.phase(f"pass 1 of 2 over the {p} features done")
-    factor = GramFactor(gram)
+    factor = GramFactor(gram, may_be_definite=p > n)
     dual, noise_sum = dual_iterates(
         gram,
         y,

@@ -419,31 +419,36 @@ def _feature_matrix(X, weights, activation):
 
 
 # Throughputs of the operations each solver is made of, measured on a 2-core
-# machine with OpenBLAS (benchmarks/bench_random_features.py); only their
-# ratios matter for the choice. Units: n·p·d per second for X @ V, entries per
-# second for the activation, n²·p per second for the Gram product (BLAS-3),
-# n·p per second for a pass over Φ (memory-bound matrix-vector product),
-# n³ per second for a factorisation of K.
-_RATE_PROJECT = 2.5e10
-_RATE_ACTIVATION = 2.3e8
-_RATE_GRAM = 7e10
-_RATE_MATVEC = 2.3e9
-_RATE_FACTOR = 2e10
+# machine with OpenBLAS (`python benchmarks/bench_random_features.py
+# --calibrate`, 2026-11-23); only their ratios matter for the choice. Units:
+# n·p·d per second for X @ V, entries per second for the activation, n²·p per
+# second for the Gram product and other BLAS-3 products, entries per second
+# for a memory-bound matrix-vector pass (over Φ, or over the n × n K), n³ per
+# second for Cholesky (with its condition estimate) and for eigh of K.
+_RATE_PROJECT = 5.3e10
+_RATE_ACTIVATION = 2.37e8
+_RATE_GEMM = 1.53e11
+_RATE_MATVEC = 4.2e9
+_RATE_CHOLESKY = 1.14e11
+_RATE_EIGH = 9e9
 
 
 def _solver_seconds(n, d, p, n_iter):
     """Predicted fit times ``(primal, kernel)`` from public sizes only.
 
     Primal: one feature pass, then two passes over Φ per step. Kernel: two
-    feature passes, the Gram product, one factorisation, and one product
-    with the n × n Gram matrix per step.
+    feature passes, the Gram product, one factorisation (eigh when p ≤ n,
+    where K is singular or nearly so; Cholesky otherwise), one product with
+    the n × n Gram matrix per step, and the noise ``F g_t`` (BLAS-3).
     """
     feature_pass = n * p * d / _RATE_PROJECT + n * p / _RATE_ACTIVATION
     primal = feature_pass + 2 * n_iter * n * p / _RATE_MATVEC
+    factorisation = n**3 / (_RATE_EIGH if p <= n else _RATE_CHOLESKY)
     kernel = (
         2 * feature_pass
-        + n * n * p / _RATE_GRAM
-        + n**3 / _RATE_FACTOR
+        + n * n * p / _RATE_GEMM
+        + factorisation
         + n_iter * n * n / _RATE_MATVEC
+        + n_iter * n * min(n, p) / _RATE_GEMM
     )
     return primal, kernel

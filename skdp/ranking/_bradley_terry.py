@@ -100,9 +100,14 @@ class DPBradleyTerry(ClassifierMixin, BaseEstimator):
         realistic scores. None: centring only.
     classes : array-like of shape (2,), default=None
         The two outcome labels, declared in advance; the second means "the
-        first item of the pair won". If None they are the labels in ``y``,
-        which count as public (a :class:`~skdp.PrivacyLeakWarning` says so),
-        and ``y`` must contain both.
+        first item of the pair won". Pass ``classes=[0, 1]`` (the coding of
+        :func:`~skdp.datasets.make_btl_comparisons`) to make any other label
+        in ``y`` an error and keep the label set out of the data. If None, ``y`` must
+        hold exactly two labels (any two, as for every scikit-learn binary
+        classifier; the larger one means "the first item won"); they are
+        read from ``y`` and count as public (a
+        :class:`~skdp.PrivacyLeakWarning` says so). Multiclass, continuous
+        or non-finite ``y`` is an error either way.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise. None draws fresh operating-system entropy: use it in
         production, since a known seed makes the noise predictable.
