@@ -72,10 +72,26 @@ def _finite(A):
     return np.clip(A, -_FEATURE_BOUND, _FEATURE_BOUND, out=A)
 
 
+def _zero_nan(A):
+    """The same rule for values already in [−1, 1] or NaN: NaN → 0 (in place).
+
+    A sum is NaN exactly when some entry is (bounded entries cannot overflow
+    it), and takes one pass without a temporary.
+    """
+    if np.isnan(A.sum()):
+        np.nan_to_num(A, copy=False, nan=0.0)
+    return A
+
+
 def features(X, weights, activation, columns=slice(None)):
     """``φ(x)`` for every row of X and the given columns, as float64."""
     with np.errstate(all="ignore"):
-        A = np.asarray(activation(X @ weights[:, columns]), dtype=np.float64)
+        Z = np.asarray(X @ weights[:, columns], dtype=np.float64)
+        if any(activation is named for named in ACTIVATIONS.values()):
+            # In place: no second n × width array. These map every non-NaN
+            # input (±inf too, except sin, which gives NaN) into [−1, 1].
+            return _zero_nan(activation(Z, out=Z))
+        A = np.asarray(activation(Z), dtype=np.float64)
     if not A.flags.writeable:
         A = A.copy()
     return _finite(A)
