@@ -94,7 +94,7 @@ class DPBradleyTerry(ClassifierMixin, BaseEstimator):
         After fitting, the scores are projected onto
         ``{θ : Σθ = 0, ||θ||∞ <= score_bound}`` (post-processing). The
         default is far beyond realistic spreads (scores drawn from N(0, 1)
-        reach |θ| ≈ 3 over 1000 items; a difference of 10 means odds of
+        reach ``|θ| ≈ 3`` over 1000 items; a difference of 10 means odds of
         e¹⁰ ≈ 22000 to 1), so it does not bias them; it caps scores of items
         that noise pushes out. The paper's Θ uses 1, which would shrink
         realistic scores. None: centring only.
@@ -215,7 +215,7 @@ class DPBradleyTerry(ClassifierMixin, BaseEstimator):
     merged), each O(nnz) plus, up to 300 items, a dense n_items × n_items
     Cholesky solve (memory O(nnz(X) + n_items²)); above 300 items, conjugate
     gradients in O(nnz(X)) memory. 10⁵ comparisons take about 30 ms on 100
-    items and 0.2 s on 1000. ``"comparison"``: O(n_iter_ · nnz(X)).
+    items and 0.2 s on 1000. ``"comparison"``: ``O(n_iter_ · nnz(X))``.
 
     References
     ----------
