@@ -12,6 +12,7 @@ from .exceptions import (
     MechanismFailedError,
     PrivacyLeakWarning,
 )
+from .gaussian import DPGaussianSampler
 from .linear_model import DPLogisticRegression
 from .random_features import DPRandomFeaturesRegressor
 from .ranking import DPBradleyTerry
@@ -20,6 +21,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "DPBradleyTerry",
+    "DPGaussianSampler",
     "DPLogisticRegression",
     "DPRandomFeaturesRegressor",
     "InsufficientSamplesError",
