@@ -177,7 +177,7 @@ class DPGaussianSampler(BaseEstimator):
         ``"unbounded"``: number of runs that output Fail.
     plan_ : SamplerPlan
         ``"unbounded"``: the certified, data-independent configuration of
-        one run (n1, n2, λ0, k, |R|, the PTR's ε_p and δ_p, the release's
+        one run (n1, n2, λ0, k, ``|R|``, the PTR's ε_p and δ_p, the release's
         budget), a function of the chunk size, d, ε, δ and ``tv_error`` only.
     privacy_spent_ : PrivacyCost
         The guarantee of the fit (ε, δ; ``mu`` for ``"bounded"``),
@@ -252,7 +252,7 @@ class DPGaussianSampler(BaseEstimator):
 
     **Cost.** Bounded: O(n·d²) time, O(n·d) memory. Unbounded: O(n·d²)
     for StableCov (one pass on clean data, at most k + 1 with outliers) plus
-    O(n1·|R|·d) for StableMean, in blocks of 10⁴ rows (≈ 100 MB). At the
+    ``O(n1·|R|·d)`` for StableMean, in blocks of 10⁴ rows (≈ 100 MB). At the
     certified n for d = 2 (≈ 9·10⁶ rows) a run takes seconds and under
     1 GB (see docs/benchmarks.md).
 
