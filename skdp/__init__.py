@@ -13,7 +13,7 @@ from .exceptions import (
     PrivacyLeakWarning,
 )
 from .gaussian import DPGaussianSampler
-from .linear_model import DPLogisticRegression
+from .linear_model import DPLogisticRegression, DPSparseGLM
 from .random_features import DPRandomFeaturesRegressor
 from .ranking import DPBradleyTerry
 
@@ -24,6 +24,7 @@ __all__ = [
     "DPGaussianSampler",
     "DPLogisticRegression",
     "DPRandomFeaturesRegressor",
+    "DPSparseGLM",
     "InsufficientSamplesError",
     "MechanismFailedError",
     "PrivacyCost",

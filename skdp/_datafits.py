@@ -101,3 +101,26 @@ class Quadratic:
 
     def value(self, y, z):
         return float(self.scale * np.mean((z[:, 0] - y) ** 2))
+
+
+class Poisson:
+    """Poisson deviance (half, up to a term in y) with the log link, one output.
+
+    .. math:: \\ell(y, z) = e^{z} - y z, \\qquad
+              \\partial_z \\ell = e^{z} - y.
+
+    For counts ``y >= 0``; the mean is ``e^z``. The derivative is unbounded
+    (``grad_bound = inf``): clipping alone bounds a record's influence.
+    """
+
+    grad_bound = np.inf
+
+    def raw_grad(self, y, z):
+        return np.exp(z) - y[:, None]
+
+    def inverse_link(self, z):
+        return np.exp(z)
+
+    def value(self, y, z):
+        z = z[:, 0]
+        return float(np.mean(np.exp(z) - y * z))

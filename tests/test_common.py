@@ -25,7 +25,15 @@ HIGH_EPSILON = 1e4
 # Checks that may fail at the default epsilon, per estimator, and why.
 # (DPRandomFeaturesRegressor passes check_regressors_train at ε = 1 with
 # training R² 0.51 for the check's seed 0; 0.43-0.65 over seeds 0-7.)
-DEFAULT_EPSILON_XFAILS = {}
+DEFAULT_EPSILON_XFAILS = {
+    "DPSparseGLM": {
+        "check_regressors_train": (
+            "DP noise at ε=1 on the check's n=200, d=10 (R² −60 to −160 over "
+            "seeds 0-3); utility is tested in tests/test_sparse_glm.py at "
+            "n=20000, and the ε=1e4 instance passes this check (R² 0.81)."
+        ),
+    },
+}
 
 
 def exported_estimators():

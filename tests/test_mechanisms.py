@@ -196,3 +196,25 @@ def test_gaussian_mechanism_rejects_negative_noise():
             noise_multiplier=-1.0,
             rng=np.random.default_rng(SEED),
         )
+
+
+# ---------------------------------------------------------------------------
+# gumbel_noise (the noise of the exponential-mechanism peeling)
+# ---------------------------------------------------------------------------
+
+
+def test_gumbel_noise_is_the_seeded_gumbel_law():
+    from scipy import stats
+
+    from skdp.mechanisms import gumbel_noise
+
+    scale = 0.7
+    x = gumbel_noise(np.random.default_rng(SEED), scale, N_DRAWS)
+    np.testing.assert_array_equal(
+        x, np.random.default_rng(SEED).gumbel(0.0, scale, N_DRAWS)
+    )
+    # Kolmogorov–Smirnov against scipy's Gumbel (right-skewed, location 0).
+    assert stats.kstest(x, stats.gumbel_r(scale=scale).cdf).pvalue > 1e-3
+    np.testing.assert_array_equal(gumbel_noise(np.random.default_rng(0), 0.0, 3), 0)
+    with pytest.raises(ValueError):
+        gumbel_noise(np.random.default_rng(0), -1.0, 3)
