@@ -627,6 +627,13 @@ def test_alpha_auto_reads_only_public_sizes():
     expected = 1 + 2 * n * (SQRT2 * a.noise_multiplier_) ** 2 / m
     assert a.alpha_ == pytest.approx(expected, rel=1e-12)
     assert fit_bt(X, y, alpha=3.0).alpha_ == 3.0
+    # Comparison unit: the gradient sum's sensitivity is 2·sqrt(2) and the
+    # noise variance per unit of μ is (2·sqrt(2)/μ)², μ = sqrt(T)/z.
+    c = fit_bt(X, y, epsilon=1.0, delta=1e-6, privacy_unit="comparison")
+    mu = np.sqrt(c.n_iter_) / c.noise_multiplier_
+    assert c.privacy_spent_.mu == pytest.approx(mu, rel=1e-12)
+    expected = 1 + 2 * n * (2 * SQRT2 / mu) ** 2 / m
+    assert c.alpha_ == pytest.approx(expected, rel=1e-12)
 
 
 def test_default_score_bound_does_not_bias_a_normal_spread():
