@@ -14,6 +14,7 @@ from .exceptions import (
 )
 from .gaussian import DPGaussianSampler
 from .linear_model import DPLogisticRegression, DPSparseGLM
+from .preprocessing import DPStandardScaler
 from .random_features import DPRandomFeaturesRegressor
 from .ranking import DPBradleyTerry
 
@@ -25,6 +26,7 @@ __all__ = [
     "DPLogisticRegression",
     "DPRandomFeaturesRegressor",
     "DPSparseGLM",
+    "DPStandardScaler",
     "InsufficientSamplesError",
     "MechanismFailedError",
     "PrivacyCost",

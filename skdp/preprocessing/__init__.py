@@ -1,0 +1,5 @@
+"""Differentially private preprocessing."""
+
+from ._scaler import DPStandardScaler
+
+__all__ = ["DPStandardScaler"]

@@ -1,0 +1,176 @@
+"""Private per-feature bounds from noisy histograms (Gaussian mechanism only).
+
+:func:`private_bounds` finds, for every feature at once, an interval that
+holds the bulk of the data, reading the data only through Gaussian-noised
+histograms:
+
+1. one histogram of ``|x|`` on a public logarithmic grid over
+   ``[0, data_range]`` (``_PER_DECADE`` bins per decade over ``_DECADES``
+   decades, plus ``[0, data_range·1e-12]``), which finds the magnitude ``M``
+   of the bulk: the first interval is ``[-M, M]``;
+2. ``_ZOOM_ROUNDS`` histograms with ``_ZOOM_BINS`` equal bins on the
+   interval found by the round before, each of which narrows it to the bins
+   that hold the bulk.
+
+In every round the bulk is a run of bins grown greedily from the bin with
+the largest noisy count, one neighbour at a time (the larger first), until
+its noisy count reaches ``(1 - 2·_TAIL)·n`` (``(1 - _TAIL)·n`` for ``|x|``)
+less one noise standard deviation of the run's sum. Only sums over the
+run are used, never sums over the many empty bins far from the data, whose
+noise would swamp small data sets. If no bin stands out of the noise, the
+round keeps its whole interval. Values outside the current interval are
+counted in its end bins, so every round's tail mass is measured against the
+whole data set and the rounds do not compound the clipping. The final
+interval is widened by ``_PAD`` of its width on each side, which clips less
+of the tails at a small cost in resolution.
+
+The constants were chosen on Gaussian features with offsets and scales from
+1e-2 to 5e4, n from 1000 to 50000, d = 5 and 30, at ε = 1.
+
+Every round is one joint Gaussian release of the ``d x bins`` count matrix.
+Replacing one record moves it from one bin to another in every feature: two
+counts per feature change by one, so the L2 sensitivity is ``sqrt(2 d)``
+under replace-one adjacency, whatever the data. Each round's grid depends on
+the data only through earlier noisy releases, so the rounds compose
+adaptively, and the bounds are post-processing. Nothing else (no count of
+clipped values, no minimum or maximum) is read or kept.
+"""
+
+import math
+
+import numpy as np
+
+from ..mechanisms import gaussian_mechanism
+
+#: Decades of magnitude covered by the first (log) grid: its smallest bin is
+#: ``[0, data_range·1e-12]``.
+_DECADES = 12
+#: Bins per decade of the log grid (edges a factor 10**0.25 ≈ 1.78 apart).
+_PER_DECADE = 4
+#: Equal-width bins of each zoom round.
+_ZOOM_BINS = 64
+#: Zoom rounds after the log-grid round.
+_ZOOM_ROUNDS = 3
+#: Tail mass the bounds may leave out on each side.
+_TAIL = 0.02
+#: The run of bins stops growing once its noisy count is within this many
+#: noise standard deviations (of the run's sum) of its target.
+_MARGIN_SDS = 1.0
+#: A round shrinks its interval only if its largest noisy count exceeds this
+#: many noise standard deviations (an empty bin does with probability 3e-5).
+_SIGNAL_SDS = 4.0
+
+#: The final interval is widened by this fraction of its width on each side.
+_PAD = 0.25
+
+#: Gaussian releases spent on the bounds.
+N_BOUND_RELEASES = 1 + _ZOOM_ROUNDS
+
+
+def magnitude_grid(data_range):
+    """Edges of the public grid of ``|x|``: 0, then ``data_range·10**(-k/4)``."""
+    k = np.arange(_DECADES * _PER_DECADE, -1, -1)
+    return np.concatenate([[0.0], data_range * 10.0 ** (-k / _PER_DECADE)])
+
+
+def histogram_sensitivity(n_features):
+    """L2 sensitivity ``sqrt(2 d)`` of the ``d x bins`` count matrix (replace one)."""
+    return math.sqrt(2.0 * n_features)
+
+
+def bin_counts(bins, n_bins):
+    """Counts, shape ``(d, n_bins)``, from bin indices of shape ``(n, d)``."""
+    d = bins.shape[1]
+    flat = bins + n_bins * np.arange(d)
+    return np.bincount(flat.ravel(), minlength=d * n_bins).reshape(d, n_bins)
+
+
+def bulk_window(noisy_counts, target, noise_std):
+    """Bins ``[a, b)`` per feature holding the bulk of the data (see module doc).
+
+    Grown from the largest noisy count, one neighbour at a time (the larger
+    first), until the run's noisy count is at least
+    ``target - _MARGIN_SDS · noise_std · sqrt(b - a)``. A feature whose
+    largest count does not exceed ``_SIGNAL_SDS · noise_std`` keeps the whole
+    grid. Vectorised over features; the loop is over bins.
+    """
+    d, n_bins = noisy_counts.shape
+    rows = np.arange(d)
+    a = np.argmax(noisy_counts, axis=1)
+    b = a + 1
+    mass = noisy_counts[rows, a].astype(float)
+    no_signal = mass <= _SIGNAL_SDS * noise_std
+    done = no_signal | (mass >= target - _MARGIN_SDS * noise_std)
+    for _ in range(n_bins - 1):  # a loop over bins, never over samples
+        if done.all():
+            break
+        left = np.where(a > 0, noisy_counts[rows, np.maximum(a - 1, 0)], -np.inf)
+        right = np.where(
+            b < n_bins, noisy_counts[rows, np.minimum(b, n_bins - 1)], -np.inf
+        )
+        go_left = left >= right
+        grow = ~done
+        a = np.where(grow & go_left, a - 1, a)
+        b = np.where(grow & ~go_left, b + 1, b)
+        mass = mass + np.where(grow, np.where(go_left, left, right), 0.0)
+        margin = _MARGIN_SDS * noise_std * np.sqrt(b - a)
+        done |= (mass >= target - margin) | ((a == 0) & (b == n_bins))
+    a = np.where(no_signal, 0, a)
+    b = np.where(no_signal, n_bins, b)
+    return a, b
+
+
+def private_bounds(X, *, data_range, noise_multiplier, rng):
+    """Per-feature ``(lower, upper)``, ``lower < upper``, from noisy histograms.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Finite data.
+    data_range : float
+        Public range: the bounds lie in ``[-data_range, data_range]``.
+    noise_multiplier : float
+        Noise std of every round divided by its L2 sensitivity ``sqrt(2 d)``;
+        the ``N_BOUND_RELEASES`` rounds together are
+        ``sqrt(N_BOUND_RELEASES) / noise_multiplier``-GDP (replace one).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_features,)
+    """
+    n, d = X.shape
+    X = np.clip(X, -data_range, data_range)  # the public range; no overflow below
+    sensitivity = histogram_sensitivity(d)
+    noise_std = noise_multiplier * sensitivity
+
+    def release(counts):
+        return gaussian_mechanism(
+            counts, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    edges = magnitude_grid(data_range)
+    n_log_bins = edges.size - 1
+    bins = np.clip(
+        np.searchsorted(edges, np.abs(X), side="right") - 1, 0, n_log_bins - 1
+    )
+    noisy = release(bin_counts(bins, n_log_bins))
+    _, hi = bulk_window(noisy, (1.0 - _TAIL) * n, noise_std)
+    upper = edges[hi]
+    lower = -upper
+    steps = np.arange(_ZOOM_BINS + 1) / _ZOOM_BINS
+    for _ in range(_ZOOM_ROUNDS):  # a loop over rounds, never over samples
+        width = upper - lower
+        position = (X - lower) / width * _ZOOM_BINS
+        bins = np.clip(np.floor(position), 0, _ZOOM_BINS - 1).astype(np.intp)
+        noisy = release(bin_counts(bins, _ZOOM_BINS))
+        lo, hi = bulk_window(noisy, (1.0 - 2.0 * _TAIL) * n, noise_std)
+        # Post-processing of the noisy counts: the new interval's edges.
+        new_upper = np.where(hi == _ZOOM_BINS, upper, lower + width * steps[hi])
+        lower = lower + width * steps[lo]
+        # Rounding must never collapse an interval.
+        upper = np.maximum(new_upper, np.nextafter(lower, np.inf))
+    # Widen the final interval a little (post-processing): less clipping of
+    # the tails, at a small cost in resolution.
+    pad = _PAD * (upper - lower)
+    return lower - pad, upper + pad

@@ -1,0 +1,405 @@
+"""DPStandardScaler: per-feature mean and variance by the Gaussian mechanism."""
+
+import math
+from numbers import Real
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    OneToOneFeatureMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._base import (
+    PRIVACY_CONSTRAINTS,
+    atomic_fit,
+    require_positive_delta,
+    warn_if_delta_is_large,
+)
+from ..accounting import (
+    REPLACE_ONE,
+    PrivacyCost,
+    gaussian_cost,
+    gaussian_noise_multiplier,
+)
+from ..mechanisms import as_generator, gaussian_mechanism
+from ._quantiles import N_BOUND_RELEASES, private_bounds
+
+#: Weight of the sums of squares in the joint release. With features
+#: normalised to z in [-1/2, 1/2], replacing one record moves
+#: ``(z, GAMMA·z²)`` by ``(a - b)²·(1 + 8(a + b)²) <= 1`` in squared norm per
+#: feature (see ``moment_sensitivity``): the squares ride along at no cost.
+GAMMA = 2.0 * math.sqrt(2.0)
+#: Largest accepted ``data_range`` (so that ``2·data_range`` stays finite).
+_MAX_DATA_RANGE = 1e300
+
+
+def moment_sensitivity(n_features):
+    """L2 sensitivity ``sqrt(d)`` of ``(Σ z_i, GAMMA·Σ z_i²)`` under replace-one.
+
+    Per feature, replacing a record with value ``a`` by one with value ``b``
+    (both in [-1/2, 1/2]) moves the pair by ``(a - b, GAMMA (a² - b²))``, of
+    squared norm ``u² (1 + 8 v²)`` with ``u = |a - b|``, ``v = |a + b|`` and
+    ``u + v <= 1``. Along ``u = 1 - v`` this is ``g(v) = (1 - v)² (1 + 8 v²)``
+    with ``g'(v) = -2 (1 - v)(1 - 4 v)² <= 0``, so the maximum is
+    ``g(0) = 1``; the features add up to ``d``.
+    """
+    return math.sqrt(n_features)
+
+
+def moment_sums(X, lower, upper):
+    """The released vector ``(Σ_i z_ij, GAMMA·Σ_i z_ij²)_j`` of length 2d.
+
+    ``z = (clip(x, lower, upper) - center) / width``, clipped once more to
+    ``[-1/2, 1/2]`` so that rounding cannot push it out.
+    """
+    width = upper - lower
+    center = lower + width / 2.0
+    Z = np.clip((np.clip(X, lower, upper) - center) / width, -0.5, 0.5)
+    return np.concatenate([Z.sum(axis=0), GAMMA * np.einsum("ij,ij->j", Z, Z)])
+
+
+def _check_bounds(bounds, n_features):
+    """``bounds`` as two float arrays of shape (d,), or a clear ValueError."""
+    if isinstance(bounds, str) or len(bounds) != 2:
+        raise ValueError(
+            "bounds must be a pair (lower, upper) of scalars or of arrays with "
+            "one entry per feature."
+        )
+    out = []
+    for name, value in zip(("lower", "upper"), bounds, strict=True):
+        value = np.asarray(value, dtype=float)
+        if value.ndim > 1 or (value.ndim == 1 and value.shape[0] != n_features):
+            raise ValueError(
+                f"The {name} bounds have shape {value.shape}; expected a scalar or "
+                f"shape ({n_features},) for the {n_features} features of X."
+            )
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"The {name} bounds must be finite.")
+        out.append(np.broadcast_to(value, (n_features,)).copy())
+    lower, upper = out
+    if np.any(lower >= upper):
+        bad = np.flatnonzero(lower >= upper)
+        raise ValueError(
+            f"bounds need lower < upper for every feature; not so for feature(s) "
+            f"{bad.tolist()[:10]}."
+        )
+    return lower, upper
+
+
+class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Standardise features with a differentially private mean and variance.
+
+    Each feature is clipped to bounds ``[lower_j, upper_j]``; then the
+    per-feature sums and sums of squares of the clipped data are released in
+    one joint Gaussian release over all features (L2 sensitivity ``sqrt(d)``
+    after normalising each feature to ``[-1/2, 1/2]``), and the mean and
+    variance are computed from them. ``transform`` is then
+    ``(x - mean_) / scale_``, as in :class:`sklearn.preprocessing.StandardScaler`.
+
+    The bounds are either given (public, e.g. the range of a sensor, and the
+    whole budget goes to the mean and variance) or, by default, found
+    privately: a share ``bounds_share`` of the budget is spent on four
+    Gaussian-noised histograms per feature that locate the bulk of the data
+    inside the public range ``[-data_range, data_range]`` (see Notes).
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy budget ε > 0 of one fit (bounds, mean and variance together).
+    delta : float, default=1e-5
+        Privacy parameter δ in (0, 1); should be well below ``1/n_samples``
+        (a :class:`~skdp.PrivacyLeakWarning` is raised at ``delta >= 1/n``).
+    with_mean : bool, default=True
+        Centre the data in ``transform``.
+    with_std : bool, default=True
+        Scale the data to unit variance in ``transform``.
+    bounds : tuple (lower, upper) or None, default=None
+        Public per-feature bounds: each a scalar or an array of length
+        ``n_features``, with ``lower < upper`` and both finite. Data outside
+        them is clipped when the statistics are computed (not in
+        ``transform``). None: found privately with a share of the budget.
+    data_range : float, default=1e6
+        Used when ``bounds=None``: the public range ``[-data_range,
+        data_range]`` in which the bounds are searched (values outside it are
+        clipped to it). Its default does not depend on the data. The search
+        resolves magnitudes down to ``data_range·1e-12``.
+    bounds_share : float, default=0.5
+        Used when ``bounds=None``: the share of the budget, in GDP terms
+        (``μ_bounds² = bounds_share·μ²``), spent on finding the bounds; the
+        rest goes to the mean and variance.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the noise. None draws fresh operating-system entropy: use it in
+        production, since a known seed makes the noise predictable.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,) or None
+        Private mean of the clipped data (None when ``with_mean`` and
+        ``with_std`` are both False: nothing is released).
+    var_ : ndarray of shape (n_features,) or None
+        Private variance of the clipped data, at least the noise level of its
+        release (see Notes); None when ``with_std=False``.
+    scale_ : ndarray of shape (n_features,) or None
+        ``sqrt(var_)``, always > 0; None when ``with_std=False``.
+    bounds_ : ndarray of shape (2, n_features) or None
+        The clipping bounds used (given, or private output of the search).
+    n_samples_seen_ : int
+        Number of records (public).
+    n_iter_ : int
+        Number of Gaussian releases: 1 with given bounds, 5 with
+        ``bounds=None`` (4 histograms, then the moments), 0 when nothing is
+        released.
+    noise_multiplier_ : float
+        The releases compose exactly to ``μ = sqrt(n_iter_) /
+        noise_multiplier_``-GDP: composing ``GaussianDpEvent(noise_multiplier_)``
+        ``n_iter_`` times (add/remove relation; the replace-one factor is in
+        the sensitivities) reproduces the guarantee. With the default
+        ``bounds_share=0.5`` the moment release's own multiplier is
+        ``noise_multiplier_ / sqrt(2.5)`` and each histogram's is
+        ``noise_multiplier_ / sqrt(5/8)``.
+    privacy_spent_ : PrivacyCost
+        The exact guarantee of this fit (μ-GDP, replace-one adjacency).
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when ``X`` has string column names.
+
+    See Also
+    --------
+    sklearn.preprocessing.StandardScaler : The non-private scaler.
+
+    Notes
+    -----
+    **Guarantee.** ``mean_``, ``var_``, ``scale_`` and ``bounds_`` together
+    are (ε, δ)-DP under *replace-one-record* adjacency (n is public): they
+    come from ``n_iter_`` Gaussian releases that compose exactly to μ-GDP with
+    ``μ = mu_from_epsilon(ε, δ)`` (Dong, Roth & Su 2022):
+
+    * with normalised values ``z = (clip(x, l, u) - (l + u)/2) / (u - l)`` in
+      ``[-1/2, 1/2]``, the vector ``(Σ_i z_i, 2√2·Σ_i z_i²)`` over all
+      features (length 2d) has L2 sensitivity exactly ``sqrt(d)``: the sums
+      of squares cost nothing beyond the sums;
+    * with ``bounds=None``, each of 4 rounds releases a ``d x bins`` count
+      matrix (L2 sensitivity ``sqrt(2d)``: a replaced record leaves one bin
+      and enters another per feature). Round 1 counts ``|x|`` on a public
+      log-spaced grid over ``[0, data_range]`` and keeps ``[-M, M]`` around
+      the bulk; rounds 2-4 split the interval of the round before into 64
+      equal bins and keep the run of bins that holds about 96% of the data
+      (grown from the fullest bin; computed from noisy counts only). The
+      final interval is widened by a quarter of its width on each side. These
+      four rounds get ``μ_b² = bounds_share·μ²``, the moments the rest.
+
+    **Public.** n, d, the given ``bounds`` and ``data_range``. Nothing read
+    from the data is kept apart from the noisy statistics: not the number of
+    clipped values, not the raw minimum or maximum. Error messages never
+    quote data values.
+
+    **Post-processing.** ``mean_ = (l + u)/2 + (u - l)·m`` with ``m`` the
+    noisy mean of z clipped to ``[-1/2, 1/2]``; ``var_ = (u - l)²·max(s - m²,
+    f)`` with ``s`` the noisy mean of z² clipped to ``[0, 1/4]`` and the floor
+    ``f = σ/(2√2·n)`` (the noise std of ``s``, and at least 1e-12): a
+    constant feature, or one whose variance the noise cannot resolve, gets a
+    small positive variance instead of 0, so ``scale_`` is never 0 and
+    ``transform`` never divides by 0. All of this is free post-processing.
+
+    **Clipping bias and small data.** The statistics are those of the
+    clipped data: with ``bounds=None`` little of a Gaussian feature's tails
+    is clipped (its scale comes out within 3% at n = 50000, ε = 1), but a
+    heavy tail is cut; with given bounds, only data outside them is clipped.
+    The bounds need the bulk of each feature to stand out of the histogram
+    noise. Measured at ε = 1 on Gaussian features with offsets up to 5e4 and
+    scales down to 1e-2 (worst feature, median over seeds): d = 5 gives means
+    within 0.15 standard deviations and scales within 15% from n = 10000, and
+    errors of 20-50% at n = 3000; d = 30 needs n ≈ 50000 for the same. With
+    less data, give public ``bounds`` or more budget.
+
+    **Caveats.** Noise is drawn with numpy floating point, which is not
+    hardened against the attacks of Mironov (2012). Fitting the same data
+    again (another step of a pipeline, a cross-validation) spends budget
+    again: compose with :class:`skdp.PrivacyLedger`, which accepts whole
+    pipelines and searches. Dense input only.
+
+    **Cost.** Time O(n·d) per release (plus a binary search over the 49-bin
+    log grid), memory O(n·d) beyond X.
+
+    References
+    ----------
+    .. [1] J. Dong, A. Roth, W. J. Su. "Gaussian differential privacy",
+       JRSS-B 2022.
+    .. [2] C. Dwork, A. Roth. "The algorithmic foundations of differential
+       privacy", 2014, §3.5 (the Gaussian mechanism) and §3.3 (histograms).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.preprocessing import DPStandardScaler
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(loc=[100.0, -3.0], scale=[5.0, 0.01], size=(20000, 2))
+    >>> scaler = DPStandardScaler(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
+    >>> np.round(scaler.mean_, 1)
+    array([100.,  -3.])
+    >>> scaler.n_iter_, round(scaler.privacy_spent_.epsilon, 6)
+    (5, 1.0)
+    >>> bool(np.abs(scaler.transform(X).std(axis=0) - 1).max() < 0.1)
+    True
+    """
+
+    _parameter_constraints = {
+        **{k: v for k, v in PRIVACY_CONSTRAINTS.items() if k != "accounting"},
+        "with_mean": ["boolean"],
+        "with_std": ["boolean"],
+        "bounds": ["array-like", None],
+        "data_range": [Interval(Real, 0, _MAX_DATA_RANGE, closed="neither")],
+        "bounds_share": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        with_mean=True,
+        with_std=True,
+        bounds=None,
+        data_range=1e6,
+        bounds_share=0.5,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.with_mean = with_mean
+        self.with_std = with_std
+        self.bounds = bounds
+        self.data_range = data_range
+        self.bounds_share = bounds_share
+        self.random_state = random_state
+
+    @atomic_fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Release the mean and variance with (``epsilon``, ``delta``)-DP.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (finite).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : DPStandardScaler
+            The fitted scaler.
+        """
+        require_positive_delta(self)
+        X = validate_data(self, X, dtype=np.float64)
+        n, d = X.shape
+        bounds = None if self.bounds is None else _check_bounds(self.bounds, d)
+        warn_if_delta_is_large(self, n)
+        self.n_samples_seen_ = n
+        if not (self.with_mean or self.with_std):  # nothing to release
+            self.mean_ = self.var_ = self.scale_ = self.bounds_ = None
+            self.n_iter_, self.noise_multiplier_ = 0, math.inf
+            self.privacy_spent_ = PrivacyCost(
+                0.0, 0.0, 0.0, REPLACE_ONE, "DPStandardScaler: nothing released"
+            )
+            return self
+        rng = as_generator(self.random_state)
+        z = gaussian_noise_multiplier(self.epsilon, self.delta)  # one-shot μ
+        if bounds is None:
+            n_iter = N_BOUND_RELEASES + 1
+            # μ_b² = share·μ² over N_BOUND_RELEASES equal rounds; μ_m² the rest.
+            z_bounds = z * math.sqrt(N_BOUND_RELEASES / self.bounds_share)
+            z_moments = z / math.sqrt(1.0 - self.bounds_share)
+            bounds = private_bounds(
+                X, data_range=self.data_range, noise_multiplier=z_bounds, rng=rng
+            )
+            mechanism = (
+                "DPStandardScaler: 4 noisy histograms (bounds), then noisy "
+                "clipped sums and sums of squares"
+            )
+        else:
+            n_iter, z_moments = 1, z
+            mechanism = "DPStandardScaler: noisy clipped sums and sums of squares"
+        mean, var = self._noisy_moments(X, bounds, z_moments, rng)
+        self.bounds_ = np.vstack(bounds)
+        self.mean_ = mean
+        self.var_ = var if self.with_std else None
+        self.scale_ = np.sqrt(var) if self.with_std else None
+        self.n_iter_ = n_iter
+        # Σ 1/z_i² = 1/z² exactly (up to rounding, which the accountant's
+        # margin covers), i.e. n_iter steps of multiplier sqrt(n_iter)·z.
+        self.noise_multiplier_ = math.sqrt(n_iter) * z
+        self.privacy_spent_ = gaussian_cost(
+            self.noise_multiplier_,
+            n_iter,
+            delta=self.delta,
+            adjacency=REPLACE_ONE,
+            mechanism=mechanism,
+        )
+        return self
+
+    @staticmethod
+    def _noisy_moments(X, bounds, noise_multiplier, rng):
+        """Mean and variance from one joint Gaussian release (see Notes)."""
+        lower, upper = bounds
+        n, d = X.shape
+        width = upper - lower
+        center = lower + width / 2.0
+        sums = moment_sums(X, lower, upper)
+        noisy = gaussian_mechanism(
+            sums,
+            sensitivity=moment_sensitivity(d),
+            noise_multiplier=noise_multiplier,
+            rng=rng,
+        )
+        m = np.clip(noisy[:d] / n, -0.5, 0.5)
+        s = np.clip(noisy[d:] / (GAMMA * n), 0.0, 0.25)
+        floor = max(noise_multiplier * moment_sensitivity(d) / (GAMMA * n), 1e-12)
+        return center + width * m, width**2 * np.maximum(s - m * m, floor)
+
+    def transform(self, X):
+        """Standardise ``X`` with the private ``mean_`` and ``scale_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data (not clipped).
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_features)
+            Standardised data.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        if self.with_mean:
+            X -= self.mean_
+        if self.with_std:
+            X /= self.scale_
+        return X
+
+    def inverse_transform(self, X):
+        """Undo :meth:`transform`: ``X * scale_ + mean_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Standardised data.
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+            Data on the original scale.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        if self.with_std:
+            X *= self.scale_
+        if self.with_mean:
+            X += self.mean_
+        return X

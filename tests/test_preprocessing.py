@@ -1,0 +1,399 @@
+"""DPStandardScaler: inputs, sensitivity, privacy report, utility, conventions."""
+
+import math
+import pickle
+
+import dp_accounting
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skdp import PrivacyLeakWarning
+from skdp.accounting import gaussian_noise_multiplier, mu_from_epsilon
+from skdp.preprocessing import DPStandardScaler, _quantiles, _scaler
+from skdp.preprocessing._quantiles import (
+    N_BOUND_RELEASES,
+    bin_counts,
+    bulk_window,
+    histogram_sensitivity,
+    magnitude_grid,
+)
+from skdp.preprocessing._scaler import GAMMA, moment_sensitivity, moment_sums
+
+FITTED = {
+    "mean_",
+    "var_",
+    "scale_",
+    "bounds_",
+    "n_samples_seen_",
+    "n_iter_",
+    "noise_multiplier_",
+    "privacy_spent_",
+    "n_features_in_",
+}
+
+
+@pytest.fixture(scope="module")
+def shifted():
+    """Uncentred features on very different scales (n = 20000)."""
+    rng = np.random.default_rng(0)
+    loc = np.array([100.0, -3.0, 0.0, 5e4, -700.0])
+    scale = np.array([5.0, 0.01, 1.0, 0.5, 300.0])
+    return rng.normal(loc, scale, size=(20000, 5)), loc, scale
+
+
+# --------------------------------------------------------------------------
+# Bad input: a clear error before any work, nothing half-fitted
+# --------------------------------------------------------------------------
+
+
+def _assert_unfitted(scaler):
+    assert not [k for k in vars(scaler) if k.endswith("_")]
+    with pytest.raises(NotFittedError):
+        scaler.transform(np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_input_raises_and_unfits(bad):
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    scaler = DPStandardScaler(random_state=0).fit(X)  # an earlier good fit
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match=r"NaN|infinity"):
+        scaler.fit(X)
+    _assert_unfitted(scaler)
+
+
+@pytest.mark.parametrize(
+    "bounds, match",
+    [
+        ((1.0, 1.0), "lower < upper"),
+        ((2.0, -2.0), "lower < upper"),
+        (([0, 0, 5], [1, 1, 4]), r"feature\(s\) \[2\]"),
+        (([0, 0], [1, 1]), "shape"),
+        ((0.0, [1, 2, 3, 4]), "shape"),
+        (([[0, 0, 0]], 1.0), "shape"),
+        ((0.0, np.inf), "finite"),
+        ((np.nan, 1.0), "finite"),
+        ((0.0, 1.0, 2.0), "pair"),
+    ],
+)
+def test_bad_bounds_raise_and_unfit(bounds, match):
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    scaler = DPStandardScaler(random_state=0).fit(X)
+    scaler.set_params(bounds=bounds)
+    with pytest.raises(ValueError, match=match):
+        scaler.fit(X)
+    _assert_unfitted(scaler)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"epsilon": 0.0},
+        {"delta": 1.0},
+        {"data_range": 0.0},
+        {"data_range": np.inf},
+        {"bounds_share": 1.0},
+        {"bounds_share": 0.0},
+        {"with_mean": "yes"},
+    ],
+)
+def test_invalid_parameters(params):
+    with pytest.raises(InvalidParameterError):
+        DPStandardScaler(**params).fit(np.ones((10, 2)))
+
+
+def test_delta_zero_is_refused():
+    with pytest.raises(ValueError, match="delta > 0"):
+        DPStandardScaler(delta=0.0).fit(np.ones((10, 2)))
+
+
+def test_large_delta_warns():
+    with pytest.warns(PrivacyLeakWarning, match="1/n_samples"):
+        DPStandardScaler(delta=0.1, random_state=0).fit(np.ones((20, 2)))
+
+
+@pytest.mark.parametrize("bounds", [None, (-10.0, 10.0)])
+def test_constant_feature_gets_a_small_positive_scale(bounds):
+    # Documented: the variance is floored at the noise level of its release,
+    # so scale_ > 0 and transform stays finite.
+    rng = np.random.default_rng(1)
+    X = np.column_stack([np.full(5000, 3.0), rng.normal(size=5000)])
+    scaler = DPStandardScaler(bounds=bounds, random_state=0).fit(X)
+    assert np.all(scaler.scale_ > 0)
+    assert np.all(np.isfinite(scaler.transform(X)))
+    assert scaler.mean_[0] == pytest.approx(3.0, abs=0.05)
+    # Its scale is the noise level of the variance release: below the other
+    # column's (with the wide given bounds, the noise level is 0.39).
+    assert scaler.scale_[0] < 0.5 * scaler.scale_[1]
+
+
+# --------------------------------------------------------------------------
+# Sensitivity: a replaced record moves each release by at most its stated
+# L2 sensitivity, whatever the data
+# --------------------------------------------------------------------------
+
+
+def test_moment_pair_sensitivity_by_brute_force():
+    # Independent of the proof in moment_sensitivity: a fine grid over the
+    # two values (a, b) of the replaced record, per feature.
+    a, b = np.meshgrid(np.linspace(-0.5, 0.5, 2001), np.linspace(-0.5, 0.5, 2001))
+    sq = (a - b) ** 2 + (GAMMA * (a**2 - b**2)) ** 2
+    assert sq.max() == pytest.approx(1.0, abs=1e-12)
+    assert sq.max() <= 1.0 + 1e-12
+    # A larger weight would make the squares cost extra.
+    sq3 = (a - b) ** 2 + (4.0 * (a**2 - b**2)) ** 2
+    assert sq3.max() > 1.2
+
+
+def test_moment_sums_move_at_most_sqrt_d():
+    rng = np.random.default_rng(2)
+    d = 6
+    lower, upper = rng.uniform(-5, 0, d), rng.uniform(0.1, 5, d)
+    X = rng.normal(scale=4, size=(300, d))
+    base = moment_sums(X, lower, upper)
+    worst = 0.0
+    for trial in range(200):  # adversarial and random replacements
+        X2 = X.copy()
+        i = trial % X.shape[0]
+        if trial % 3 == 0:
+            X2[i] = np.where(rng.random(d) < 0.5, 1e300, -1e300)
+        elif trial % 3 == 1:
+            X2[i] = (lower + upper) / 2
+            X[i] = np.where(rng.random(d) < 0.5, lower, upper)
+            base = moment_sums(X, lower, upper)
+        else:
+            X2[i] = rng.normal(scale=10, size=d)
+        worst = max(worst, np.linalg.norm(moment_sums(X2, lower, upper) - base))
+    assert worst <= moment_sensitivity(d) * (1 + 1e-12)
+    assert worst > 0.9 * moment_sensitivity(d)  # the bound is nearly attained
+
+
+def test_histogram_counts_move_at_most_sqrt_2d():
+    rng = np.random.default_rng(3)
+    n, d = 400, 5
+    edges = magnitude_grid(1e6)
+    n_bins = edges.size - 1
+
+    def counts(X):
+        X = np.abs(np.clip(X, -1e6, 1e6))
+        bins = np.clip(np.searchsorted(edges, X, side="right") - 1, 0, n_bins - 1)
+        return bin_counts(bins, n_bins)
+
+    X = rng.normal(scale=100, size=(n, d))
+    X2 = X.copy()
+    X2[7] = [1e9, -1e9, 0.0, 1e-9, 5.0]
+    diff = counts(X2) - counts(X)
+    assert counts(X).sum() == n * d
+    assert np.linalg.norm(diff) <= histogram_sensitivity(d)
+    assert np.abs(diff).sum(axis=1).max() <= 2
+
+
+def test_bulk_window_is_a_nonempty_run():
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        noisy = rng.normal(scale=20, size=(7, 64)) + rng.integers(0, 40, (7, 64))
+        a, b = bulk_window(noisy, target=rng.uniform(0, 2000), noise_std=20.0)
+        assert np.all(a < b) and np.all(a >= 0) and np.all(b <= 64)
+
+
+def test_bulk_window_finds_the_bulk_and_ignores_noise():
+    counts = np.zeros((2, 64))
+    counts[0, 30:34] = [10, 480, 500, 10]  # n = 1000, bulk in bins 30-33
+    noisy = counts + np.random.default_rng(5).normal(scale=5.0, size=counts.shape)
+    a, b = bulk_window(noisy, target=960.0, noise_std=5.0)
+    # 98% of the data is in bins 31-32: they are enough for the 96% target.
+    assert (a[0], b[0]) == (31, 33)
+    # Nothing stands out of the noise: the whole grid is kept.
+    assert (a[1], b[1]) == (0, 64)
+
+
+# --------------------------------------------------------------------------
+# Privacy report
+# --------------------------------------------------------------------------
+
+
+def _pld_epsilon(noise_multipliers, delta):
+    accountant = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
+    for z in noise_multipliers:
+        accountant.compose(dp_accounting.GaussianDpEvent(z))
+    return accountant.get_epsilon(delta)
+
+
+@pytest.mark.parametrize("bounds", [None, (-5.0, 5.0)])
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_privacy_spent_matches_independent_accountant(monkeypatch, bounds, epsilon):
+    # Capture the noise each release really adds and the sensitivity it was
+    # scaled to, then recompute ε with dp-accounting's PLD accountant.
+    calls = []
+    real = _scaler.gaussian_mechanism
+
+    def spy(value, *, sensitivity, noise_multiplier, rng):
+        calls.append((np.shape(value), sensitivity, noise_multiplier))
+        return real(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(_scaler, "gaussian_mechanism", spy)
+    monkeypatch.setattr(_quantiles, "gaussian_mechanism", spy)
+    X = np.random.default_rng(5).normal(size=(3000, 4))
+    delta = 1e-6
+    scaler = DPStandardScaler(
+        epsilon=epsilon, delta=delta, bounds=bounds, random_state=0
+    ).fit(X)
+    assert len(calls) == scaler.n_iter_ == (1 if bounds else N_BOUND_RELEASES + 1)
+    moments_shape, moments_sens, _ = calls[-1]
+    assert moments_shape == (8,) and moments_sens == pytest.approx(2.0)
+    for shape, sens, _ in calls[:-1]:
+        assert shape[0] == 4 and sens == pytest.approx(math.sqrt(8))
+    multipliers = [z for _, _, z in calls]
+    spent = scaler.privacy_spent_
+    assert spent.adjacency == "replace one record"
+    assert spent.delta == delta
+    assert spent.epsilon == pytest.approx(epsilon, rel=1e-9)
+    assert spent.epsilon <= epsilon * (1 + 1e-12)
+    assert spent.mu == pytest.approx(
+        math.sqrt(sum(1 / z**2 for z in multipliers)), rel=1e-12
+    )
+    assert spent.mu == pytest.approx(
+        math.sqrt(scaler.n_iter_) / scaler.noise_multiplier_, rel=1e-12
+    )
+    assert _pld_epsilon(multipliers, delta) == pytest.approx(epsilon, rel=2e-3)
+
+
+def test_default_share_splits_the_budget_in_halves(monkeypatch):
+    calls = []
+    real = _quantiles.gaussian_mechanism
+
+    def spy(value, *, sensitivity, noise_multiplier, rng):
+        calls.append(noise_multiplier)
+        return real(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(_quantiles, "gaussian_mechanism", spy)
+    scaler = DPStandardScaler(random_state=0).fit(np.ones((100, 2)))
+    mu = mu_from_epsilon(1.0, 1e-5)
+    mu_bounds = math.sqrt(sum(1 / z**2 for z in calls))
+    assert mu_bounds == pytest.approx(mu / math.sqrt(2), rel=1e-9)
+    assert scaler.privacy_spent_.mu == pytest.approx(mu, rel=1e-9)
+
+
+def test_noise_of_the_mean_matches_its_calibration():
+    # Given bounds [0, 10], d = 2: mean_ = 5 + 10·(S + N(0, (z·sqrt(2))²))/n.
+    # Over 400 seeds the sample std of mean_ must match 10·z·sqrt(2)/n
+    # (the sample std of 400 Gaussians is within 15% with probability
+    # > 0.999).
+    X = np.random.default_rng(6).uniform(2, 8, size=(50, 2))
+    means = np.array(
+        [
+            DPStandardScaler(epsilon=1.0, bounds=(0.0, 10.0), random_state=s)
+            .fit(X)
+            .mean_
+            for s in range(400)
+        ]
+    )
+    expected = 10 * gaussian_noise_multiplier(1.0, 1e-5) * math.sqrt(2) / 50
+    np.testing.assert_allclose(means.std(axis=0, ddof=1), expected, rtol=0.15)
+    np.testing.assert_allclose(means.mean(axis=0), X.mean(axis=0), atol=0.2)
+
+
+def test_nothing_non_private_is_stored(shifted):
+    X, _, _ = shifted
+    scaler = DPStandardScaler(random_state=0).fit(X)
+    assert {k for k in vars(scaler) if k.endswith("_")} == FITTED
+
+
+def test_nothing_to_release_is_free():
+    scaler = DPStandardScaler(with_mean=False, with_std=False).fit(np.ones((9, 2)))
+    assert scaler.privacy_spent_.epsilon == 0 and scaler.n_iter_ == 0
+    assert scaler.mean_ is None and scaler.scale_ is None
+    np.testing.assert_array_equal(scaler.transform(np.ones((3, 2))), np.ones((3, 2)))
+
+
+# --------------------------------------------------------------------------
+# Utility (seeded; tolerances several noise standard deviations wide)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_private_bounds_find_the_bulk(shifted, seed):
+    X, loc, scale = shifted
+    scaler = DPStandardScaler(epsilon=1.0, delta=1e-6, random_state=seed).fit(X)
+    lower, upper = scaler.bounds_
+    assert np.all(lower < loc - scale) and np.all(upper > loc + scale)
+    # Resolution: the bounds are at most ~10 standard deviations apart.
+    assert np.all(upper - lower < 10 * scale)
+    assert np.all(np.abs(scaler.mean_ - loc) < 0.1 * scale)
+    # The clipped variance of a Gaussian at its ~2% quantiles is ~0.9 σ².
+    np.testing.assert_allclose(scaler.scale_ / scale, 1.0, atol=0.12)
+    Xt = scaler.transform(X)
+    np.testing.assert_allclose(Xt.std(axis=0), 1.0, atol=0.12)
+    np.testing.assert_allclose(Xt.mean(axis=0), 0.0, atol=0.1)
+
+
+def test_given_bounds_match_the_non_private_scaler():
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-1, 3, size=(20000, 3))
+    scaler = DPStandardScaler(bounds=(-1.0, 3.0), random_state=0).fit(X)
+    reference = StandardScaler().fit(X)
+    np.testing.assert_allclose(scaler.mean_, reference.mean_, atol=0.01)
+    np.testing.assert_allclose(scaler.scale_, reference.scale_, rtol=0.01)
+
+
+def test_with_mean_and_with_std_follow_sklearn():
+    X = np.random.default_rng(8).normal(5, 2, size=(5000, 2))
+    only_scale = DPStandardScaler(with_mean=False, random_state=0).fit(X)
+    assert only_scale.mean_ is not None  # released, as in scikit-learn
+    np.testing.assert_allclose(only_scale.transform(X), X / only_scale.scale_)
+    only_centre = DPStandardScaler(with_std=False, random_state=0).fit(X)
+    assert only_centre.var_ is None and only_centre.scale_ is None
+    np.testing.assert_allclose(only_centre.transform(X), X - only_centre.mean_)
+
+
+# --------------------------------------------------------------------------
+# scikit-learn conventions
+# --------------------------------------------------------------------------
+
+
+def test_inverse_transform_round_trips(shifted):
+    X, _, _ = shifted
+    scaler = DPStandardScaler(random_state=0).fit(X)
+    np.testing.assert_allclose(
+        scaler.inverse_transform(scaler.transform(X)), X, rtol=1e-10, atol=1e-8
+    )
+
+
+def test_feature_names_and_pandas_output():
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame({"age": [30.0, 40.0, 50.0] * 20, "pay": [1.0, 2.0, 4.0] * 20})
+    scaler = DPStandardScaler(bounds=(0.0, 100.0), random_state=0)
+    out = scaler.set_output(transform="pandas").fit_transform(X)
+    assert list(out.columns) == ["age", "pay"]
+    assert list(scaler.get_feature_names_out()) == ["age", "pay"]
+
+
+def test_same_seed_same_release_and_clone_pickle(shifted):
+    X, _, _ = shifted
+    a = DPStandardScaler(random_state=3).fit(X)
+    b = clone(a).fit(X)
+    np.testing.assert_array_equal(a.mean_, b.mean_)
+    c = DPStandardScaler(random_state=4).fit(X)
+    assert not np.array_equal(a.mean_, c.mean_)
+    restored = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(restored.transform(X[:10]), a.transform(X[:10]))
+    assert restored.privacy_spent_ == a.privacy_spent_
+
+
+def test_fit_is_vectorised_and_fast():
+    # n = 200000, d = 20 in well under a second on one core (no Python loops
+    # over samples or features).
+    import time
+
+    X = np.random.default_rng(9).normal(size=(200000, 20))
+    start = time.perf_counter()
+    DPStandardScaler(delta=1e-7, random_state=0).fit(X)
+    assert time.perf_counter() - start < 3.0
