@@ -16,14 +16,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._datafits import BinomialLogistic, Poisson, Quadratic
+from skdp.accounting import epsilon_from_zcdp_tight, zcdp_from_epsilon_tight
 from skdp.datasets import make_sparse_glm
 from skdp.linear_model import DPSparseGLM
-from skdp.linear_model._sparse_glm import (
-    _epsilon_from_zcdp_tight,
-    _zcdp_from_epsilon_tight,
-    clip_features,
-    gradient_step,
-)
+from skdp.linear_model._sparse_glm import clip_features, gradient_step
 from skdp.mechanisms import peel_top_k
 
 # Bounds that suit make_sparse_glm's responses (y sd ≈ 1.9 for gaussian,
@@ -379,7 +375,7 @@ def test_paper_laplace_scale_is_algorithm_3_at_the_papers_sensitivity(epsilon):
         T * (5 * eps_peel**2 + 6 * eps_value**2) / 2, rel=1e-12
     )
     assert model.privacy_spent_.epsilon <= epsilon
-    assert model.privacy_spent_.epsilon <= _epsilon_from_zcdp_tight(
+    assert model.privacy_spent_.epsilon <= epsilon_from_zcdp_tight(
         model.rho_, delta
     ) * (1 + 1e-12)
 
@@ -473,14 +469,14 @@ def test_tight_zcdp_conversion_matches_dp_accounting_and_beats_bun_steinke():
 
     for rho in (1e-4, 0.025, 1.0, 30.0):
         for delta in (1e-3, 1e-6, 1e-12):
-            ours = _epsilon_from_zcdp_tight(rho, delta)
+            ours = epsilon_from_zcdp_tight(rho, delta)
             oracle = _rdp_oracle_epsilon([(rho, 1)], delta)
             assert ours <= oracle * (1 + 1e-9)
             assert ours == pytest.approx(oracle, rel=2e-3)
             assert ours <= epsilon_from_zcdp(rho, delta)
-            back = _zcdp_from_epsilon_tight(ours, delta)
+            back = zcdp_from_epsilon_tight(ours, delta)
             assert back == pytest.approx(rho, rel=1e-9)
-            assert _epsilon_from_zcdp_tight(back, delta) <= ours
+            assert epsilon_from_zcdp_tight(back, delta) <= ours
 
 
 # --------------------------------------------------------------------------
@@ -566,12 +562,13 @@ def test_error_shrinks_with_n_at_the_rate_of_theorem_5_2():
 
 
 # --------------------------------------------------------------------------
-# scikit-learn compatibility (the common test does this once wired in)
+# scikit-learn compatibility without the intercept (tests/test_common.py
+# checks the default instances)
 # --------------------------------------------------------------------------
 
 
 @parametrize_with_checks(
-    [DPSparseGLM(epsilon=1e4), DPSparseGLM(epsilon=1e4, fit_intercept=False)],
+    [DPSparseGLM(epsilon=1e4, fit_intercept=False)],
     xfail_strict=True,
 )
 def test_sklearn_compatible_high_epsilon(estimator, check):

@@ -33,7 +33,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import brentq, minimize_scalar
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -46,7 +45,12 @@ from .._base import (
 )
 from .._datafits import BinomialLogistic, Poisson, Quadratic
 from .._dpgd import _Progress, canonical_design, clipped_gradient_sum
-from ..accounting import REPLACE_ONE, PrivacyCost, epsilon_from_zcdp, zcdp_from_epsilon
+from ..accounting import (
+    REPLACE_ONE,
+    PrivacyCost,
+    epsilon_from_zcdp_tight,
+    zcdp_from_epsilon_tight,
+)
 from ..exceptions import MechanismFailedError
 from ..mechanisms import as_generator, gaussian_noise, laplace_noise, peel_top_k
 
@@ -79,56 +83,6 @@ _SAFETY = 1.0 + 1e-9
 # ---------------------------------------------------------------------------
 
 
-def _epsilon_from_zcdp_tight(rho, delta):
-    """ε such that ρ-zCDP implies (ε, δ)-DP, optimised over the Rényi order.
-
-    ρ-zCDP is (α, αρ)-RDP for every α > 1, and (α, τ)-RDP implies (ε, δ)-DP
-    with ``ε = τ + log(1 - 1/α) - (log δ + log α)/(α - 1)`` (Canonne, Kamath &
-    Steinke 2020; Balle et al. 2020, the conversion dp-accounting's RDP
-    accountant uses). Every α gives a valid ε, so an imperfect minimisation
-    only loses tightness; the result is also capped by Bun & Steinke's
-    ``ρ + 2·sqrt(ρ·log(1/δ))`` (the same bound without the two log terms).
-    """
-    rho, delta = float(rho), float(delta)
-    if rho == 0.0:
-        return 0.0
-    log_delta = math.log(delta)
-
-    def eps_at(log_am1):  # α = 1 + e^log_am1
-        am1 = math.exp(log_am1)
-        alpha = 1.0 + am1
-        return alpha * rho + math.log(am1 / alpha) - (log_delta + math.log1p(am1)) / am1
-
-    centre = 0.5 * math.log(-log_delta / rho)  # α - 1 ≈ sqrt(log(1/δ)/ρ)
-    grid = centre + np.linspace(-8.0, 8.0, 65)
-    values = [eps_at(g) for g in grid]
-    best = int(np.argmin(values))
-    lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
-    refined = minimize_scalar(eps_at, bounds=(lo, hi), method="bounded")
-    eps = min(values[best], float(refined.fun)) if refined.success else values[best]
-    return max(0.0, min(eps, epsilon_from_zcdp(rho, delta)))
-
-
-def _zcdp_from_epsilon_tight(epsilon, delta):
-    """Largest ρ (to ~1e-12 relative) with ``_epsilon_from_zcdp_tight(ρ, δ) <= ε``."""
-    lo = zcdp_from_epsilon(epsilon, delta)  # Bun & Steinke: passes
-
-    def gap(rho):
-        return _epsilon_from_zcdp_tight(rho, delta) - epsilon
-
-    hi = 2.0 * lo
-    for _ in range(200):
-        if gap(hi) > 0:
-            break
-        lo, hi = hi, 2.0 * hi
-    else:
-        raise MechanismFailedError(f"No zCDP bound found for {epsilon=}, {delta=}.")
-    rho = brentq(gap, lo, hi, rtol=1e-13)
-    while gap(rho) > 0:  # err toward privacy; lo passes
-        rho = max(lo, rho * (1.0 - 1e-12))
-    return rho
-
-
 def _advanced_composition(epsilons, delta):
     """Advanced composition of pure ε_i-DP steps (Dwork, Rothblum & Vadhan 2010).
 
@@ -150,7 +104,7 @@ def _exact_scales(
     ``kλ²/(2σ²)``. When every feature is selected (s = d) the selection
     releases nothing and costs nothing, so the release gets the whole step.
     """
-    rho_step = _zcdp_from_epsilon_tight(epsilon, delta) / n_iter
+    rho_step = zcdp_from_epsilon_tight(epsilon, delta) / n_iter
     share = _SELECTION_SHARE if sparsity < n_features else 0.0
     if share > 0:
         eps_peel = math.sqrt(8.0 * share * rho_step / sparsity)
@@ -215,12 +169,12 @@ def _privacy_of(
         rho = n_iter * (
             sparsity * rho_peel + n_released * sensitivity**2 / (2.0 * release**2)
         )
-        return rho, _epsilon_from_zcdp_tight(rho, delta)
+        return rho, epsilon_from_zcdp_tight(rho, delta)
     step = [2.0 * sensitivity / selection] * (sparsity if selects else 0)
     step += [sensitivity / release] * n_released
     rho = n_iter * float(np.sum(np.square(step))) / 2.0
     basic = n_iter * _advanced_composition(step, delta / n_iter)
-    return rho, min(_epsilon_from_zcdp_tight(rho, delta), basic)
+    return rho, min(epsilon_from_zcdp_tight(rho, delta), basic)
 
 
 # ---------------------------------------------------------------------------
