@@ -1,8 +1,9 @@
-"""Command line: ``python -m skdp demo``.
+"""Command line: ``python -m skdp demo`` and ``python -m skdp audit``.
 
 ``demo`` fits every skdp estimator on generated data at several privacy
 levels and prints a privacy/utility table next to the non-private
-scikit-learn model.
+scikit-learn model. ``audit NAME --epsilon E`` runs an empirical privacy
+audit of one estimator (:mod:`skdp.audit`) and prints its report.
 """
 
 import argparse
@@ -266,7 +267,14 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     demo_parser = sub.add_parser("demo", help="privacy/utility table on generated data")
     demo_parser.add_argument("--seed", type=int, default=0)
+    from skdp.audit._cli import add_audit_arguments, run_audit
+
+    add_audit_arguments(
+        sub.add_parser("audit", help="empirical privacy audit of one estimator")
+    )
     args = parser.parse_args(argv)
+    if args.command == "audit":
+        return run_audit(args)
     if args.command == "demo":
         np.set_printoptions(precision=4)
         demo(seed=args.seed)

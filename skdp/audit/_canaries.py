@@ -1,0 +1,409 @@
+"""Canaries: neighbouring data sets under an estimator's adjacency, and a statistic.
+
+A canary turns base data ``(X, y)`` into two data sets that are neighbours
+under the adjacency the estimator's guarantee is stated for
+(``privacy_spent_.adjacency``) and says how to score a fitted model: larger
+scores should mean "fitted on the data set that holds the canary". Every
+canary has
+
+* ``build(estimator, X, y) -> ((X_in, y_in), (X_out, y_out))``;
+* ``adjacencies``: the adjacencies under which the two data sets are
+  neighbours (the audit refuses any other claim);
+* ``statistic(fitted)``: a white-box score (it may read fitted parameters);
+* ``loss(fitted)``: a black-box score, minus the canary record's loss under
+  the fitted model (only ``predict``-type methods);
+* ``expected_mu(fitted)``: the GDP parameter the two data sets are designed
+  to attain with ``statistic``, when known (else None).
+
+A new estimator needs one canary (often an existing one) registered with
+:func:`register_canary`, and, for the score attack, a GLM view
+(:func:`~skdp.audit.register_glm_view`).
+
+**Worst-case canaries for DP-GD.** :class:`GLMCanary` puts one record far
+out along a fixed direction, so that its gradient is clipped to exactly the
+clip norm C at every step, pointing along ``±x̃_c/||x̃_c||``; its neighbour
+has the other label (or the opposite target), which flips the sign. The two
+clipped gradient sums then differ by ``2C`` in a fixed direction at every
+step: the replace-one sensitivity is attained. Run with plain gradient
+steps and a small learning rate (the iterate then stays near its start, so
+the canary stays clipped and the other records' gradients are the same in
+both worlds), the projection of the released parameters on that direction
+is Gaussian with means ``2C·T`` apart (times ``−η/n``) and standard
+deviation ``sqrt(T)·z·2C`` (same factor): exactly the claimed
+``μ = sqrt(T)/z``. The score attack on the canary record is that projection
+up to an affine map, so its μ̂ estimates the claimed μ, and any shortfall of
+noise shows up as a larger μ̂.
+"""
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+from sklearn.base import is_classifier
+from sklearn.utils import check_array
+
+from ..accounting import REPLACE_ONE, REPLACE_ONE_OUTCOME
+from ._score import glm_view, score_attack
+
+__all__ = [
+    "BallCanary",
+    "Canary",
+    "GLMCanary",
+    "OutcomeCanary",
+    "default_canary",
+    "register_canary",
+]
+
+_DEFAULTS = {}
+
+
+class Canary:
+    """Base class: override :meth:`build` and :meth:`statistic`."""
+
+    #: Adjacencies under which the two built data sets are neighbours.
+    adjacencies = (REPLACE_ONE,)
+
+    def build(self, estimator, X, y):
+        """Return ``((X_in, y_in), (X_out, y_out))``."""
+        raise NotImplementedError
+
+    def statistic(self, fitted):
+        """White-box score of a fitted model (larger: the canary is in)."""
+        raise NotImplementedError
+
+    def loss(self, fitted):
+        """Black-box score: minus the canary record's loss under ``fitted``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no black-box loss statistic."
+        )
+
+    def expected_mu(self, fitted):
+        """GDP parameter the design attains with :meth:`statistic`, if known."""
+        return None
+
+    def __repr__(self):
+        params = ", ".join(
+            f"{k}={v!r}"
+            for k, v in vars(self).items()
+            if not k.endswith("_") and v is not None
+        )
+        return f"{type(self).__name__}({params})"
+
+
+def _binary_labels(estimator, y):
+    classes = getattr(estimator, "classes", None)
+    labels = np.unique(np.asarray(classes if classes is not None else y))
+    if labels.size != 2:
+        raise ValueError(
+            f"{type(estimator).__name__}: this canary needs a binary problem "
+            f"(two labels); got {labels.size}."
+        )
+    return labels
+
+
+def _replace_row(X, index, row):
+    """A copy of X with row ``index`` replaced (dense or CSR)."""
+    if sp.issparse(X):
+        X = sp.lil_matrix(X, copy=True)
+        X[index] = row
+        return sp.csr_matrix(X)
+    X = np.array(X, dtype=float, copy=True)
+    X[index] = row
+    return X
+
+
+def _with_label(y, index, label):
+    y = np.array(y, copy=True)
+    if y.dtype.kind in "iub" and not float(label).is_integer():
+        y = y.astype(float)
+    y[index] = label
+    return y
+
+
+def _unit(direction, d):
+    if direction is None:
+        u = np.zeros(d)
+        u[0] = 1.0
+        return u
+    u = np.asarray(direction, dtype=float).ravel()
+    if u.shape != (d,) or not np.isfinite(u).all() or not np.any(u):
+        raise ValueError(f"direction must be a finite non-zero vector of length {d}.")
+    return u / np.linalg.norm(u)
+
+
+class GLMCanary(Canary):
+    """Worst-case record canary for DP-GD on a generalised linear model.
+
+    Record ``index`` of the base data becomes ``x_c = scale·direction``. In
+    the "in" data set it has label ``classes[1]`` (classifiers) or target
+    ``+target`` (regressors); in the "out" data set the same ``x_c`` has
+    label ``classes[0]`` or target ``−target``. Flipping only the label
+    keeps the feature vector, so the clipped gradient flips sign (a mirrored
+    record ``(−x, 1 − y)`` would carry the same gradient and reveal nothing).
+    Neighbours under *replace one record*.
+
+    Parameters
+    ----------
+    index : int, default=0
+        Which base record is replaced.
+    scale : float, default=10.0
+        Norm of ``x_c``: far enough that its gradient is clipped (for
+        standardised features and the default clip norms).
+    direction : array-like of shape (n_features,), optional
+        Direction of ``x_c``; default the first coordinate axis.
+    target : float, default=10.0
+        Regressors: the canary's target is ``±target``.
+    theta_ref : array-like, optional
+        Reference parameter of the score attack (default zeros).
+
+    Notes
+    -----
+    The white-box :meth:`statistic` is the score attack on the canary record
+    (:func:`~skdp.audit.score_attack`). With ``θ_ref = 0`` it is a positive
+    multiple of the model's linear predictor at ``x_c`` (times the sign of
+    the canary's label), i.e. the projection of the parameters on the
+    canary's gradient direction. :meth:`loss` is the negative log-loss
+    (classifiers) or squared error (regressors) of the canary record.
+    """
+
+    def __init__(
+        self, *, index=0, scale=10.0, direction=None, target=10.0, theta_ref=None
+    ):
+        self.index = index
+        self.scale = scale
+        self.direction = direction
+        self.target = target
+        self.theta_ref = theta_ref
+
+    def build(self, estimator, X, y):
+        X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        if y is None:
+            raise ValueError("GLMCanary needs targets y.")
+        y = np.asarray(y)
+        x_c = self.scale * _unit(self.direction, X.shape[1])
+        if is_classifier(estimator):
+            labels = _binary_labels(estimator, y)
+            self.label_in_, self.label_out_ = labels[1], labels[0]
+            self.classifier_ = True
+        else:
+            self.label_in_, self.label_out_ = float(self.target), -float(self.target)
+            self.classifier_ = False
+        self.record_ = x_c
+        X_c = _replace_row(X, self.index, x_c)
+        return (
+            (X_c, _with_label(y, self.index, self.label_in_)),
+            (X_c, _with_label(y, self.index, self.label_out_)),
+        )
+
+    def statistic(self, fitted):
+        x = self.record_[None, :]
+        return float(score_attack(fitted, x, [self.label_in_], self.theta_ref)[0])
+
+    def loss(self, fitted):
+        x = self.record_[None, :]
+        if self.classifier_:
+            column = int(np.flatnonzero(fitted.classes_ == self.label_in_)[0])
+            return float(fitted.predict_log_proba(x)[0, column])
+        return -float((fitted.predict(x)[0] - self.label_in_) ** 2)
+
+
+class OutcomeCanary(Canary):
+    """Flip the 0/1 outcome of one comparison, the pair fixed (DPBradleyTerry).
+
+    Row ``index`` of the design (a comparison of items i and j, public) keeps
+    its pair; its outcome is ``classes[1]`` (i won) in the "in" data set and
+    ``classes[0]`` in the "out" one. Neighbours under *replace one comparison
+    outcome*, and a fortiori under *replace one record*.
+
+    Parameters
+    ----------
+    index : int, default=0
+        Which comparison's outcome is flipped.
+    theta_ref : array-like of shape (n_items,), optional
+        Reference scores of the score attack (default zeros).
+    kind : {"score", "win_counts"}, default="score"
+        What :meth:`statistic` computes (see Notes).
+
+    Notes
+    -----
+    ``kind="score"``: the comparison-level score attack of paper 003
+    (§4.1, §2.2), ``(1 − σ(x_rᵀθ_ref))·x_rᵀ(θ̂ − θ_ref)``; with θ_ref = 0 a
+    multiple of ``θ̂_i − θ̂_j``. ``kind="win_counts"`` (for
+    ``privacy_unit="outcome"``): the released noisy win counts, recovered
+    from the fitted scores by the optimality condition of the penalised
+    likelihood, ``c̃ = X̃ᵀσ(X̃θ̂) + α·θ̂`` (exact up to the solver's
+    tolerance, unless ``score_bound`` clipped a score; the centring only
+    moves c̃ along the all-ones vector, orthogonal to ``x_r``), projected on
+    the canary's row ``x_r``. It is the likelihood-ratio statistic of the
+    Gaussian release, so its μ̂ measures the claimed ``1/noise_multiplier_``
+    exactly. :meth:`loss` is the log-probability of the canary outcome under
+    the fitted model.
+    """
+
+    adjacencies = (REPLACE_ONE_OUTCOME, REPLACE_ONE)
+
+    def __init__(self, *, index=0, theta_ref=None, kind="score"):
+        if kind not in ("score", "win_counts"):
+            raise ValueError(f"kind must be 'score' or 'win_counts'; got {kind!r}.")
+        self.index = index
+        self.theta_ref = theta_ref
+        self.kind = kind
+
+    def build(self, estimator, X, y):
+        X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        if y is None:
+            raise ValueError("OutcomeCanary needs outcomes y.")
+        y = np.asarray(y)
+        labels = _binary_labels(estimator, y)
+        self.label_in_, self.label_out_ = labels[1], labels[0]
+        row = X[self.index]
+        self.record_ = row.toarray() if sp.issparse(row) else row[None, :]
+        self.X_, self.design_ = X, None
+        return (
+            (X, _with_label(y, self.index, self.label_in_)),
+            (X, _with_label(y, self.index, self.label_out_)),
+        )
+
+    def statistic(self, fitted):
+        if self.kind == "win_counts":
+            if self.design_ is None:
+                self.design_ = glm_view(fitted).features(self.X_)  # clipped rows
+            scores = fitted.scores_
+            counts = self.design_.T @ expit(self.design_ @ scores)
+            return float((counts + fitted.alpha_ * scores) @ self.record_[0])
+        return float(
+            score_attack(fitted, self.record_, [self.label_in_], self.theta_ref)[0]
+        )
+
+    def loss(self, fitted):
+        column = int(np.flatnonzero(fitted.classes_ == self.label_in_)[0])
+        return float(fitted.predict_log_proba(self.record_)[0, column])
+
+
+class BallCanary(Canary):
+    """Worst-case canary for a clipped mean and second moment (DPGaussianSampler).
+
+    For ``method="bounded"``: record ``index`` becomes ``a = c + R·u`` in
+    the "in" data set and ``b = c + R·v`` in the "out" one, with c the
+    public ``center``, R the ``radius`` (both points on the clipping sphere),
+    u a unit ``direction`` and v a unit vector with ``uᵀv = cosine``.
+
+    The release is the clipped mean and second moment, each with Gaussian
+    noise of ``noise_multiplier_`` times its sensitivity (``2R/n`` and
+    ``sqrt(2)·R²/n``). The two records move them by ``R(u − v)/n`` and
+    ``R²(uuᵀ − vvᵀ)/n``, so the likelihood-ratio statistic (computed by
+    :meth:`statistic` from ``mean_`` and ``covariance_``) separates the
+    worlds by ``μ = sqrt((1 − γ)/2 + 1 − γ²)/z`` for ``γ = cosine``. The
+    default γ = −1/4 maximises it: ``1.25/z``, 88% of the claimed
+    ``sqrt(2)/z``, which adds the two sensitivities as if both could be
+    attained by one pair of records (they cannot: the mean needs
+    ``v = −u``, which leaves the second moment unchanged). For one feature,
+    ``v = −u`` and ``μ = 1/z``. Neighbours under *replace one record*.
+
+    Parameters
+    ----------
+    index : int, default=0
+        Which base record is replaced.
+    cosine : float, default=-0.25
+        ``uᵀv``, in [−1, 1).
+    direction : array-like of shape (n_features,), optional
+        u; default the first coordinate axis. v lies in the plane of u and
+        the coordinate axis least aligned with u.
+    """
+
+    def __init__(self, *, index=0, cosine=-0.25, direction=None):
+        self.index = index
+        self.cosine = cosine
+        self.direction = direction
+
+    def build(self, estimator, X, y=None):
+        if getattr(estimator, "method", "bounded") != "bounded":
+            raise ValueError("BallCanary audits DPGaussianSampler(method='bounded').")
+        X = check_array(X, dtype=np.float64)
+        n, d = X.shape
+        u = _unit(self.direction, d)
+        if d == 1:
+            v = -u
+        else:
+            if not -1.0 <= self.cosine < 1.0:
+                raise ValueError(f"cosine must be in [-1, 1); got {self.cosine}.")
+            w = np.zeros(d)
+            w[np.argmin(np.abs(u))] = 1.0  # the axis least aligned with u
+            w = w - (w @ u) * u
+            w /= np.linalg.norm(w)
+            v = self.cosine * u + math.sqrt(1.0 - self.cosine**2) * w
+        center = estimator.center
+        center = (
+            np.zeros(d)
+            if center is None
+            else np.broadcast_to(np.asarray(center, dtype=float), (d,))
+        )
+        radius = float(estimator.radius)
+        self.center_, self.radius_, self.n_samples_ = center, radius, n
+        self.u_, self.v_ = u, v
+        self.record_ = center + radius * u
+        return (
+            (_replace_row(X, self.index, center + radius * u), y),
+            (_replace_row(X, self.index, center + radius * v), y),
+        )
+
+    def _design(self, fitted):
+        n, R, z = self.n_samples_, self.radius_, fitted.noise_multiplier_
+        d_mean = R * (self.u_ - self.v_) / n
+        d_second = R**2 * (np.outer(self.u_, self.u_) - np.outer(self.v_, self.v_)) / n
+        return d_mean, d_second, z * 2.0 * R / n, z * math.sqrt(2.0) * R**2 / n
+
+    def statistic(self, fitted):
+        d_mean, d_second, sd_mean, sd_second = self._design(fitted)
+        mean = fitted.mean_ - self.center_
+        second = fitted.covariance_ + np.outer(mean, mean)
+        return float(
+            mean @ d_mean / sd_mean**2 + np.sum(second * d_second) / sd_second**2
+        )
+
+    def expected_mu(self, fitted):
+        d_mean, d_second, sd_mean, sd_second = self._design(fitted)
+        return math.sqrt(
+            (np.linalg.norm(d_mean) / sd_mean) ** 2
+            + (np.linalg.norm(d_second) / sd_second) ** 2
+        )
+
+    def loss(self, fitted):
+        from scipy.stats import multivariate_normal
+
+        return float(
+            multivariate_normal(fitted.mean_, fitted.covariance_).logpdf(self.record_)
+        )
+
+
+def register_canary(estimator_class, factory):
+    """Make ``factory(estimator) -> Canary`` the default canary of a class."""
+    _DEFAULTS[estimator_class] = factory
+    return factory
+
+
+def default_canary(estimator):
+    """The registered default canary for ``estimator`` (by class or parent)."""
+    for cls in type(estimator).__mro__:
+        if cls in _DEFAULTS:
+            return _DEFAULTS[cls](estimator)
+    raise TypeError(
+        f"No default canary is registered for {type(estimator).__name__}: pass "
+        "canary=... or register one with skdp.audit.register_canary."
+    )
+
+
+def _register_landed():
+    from ..gaussian import DPGaussianSampler
+    from ..linear_model import DPLogisticRegression
+    from ..random_features import DPRandomFeaturesRegressor
+    from ..ranking import DPBradleyTerry
+
+    register_canary(DPLogisticRegression, lambda est: GLMCanary())
+    register_canary(DPRandomFeaturesRegressor, lambda est: GLMCanary())
+    register_canary(DPBradleyTerry, lambda est: OutcomeCanary())
+    register_canary(DPGaussianSampler, lambda est: BallCanary())
+
+
+_register_landed()

@@ -1,0 +1,431 @@
+"""skdp.audit: the statistics on known cases, and an audit of every estimator.
+
+Every randomised test fixes its seeds. Tolerances:
+
+* μ̂ (a difference of means over a pooled standard deviation) is compared
+  with the μ it should measure to 4 standard errors, two-sided: too little
+  noise (a leak) and too much (a wasted budget) both fail.
+* The Clopper–Pearson bound is checked for validity by simulation: over 200
+  independent repetitions it may exceed the true ε in at most ``α·200`` of
+  them (its nominal rate).
+* An audit of a correct estimator must not refute its claim
+  (``epsilon_lower_bound <= claimed epsilon``); the same audit of a variant
+  whose noise is divided by 10 (made inside the test with monkeypatch) must.
+
+The audits use small data (n = 50 records, 3 features) and about a thousand
+fits per data set; DP-GD runs ``solver="gd"`` with a tiny learning rate, so
+that the worst-case canary stays clipped and μ̂ measures the claimed μ
+exactly (see :class:`skdp.audit.GLMCanary`).
+"""
+
+import io
+import math
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+
+import skdp._dpgd
+import skdp.gaussian._sampler
+import skdp.ranking._bradley_terry
+from skdp import (
+    DPBradleyTerry,
+    DPGaussianSampler,
+    DPLogisticRegression,
+    DPRandomFeaturesRegressor,
+)
+from skdp import mechanisms as mech
+from skdp.accounting import REPLACE_ONE_OUTCOME, epsilon_from_mu
+from skdp.audit import (
+    AuditReport,
+    GLMCanary,
+    OutcomeCanary,
+    audit_estimator,
+    auroc,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    epsilon_lower_bound,
+    gdp_mu_estimate,
+    gdp_mu_lower_bound,
+    score_attack,
+    tpr_at_fpr,
+)
+from skdp.audit._cli import main_audit
+from skdp.datasets import make_btl_comparisons
+from skdp.ranking import pairs_to_design
+
+# --------------------------------------------------------------------------
+# The statistics on synthetic scores (no fits)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mu", [0.5, 1.0, 2.0])
+def test_mu_estimate_recovers_a_known_gaussian_mechanism(mu):
+    """Scores of a pure Gaussian mechanism: N(μ, 1) with the canary, N(0, 1)
+    without. μ̂ must be within 4 s.e. of μ, and the GDP lower bound below μ
+    (but informative: above μ/2 with 2000 scores per side)."""
+    rng = np.random.default_rng(int(10 * mu))
+    scores_in, scores_out = rng.normal(mu, 1.0, 2000), rng.normal(0.0, 1.0, 2000)
+    mu_hat, se = gdp_mu_estimate(scores_in, scores_out)
+    assert abs(mu_hat - mu) <= 4 * se
+    assert se == pytest.approx(math.sqrt(2 / 2000 + mu**2 / 8000), rel=0.05)
+    lower = gdp_mu_lower_bound(scores_in, scores_out).bound
+    assert mu / 2 < lower <= mu
+
+
+def test_clopper_pearson_one_sided_bounds_cover_at_nominal_rate():
+    rng = np.random.default_rng(0)
+    p, n, level = 0.3, 50, 0.1
+    k = rng.binomial(n, p, size=2000)
+    assert np.mean(clopper_pearson_lower(k, n, level) > p) <= level
+    assert np.mean(clopper_pearson_upper(k, n, level) < p) <= level
+    # Edge cases: 0 and n successes.
+    assert clopper_pearson_lower(0, n, level) == 0.0
+    assert clopper_pearson_upper(n, n, level) == 1.0
+    assert clopper_pearson_upper(0, n, level) == pytest.approx(1 - level ** (1 / n))
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.5])
+def test_epsilon_lower_bound_is_valid_in_200_repetitions_gaussian(alpha):
+    """A pure Gaussian mechanism with μ = 1 audited at δ = 0.1 (true ε = 1.16,
+    reached by a threshold test, so the bound comes close): over 200
+    repetitions the bound exceeds the true ε at most α·200 times."""
+    mu, delta = 1.0, 0.1
+    true_eps = epsilon_from_mu(mu, delta)
+    rng = np.random.default_rng(1)
+    bounds = np.array(
+        [
+            epsilon_lower_bound(
+                rng.normal(mu, 1.0, 500),
+                rng.normal(0.0, 1.0, 500),
+                delta=delta,
+                alpha=alpha,
+            ).bound
+            for _ in range(200)
+        ]
+    )
+    assert np.sum(bounds > true_eps) <= alpha * 200
+    assert np.median(bounds) > 0.25 * true_eps  # and it has power
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.5])
+def test_epsilon_lower_bound_is_valid_in_200_repetitions_randomized_response(alpha):
+    """Randomised response is exactly ε-DP and a single threshold attains ε,
+    the sharpest case for the threshold search: at nominal level 1 − α the
+    held-out bound may exceed ε in at most α·200 of 200 repetitions."""
+    eps = 1.0
+    p = math.exp(eps) / (1 + math.exp(eps))
+    rng = np.random.default_rng(2)
+    bounds = []
+    for _ in range(200):
+        scores_in = (rng.random(500) < p) * 1.0
+        scores_out = (rng.random(500) < 1 - p) * 1.0
+        bounds.append(
+            epsilon_lower_bound(scores_in, scores_out, delta=0.0, alpha=alpha).bound
+        )
+    bounds = np.array(bounds)
+    assert np.sum(bounds > eps) <= alpha * 200
+    assert np.median(bounds) > 0.5 * eps
+
+
+def test_epsilon_lower_bound_is_zero_without_signal_and_large_without_noise():
+    rng = np.random.default_rng(3)
+    same = epsilon_lower_bound(rng.normal(size=1000), rng.normal(size=1000), delta=0)
+    assert same.bound < 0.3
+    separated = epsilon_lower_bound(np.ones(1000), np.zeros(1000), delta=1e-5)
+    # Perfect separation of 500 held-out fits per side: ε ≥ log(500/(k+1)-ish).
+    assert separated.bound > 4.5
+    assert separated.threshold == 1.0 and separated.above
+
+
+def test_auroc_and_tpr_at_fpr_on_known_values():
+    assert auroc([2.0, 3.0], [0.0, 1.0]) == 1.0
+    assert auroc([0.0, 1.0], [0.0, 1.0]) == 0.5
+    assert auroc([1.0, 1.0], [1.0, 1.0]) == 0.5
+    scores_out = np.arange(100.0)  # FPR ≤ 1% allows one false positive
+    scores_in = np.array([98.5, 99.5, 50.0, 10.0])
+    assert tpr_at_fpr(scores_in, scores_out, 0.01) == 0.5
+    assert tpr_at_fpr(scores_in, scores_out, 0.001) == 0.25
+
+
+# --------------------------------------------------------------------------
+# The score attack (paper 003, §2.2)
+# --------------------------------------------------------------------------
+
+
+def test_score_attack_matches_its_formula_for_logistic_and_bradley_terry():
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(80, 2)), np.arange(80) % 2
+    clf = DPLogisticRegression(epsilon=5.0, classes=[0, 1], random_state=0).fit(X, y)
+    theta = np.concatenate([clf.coef_.ravel(), clf.intercept_])
+    theta_ref = np.array([0.3, -0.2, 0.1])
+    Xt = np.hstack([X[:5], np.ones((5, 1))])
+    expected = (y[:5] - 1 / (1 + np.exp(-Xt @ theta_ref))) * (Xt @ (theta - theta_ref))
+    np.testing.assert_allclose(
+        score_attack(clf, X[:5], y[:5], theta_ref), expected, rtol=1e-12
+    )
+    pairs, outcomes, _ = make_btl_comparisons(6, 1.0, 3, random_state=0)
+    design = pairs_to_design(pairs, 6)
+    bt = DPBradleyTerry(classes=[0, 1], random_state=0).fit(design, outcomes)
+    i, j = pairs[0]
+    a = score_attack(bt, design[:1], [1])[0]
+    assert a == pytest.approx(0.5 * (bt.scores_[i] - bt.scores_[j]), rel=1e-12)
+
+
+# --------------------------------------------------------------------------
+# An audit of every estimator
+# --------------------------------------------------------------------------
+
+EPSILON, DELTA = 2.0, 1e-5
+N_TRIALS = 1000
+
+
+def _base_data(n=50, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)), np.arange(n) % 2
+
+
+def _btl_data():
+    pairs, y, _ = make_btl_comparisons(10, 1.0, 2, random_state=0)
+    return pairs_to_design(pairs, 10), y
+
+
+def _logistic_tight(epsilon=EPSILON):
+    """Worst case for DP-GD: plain steps, tiny learning rate (GLMCanary Notes)."""
+    return DPLogisticRegression(
+        epsilon=epsilon,
+        delta=DELTA,
+        classes=[0, 1],
+        solver="gd",
+        learning_rate=1e-4,
+        alpha=0.0,
+        max_iter=10,
+    )
+
+
+def _random_features_tight(epsilon=EPSILON):
+    return DPRandomFeaturesRegressor(
+        50,
+        epsilon=epsilon,
+        delta=DELTA,
+        learning_rate=1e-4,
+        max_iter=10,
+        solver="primal",
+    )
+
+
+def _bradley_terry(epsilon=EPSILON):
+    return DPBradleyTerry(epsilon=epsilon, delta=DELTA, classes=[0, 1])
+
+
+def _sampler(epsilon=EPSILON):
+    return DPGaussianSampler(
+        epsilon=epsilon, delta=DELTA, radius=3.0, min_variance=1e-9
+    )
+
+
+def _logistic_data():
+    return _base_data()
+
+
+def _random_features_data():
+    # Targets 0: the base records' gradients vanish at the start, so the
+    # random features (drawn anew in every fit) add no variance of their own.
+    X, _ = _base_data()
+    return X, np.zeros(X.shape[0])
+
+
+def _sampler_data():
+    return np.random.default_rng(0).normal(size=(500, 2)), None
+
+
+@pytest.mark.parametrize(
+    "make, data, canary, target",
+    [
+        (_logistic_tight, _logistic_data, "auto", "claimed"),
+        (_random_features_tight, _random_features_data, "auto", "claimed"),
+        (_bradley_terry, _btl_data, "auto", "at most claimed"),
+        (_bradley_terry, _btl_data, OutcomeCanary(kind="win_counts"), "claimed"),
+        (_sampler, _sampler_data, "auto", "design"),
+    ],
+    ids=[
+        "logistic",
+        "random_features",
+        "bradley_terry_score_attack",
+        "bradley_terry_win_counts",
+        "gaussian_sampler",
+    ],
+)
+def test_audit_does_not_refute_the_claim_and_mu_hat_is_tight(
+    make, data, canary, target
+):
+    """lower bound ≤ claimed ε; μ̂ within 4 s.e. of the μ the design attains:
+    the claimed μ for DP-GD with the worst-case canary and for the win counts
+    DPBradleyTerry releases (recovered from its scores); the canary's design
+    μ (0.884 × claimed) for the sampler; at most the claimed μ for the score
+    attack on DPBradleyTerry's scores (a post-processing of the counts)."""
+    X, y = data()
+    report = audit_estimator(
+        make(), X, y, canary=canary, n_trials=N_TRIALS, random_state=0
+    )
+    print(report)
+    assert report.claimed_epsilon == pytest.approx(EPSILON)
+    assert report.epsilon_lower_bound <= report.claimed_epsilon
+    assert not report.refuted
+    tol = 4 * report.mu_hat_se
+    if target == "claimed":
+        assert abs(report.mu_hat - report.claimed_mu) <= tol
+    elif target == "design":
+        assert report.expected_mu == pytest.approx(
+            1.25 / math.sqrt(2) * report.claimed_mu, rel=1e-9
+        )
+        assert abs(report.mu_hat - report.expected_mu) <= tol
+    else:
+        assert report.mu_hat <= report.claimed_mu + tol
+        assert report.mu_hat > 0.5 * report.claimed_mu  # the attack has power
+
+
+def test_default_logistic_solver_audit_does_not_refute_the_claim():
+    """The default Adam steps and iterate averaging post-process the same
+    noisy gradients: the claim holds, and μ̂ can only be smaller."""
+    X, y = _logistic_data()
+    est = DPLogisticRegression(
+        epsilon=EPSILON, delta=DELTA, classes=[0, 1], max_iter=20
+    )
+    report = audit_estimator(est, X, y, n_trials=500, random_state=1)
+    assert not report.refuted
+    assert report.mu_hat <= report.claimed_mu + 4 * report.mu_hat_se
+
+
+def test_black_box_loss_statistic_does_not_refute_the_claim():
+    X, y = _logistic_data()
+    report = audit_estimator(
+        _logistic_tight(), X, y, statistic="loss", n_trials=500, random_state=2
+    )
+    assert "black-box" in report.statistic
+    assert not report.refuted
+    assert report.mu_hat > 0.5 * report.claimed_mu  # the attack has power
+
+
+def _divide_engine_noise(monkeypatch):
+    def weak(rng, std, shape):
+        return mech.gaussian_noise(rng, std / 10, shape)
+
+    monkeypatch.setattr(skdp._dpgd, "gaussian_noise", weak)
+
+
+def _divide_mechanism_noise(module):
+    def patch(monkeypatch):
+        def weak(value, *, sensitivity, noise_multiplier, rng):
+            return mech.gaussian_mechanism(
+                value,
+                sensitivity=sensitivity,
+                noise_multiplier=noise_multiplier / 10,
+                rng=rng,
+            )
+
+        monkeypatch.setattr(module, "gaussian_mechanism", weak)
+        if hasattr(module, "gaussian_noise"):
+            monkeypatch.setattr(
+                module,
+                "gaussian_noise",
+                lambda rng, std, shape: mech.gaussian_noise(rng, std / 10, shape),
+            )
+
+    return patch
+
+
+@pytest.mark.parametrize(
+    "make, data, break_noise",
+    [
+        (_logistic_tight, _logistic_data, _divide_engine_noise),
+        (_random_features_tight, _random_features_data, _divide_engine_noise),
+        (
+            _bradley_terry,
+            _btl_data,
+            _divide_mechanism_noise(skdp.ranking._bradley_terry),
+        ),
+        (_sampler, _sampler_data, _divide_mechanism_noise(skdp.gaussian._sampler)),
+    ],
+    ids=["logistic", "random_features", "bradley_terry", "gaussian_sampler"],
+)
+def test_noise_divided_by_ten_is_caught(make, data, break_noise, monkeypatch):
+    """The same audit (ε = 1 claimed) of a variant that adds a tenth of the
+    noise while reporting the same guarantee must refute the claim: the
+    audit has power. (Runs in this process: monkeypatch does not reach
+    joblib workers.)"""
+    X, y = data()
+    correct = audit_estimator(make(1.0), X, y, n_trials=500, random_state=3)
+    assert not correct.refuted
+    break_noise(monkeypatch)
+    broken = audit_estimator(make(1.0), X, y, n_trials=500, random_state=3)
+    print(broken)
+    assert broken.claimed_epsilon == correct.claimed_epsilon
+    assert broken.refuted
+    assert broken.mu_hat > 3 * broken.claimed_mu
+
+
+# --------------------------------------------------------------------------
+# Interface
+# --------------------------------------------------------------------------
+
+
+def test_canary_must_match_the_claimed_adjacency():
+    X, y = _btl_data()
+    with pytest.raises(ValueError, match="replace one comparison outcome"):
+        audit_estimator(_bradley_terry(), X, y, canary=GLMCanary(), n_trials=10)
+    assert REPLACE_ONE_OUTCOME in OutcomeCanary.adjacencies
+
+
+def test_user_statistic_and_reproducibility_across_n_jobs():
+    X, y = _logistic_data()
+
+    def intercept(fitted):
+        return -float(fitted.intercept_[0])
+
+    kwargs = dict(statistic=intercept, n_trials=20, random_state=5)
+    one = audit_estimator(_logistic_tight(), X, y, n_jobs=1, **kwargs)
+    two = audit_estimator(_logistic_tight(), X, y, n_jobs=2, **kwargs)
+    assert one.statistic == "intercept"
+    np.testing.assert_array_equal(one.scores_in, two.scores_in)
+    np.testing.assert_array_equal(one.scores_out, two.scores_out)
+    # Every fit has its own seed.
+    assert np.unique(np.concatenate([one.scores_in, one.scores_out])).size == 40
+
+
+def test_invalid_arguments_raise():
+    X, y = _logistic_data()
+    with pytest.raises(ValueError, match="n_trials"):
+        audit_estimator(_logistic_tight(), X, y, n_trials=2)
+    with pytest.raises(ValueError, match="statistic"):
+        audit_estimator(_logistic_tight(), X, y, statistic="nope", n_trials=10)
+    with pytest.raises(TypeError, match="canary"):
+        audit_estimator(_logistic_tight(), X, y, canary="nope", n_trials=10)
+
+
+def test_report_prints_and_plots():
+    X, _ = _sampler_data()
+    report = audit_estimator(_sampler(), X, n_trials=50, random_state=6)
+    assert isinstance(report, AuditReport)
+    text = str(report)
+    for needle in ("DPGaussianSampler", "epsilon lower bound", "mu_hat", "AUROC"):
+        assert needle in text
+    assert repr(report).startswith("AuditReport(estimator='DPGaussianSampler'")
+    assert set(report.tpr_at_fpr) == {0.1, 0.01, 0.001}
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = report.plot()
+    assert ax.get_xscale() == "log" and len(ax.get_lines()) >= 3
+    plt.close("all")
+
+
+def test_command_line_prints_a_report():
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main_audit(
+            ["DPGaussianSampler", "--epsilon", "1", "--n-trials", "50", "--seed", "0"]
+        )
+    assert code == 0
+    assert "Privacy audit of DPGaussianSampler" in out.getvalue()
