@@ -22,6 +22,7 @@ from ._audit import audit_estimator
 from ._canaries import (
     BallCanary,
     Canary,
+    ExtremeRecordCanary,
     GLMCanary,
     OutcomeCanary,
     default_canary,
@@ -44,6 +45,7 @@ __all__ = [
     "AuditReport",
     "BallCanary",
     "Canary",
+    "ExtremeRecordCanary",
     "GLMCanary",
     "GLMView",
     "OutcomeCanary",

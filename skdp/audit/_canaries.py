@@ -377,6 +377,58 @@ class BallCanary(Canary):
         )
 
 
+class ExtremeRecordCanary(Canary):
+    """Worst-case record canary for clipped sums (DPStandardScaler).
+
+    Record ``index`` becomes the vector of upper clipping bounds in the "in"
+    data set and of lower bounds in the "out" one (``bounds`` when given,
+    else ``±data_range``). Each normalised value moves from +1/2 to −1/2, so
+    the released sums move by 1 per feature and the sums of squares not at
+    all: the pair attains the release's L2 sensitivity ``sqrt(d)``. The
+    white-box :meth:`statistic` ``Σ_j n·(mean_j − c_j)/w_j`` (c, w the centre
+    and width of the bounds) is the likelihood-ratio direction, so with
+    ``bounds`` given (one Gaussian release) the design attains the claimed
+    ``μ = 1/noise_multiplier_`` (while no released mean is clipped to its
+    bounds). Neighbours under *replace one record*.
+
+    Parameters
+    ----------
+    index : int, default=0
+        Which base record is replaced.
+    """
+
+    def __init__(self, *, index=0):
+        self.index = index
+
+    def build(self, estimator, X, y=None):
+        X = check_array(X, dtype=np.float64)
+        d = X.shape[1]
+        if estimator.bounds is None:
+            lower = np.full(d, -float(estimator.data_range))
+            upper = -lower
+        else:
+            lower, upper = (
+                np.broadcast_to(np.asarray(b, dtype=float), (d,))
+                for b in estimator.bounds
+            )
+        self.n_samples_ = X.shape[0]
+        return (
+            (_replace_row(X, self.index, upper), y),
+            (_replace_row(X, self.index, lower), y),
+        )
+
+    def statistic(self, fitted):
+        lower, upper = fitted.bounds_
+        width = upper - lower
+        shift = (fitted.mean_ - (lower + width / 2.0)) / width
+        return float(self.n_samples_ * np.sum(shift))
+
+    def expected_mu(self, fitted):
+        if fitted.n_iter_ != 1:  # bounds found privately: several releases
+            return None
+        return 1.0 / fitted.noise_multiplier_
+
+
 def register_canary(estimator_class, factory):
     """Make ``factory(estimator) -> Canary`` the default canary of a class."""
     _DEFAULTS[estimator_class] = factory
@@ -396,7 +448,8 @@ def default_canary(estimator):
 
 def _register_landed():
     from ..gaussian import DPGaussianSampler
-    from ..linear_model import DPLogisticRegression
+    from ..linear_model import DPLogisticRegression, DPSparseGLM
+    from ..preprocessing import DPStandardScaler
     from ..random_features import DPRandomFeaturesRegressor
     from ..ranking import DPBradleyTerry
 
@@ -404,6 +457,8 @@ def _register_landed():
     register_canary(DPRandomFeaturesRegressor, lambda est: GLMCanary())
     register_canary(DPBradleyTerry, lambda est: OutcomeCanary())
     register_canary(DPGaussianSampler, lambda est: BallCanary())
+    register_canary(DPSparseGLM, lambda est: GLMCanary())
+    register_canary(DPStandardScaler, lambda est: ExtremeRecordCanary())
 
 
 _register_landed()

@@ -158,12 +158,29 @@ def _bradley_terry_view(est):
     return GLMView(est.scores_, features, expit, lambda y: (y == est.classes_[1]) * 1.0)
 
 
+def _sparse_glm_view(est):
+    from ..linear_model._sparse_glm import _make_datafit, clip_features
+
+    theta = np.concatenate([est.coef_, [est.intercept_]])
+    inverse_link = _make_datafit(est.family).inverse_link
+
+    def features(X):
+        X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=float)
+        X = clip_features(X, est.x_bound)
+        return np.hstack([X, np.ones((X.shape[0], 1))])
+
+    return GLMView(
+        theta, features, lambda z: inverse_link(z[:, None])[:, 0], lambda y: y * 1.0
+    )
+
+
 def _register_landed():
-    from ..linear_model import DPLogisticRegression
+    from ..linear_model import DPLogisticRegression, DPSparseGLM
     from ..random_features import DPRandomFeaturesRegressor
     from ..ranking import DPBradleyTerry
 
     register_glm_view(DPLogisticRegression, _logistic_view)
+    register_glm_view(DPSparseGLM, _sparse_glm_view)
     register_glm_view(DPRandomFeaturesRegressor, _random_features_view)
     register_glm_view(DPBradleyTerry, _bradley_terry_view)
 
