@@ -24,6 +24,7 @@ from skdp.accounting import (
     classical_gaussian_noise_multiplier,
     gaussian_noise_multiplier,
 )
+from skdp.audit import gdp_mu_estimate
 from skdp.datasets import make_sparse_text_classification
 
 
@@ -511,9 +512,8 @@ def _measured_mu(make_estimator, data, neighbour, direction, n_fits=N_AUDIT_FITS
 
     a = projections(*data, range(n_fits))
     b = projections(*neighbour, range(n_fits, 2 * n_fits))
-    pooled_std = math.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
-    mu_hat = abs(a.mean() - b.mean()) / pooled_std
-    return mu_hat, math.sqrt(2 / n_fits + mu_hat**2 / (4 * n_fits))
+    mu_hat, se = gdp_mu_estimate(a, b)
+    return abs(mu_hat), se
 
 
 def _assert_mu(mu_hat, se, mu_design):
