@@ -12,6 +12,7 @@ from .exceptions import (
     MechanismFailedError,
     PrivacyLeakWarning,
 )
+from .fedrep import DPFedRep
 from .gaussian import DPGaussianSampler
 from .linear_model import DPLogisticRegression, DPSparseGLM
 from .preprocessing import DPStandardScaler
@@ -22,6 +23,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "DPBradleyTerry",
+    "DPFedRep",
     "DPGaussianSampler",
     "DPLogisticRegression",
     "DPRandomFeaturesRegressor",

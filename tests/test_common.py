@@ -26,6 +26,14 @@ HIGH_EPSILON = 1e4
 # (DPRandomFeaturesRegressor passes check_regressors_train at ε = 1 with
 # training R² 0.51 for the check's seed 0; 0.43-0.65 over seeds 0-7.)
 DEFAULT_EPSILON_XFAILS = {
+    "DPFedRep": {
+        "check_regressors_train": (
+            "fit(X, y) makes each row its own user, so only the private "
+            "cold-start model predicts; at ε=1 on the check's n=200 it scores R² "
+            "−0.02 to −0.10 over seeds 0-3. The ε=1e4 instance passes (R² 0.81); "
+            "utility is tested in tests/test_fedrep.py."
+        ),
+    },
     "DPSparseGLM": {
         "check_regressors_train": (
             "DP noise at ε=1 on the check's n=200, d=10 (R² −60 to −160 over "

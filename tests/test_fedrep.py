@@ -1,0 +1,435 @@
+"""DPFedRep: Private FedRep with user-level privacy (Snedeker, Zhou & Bassily)."""
+
+import time
+
+import numpy as np
+import pytest
+import sklearn
+from dp_accounting import dp_event, pld
+from scipy.stats import beta
+from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from skdp.fedrep import DPFedRep
+from skdp.fedrep import _fedrep as fr
+
+
+def make_users(n_users, m, d, k, seed, noise=0.01, ragged=False):
+    """§3.4's task: x ~ N(0, I), y = xᵀU*v_i* + N(0, noise²), unit-norm v_i*."""
+    rng = np.random.default_rng(seed)
+    U = np.linalg.qr(rng.standard_normal((d, k)))[0]
+    V = rng.standard_normal((n_users, k))
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    counts = rng.integers(1, 2 * m, n_users) if ragged else np.full(n_users, m)
+    groups = np.repeat(np.arange(n_users), counts)
+    X = rng.standard_normal((len(groups), d))
+    y = np.einsum("ij,ij->i", X @ U, V[groups]) + noise * rng.standard_normal(
+        len(groups)
+    )
+    return X, y, groups, U, V
+
+
+def population_mse(est, U, V, noise=0.01):
+    """Exact test MSE for Gaussian x: mean ‖U_hat v_i − U* v_i*‖² + noise²."""
+    W = est.user_coef_ @ est.components_
+    return np.mean(np.sum((W - V @ U.T) ** 2, axis=1)) + noise**2
+
+
+# --- the vectorised computations against a per-user loop -------------------
+
+
+def loop_round(X, y, groups, U, v_half, clip):
+    """One round of Algorithm 1, one user at a time (the reference)."""
+    users = np.unique(groups)
+    V = np.zeros((len(users), U.shape[1]))
+    total = np.zeros_like(U)
+    for i, u in enumerate(users):
+        rows = groups == u
+        A, B = rows & (v_half == 1), rows & (v_half == 0)
+        V[i] = np.linalg.lstsq(X[A] @ U, y[A], rcond=None)[0] if A.any() else 0.0
+        if B.any():
+            r = X[B] @ U @ V[i] - y[B]
+            grad = 2.0 / B.sum() * np.outer(X[B].T @ r, V[i])
+            total += grad * min(1.0, clip / max(np.linalg.norm(grad), 1e-300))
+    return V, total
+
+
+def test_vectorised_round_equals_a_per_user_loop():
+    X, y, groups, _, _ = make_users(60, 6, 7, 2, seed=0, ragged=True)
+    layout = fr._Layout(groups, 60, np.random.default_rng(1))
+    U = fr._haar(np.random.default_rng(2), 7, 2)
+    V_ref, total_ref = loop_round(X, y, groups, U, layout.v_half, clip=0.5)
+    Z = X @ U
+    V = fr._local_coef(Z, y, layout.v_half, layout)
+    np.testing.assert_allclose(V, V_ref, atol=1e-10)
+    total = fr._clipped_gradient_sum(X, y, Z, V, layout, 0.5)
+    np.testing.assert_allclose(total, total_ref, atol=1e-10)
+    # every user got half of their rows (rounded up) for the v-step
+    np.testing.assert_array_equal(
+        np.bincount(groups, weights=layout.v_half), (layout.counts + 1) // 2
+    )
+
+
+def test_spectral_initialisation_sum_equals_a_per_user_loop():
+    X, y, groups, _, _ = make_users(40, 5, 6, 2, seed=3, ragged=True)
+    layout = fr._Layout(groups, 40, np.random.default_rng(0))
+    clip = 2.0
+    ref = np.zeros((6, 6))
+    for u in range(40):
+        Xi, yi = X[groups == u], y[groups == u]
+        m = len(yi)
+        if m < 2:
+            continue
+        S = Xi.T @ yi
+        Z = (np.outer(S, S) - (Xi * yi[:, None] ** 2).T @ Xi) / (m * (m - 1))
+        # the brute-force pairwise form of the same matrix
+        pairs = sum(
+            yi[a] * yi[b] * np.outer(Xi[a], Xi[b])
+            for a in range(m)
+            for b in range(m)
+            if a != b
+        ) / (m * (m - 1))
+        np.testing.assert_allclose(Z, pairs, atol=1e-12)
+        bound = (S @ S + np.sum(yi**2 * np.sum(Xi**2, axis=1))) / (m * (m - 1))
+        assert np.linalg.norm(Z) <= bound * (1 + 1e-12)
+        ref += Z * min(1.0, clip / bound)
+    S = np.stack([X[groups == u].T @ y[groups == u] for u in range(40)])
+    got = fr._spectral_sum(X, y, np.linalg.norm(X, axis=1), S, layout, clip)
+    np.testing.assert_allclose(got, ref, atol=1e-10)
+
+
+# --- privacy accounting -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "paper", "exact"),
+    # spec/review fixtures: σ̂ at n = 20000, ψ = 10, T = 5, δ = 1e-6
+    [(1.0, 0.0167563, 0.00944667), (8.0, 0.00209454, 0.00146001)],
+)
+def test_noise_matches_the_reviewed_table(epsilon, paper, exact):
+    # 4 rounds + the cold-start release, random init: 5 Gaussian releases.
+    n, psi = 20000, 10.0
+    for accounting, expected in [("paper", paper), ("exact", exact)]:
+        est = DPFedRep(epsilon=epsilon, delta=1e-6, accounting=accounting)
+        sigma = est._noise_multiplier(5) * 2 * psi / n
+        assert sigma == pytest.approx(expected, rel=1e-5)
+
+
+def test_privacy_spent_matches_an_independent_accountant():
+    X, y, groups, _, _ = make_users(300, 4, 6, 2, seed=1)
+    est = DPFedRep(epsilon=1.5, delta=1e-6, n_rounds=3, random_state=0)
+    est.fit(X, y, groups)
+    assert est.n_iter_ == 3 + 1 + 1  # rounds, private init, cold start
+    # dp-accounting's PLD accountant: sensitivity 2ψ/n is in the multiplier.
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
+    accountant.compose(dp_event.GaussianDpEvent(est.noise_multiplier_), est.n_iter_)
+    assert accountant.get_epsilon(1e-6) == pytest.approx(1.5, abs=2e-3)
+    assert est.privacy_spent_.epsilon == pytest.approx(1.5, rel=1e-6)
+    assert est.privacy_spent_.adjacency == "replace one user"
+    assert est.privacy_spent_.mu == pytest.approx(
+        np.sqrt(est.n_iter_) / est.noise_multiplier_
+    )
+
+
+def test_paper_accounting_spends_less_than_nominal():
+    # the review: the paper's noise at nominal (1, 1e-6) with 5 releases is
+    # 0.540-DP under exact accounting.
+    X, y, groups, _, _ = make_users(200, 4, 5, 1, seed=2)
+    est = DPFedRep(
+        1, epsilon=1.0, delta=1e-6, n_rounds=4, init="random", accounting="paper"
+    )
+    est.fit(X, y, groups)
+    assert est.n_iter_ == 5
+    assert est.privacy_spent_.epsilon == pytest.approx(0.540, abs=2e-3)
+
+
+# --- per-user clipping --------------------------------------------------------
+
+
+def test_clipping_bounds_a_heavy_users_contribution(monkeypatch):
+    # One user holds 2000 rows with large labels; the others 4 rows each.
+    X, y, groups, _, _ = make_users(100, 4, 6, 2, seed=4)
+    rng = np.random.default_rng(5)
+    Xh = rng.standard_normal((2000, 6))
+    X = np.vstack([X, Xh])
+    y = np.concatenate([y, 50.0 * Xh[:, 0] + 10 * rng.standard_normal(2000)])
+    groups = np.concatenate([groups, np.full(2000, 100)])
+    clip, norms = 0.7, []
+    real = fr._user_clip_factors
+
+    def recording(G, V, counts, clip_norm):
+        omega = real(G, V, counts, clip_norm)
+        norms.append(omega * np.linalg.norm(G, axis=1) * np.linalg.norm(V, axis=1))
+        return omega
+
+    monkeypatch.setattr(fr, "_user_clip_factors", recording)
+    est = DPFedRep(clip_norm=clip, n_rounds=6, epsilon=2.0, random_state=0)
+    est.fit(X, y, groups)
+    assert len(norms) == 6
+    for round_norms in norms:  # every user, every round: ‖clip(∇_i)‖_F ≤ ψ
+        assert round_norms.max() <= clip * (1 + 1e-12)
+        assert round_norms[100] == pytest.approx(clip)  # the heavy user is clipped
+
+
+def per_row_clipped_sum(X, y, Z, V, layout, clip_norm):
+    """The bug the audit must catch: clipping rows one by one, not users."""
+    resid = np.einsum("nk,nk->n", Z, V[layout.codes]) - y
+    grads = 2.0 * resid[:, None] * np.linalg.norm(X, axis=1)[:, None]
+    norms = np.abs(grads[:, 0]) * np.linalg.norm(V[layout.codes], axis=1)
+    scale = layout.grad_half * 2.0 * resid * clip_norm / np.maximum(norms, clip_norm)
+    return (X * scale[:, None]).T @ V[layout.codes]
+
+
+def audit_epsilon(n_trials, seed):
+    """Lower bound on ε from a threshold test on components_ (95% each side).
+
+    Neighbours: user 20 has 4 rows with y = 0 (D), or is a canary with 400
+    rows and y = 10·x₁ pushing the representation toward e₁ (D'). The other
+    users have y = 0, so they move nothing. One round (k = 1, random start).
+    Test: |⟨u, e₁⟩| > 0.9.
+    """
+    rng = np.random.default_rng(seed)
+    d, n_users = 5, 21
+    X0 = rng.standard_normal((4 * n_users, d))
+    g0 = np.repeat(np.arange(n_users), 4)
+    Xc = rng.standard_normal((400, d))
+    X1 = np.vstack([X0[g0 < 20], Xc])
+    g1 = np.concatenate([g0[g0 < 20], np.full(400, 20)])
+    y0, y1 = np.zeros(len(g0)), np.concatenate([np.zeros(80), 10.0 * Xc[:, 0]])
+    hits = []
+    for X, y, g in [(X0, y0, g0), (X1, y1, g1)]:
+        count = 0
+        for t in range(n_trials):
+            est = DPFedRep(
+                1,
+                epsilon=1.0,
+                delta=1e-5,
+                n_rounds=1,
+                learning_rate=1.0,
+                clip_norm=1.0,
+                init="random",
+                random_state=1000 + t,
+            ).fit(X, y, g)
+            count += abs(est.components_[0, 0]) > 0.9
+        hits.append(count)
+    fpr_hi = beta.ppf(0.975, hits[0] + 1, n_trials - hits[0])
+    tpr_lo = beta.ppf(0.025, hits[1], n_trials - hits[1] + 1) if hits[1] else 0.0
+    return np.log(max(tpr_lo - 1e-5, 1e-300) / fpr_hi), hits
+
+
+def test_user_level_audit_respects_epsilon_and_catches_per_row_clipping(
+    monkeypatch,
+):
+    eps_lb, hits = audit_epsilon(300, seed=0)
+    assert eps_lb <= 1.0, (eps_lb, hits)
+    # Clipping rows one by one lets the 400-row canary through: the same test
+    # then certifies an ε far above the claimed 1.
+    monkeypatch.setattr(fr, "_clipped_gradient_sum", per_row_clipped_sum)
+    eps_lb_bug, hits_bug = audit_epsilon(300, seed=0)
+    assert eps_lb_bug > 1.5, (eps_lb_bug, hits_bug)
+
+
+def test_non_finite_user_terms_contribute_nothing():
+    # A user whose rows overflow X @ U gets a zero term; others are unaffected.
+    X, y, groups, _, _ = make_users(30, 4, 5, 2, seed=6)
+    layout = fr._Layout(groups, 30, np.random.default_rng(0))
+    U = fr._haar(np.random.default_rng(1), 5, 2)
+    V = fr._local_coef(X @ U, y, layout.v_half, layout)
+    base = fr._clipped_gradient_sum(X, y, X @ U, V, layout, 1.0)
+    X2 = X.copy()
+    X2[groups == 0] *= 1e307
+    V2 = fr._local_coef(X2 @ U, y, layout.v_half, layout)
+    np.testing.assert_allclose(V2[1:], V[1:])
+    with np.errstate(over="ignore"):
+        got = fr._clipped_gradient_sum(X2, y, X2 @ U, V2, layout, 1.0)
+    assert np.isfinite(got).all()
+    assert np.linalg.norm(got - base) <= 2.0 * (1 + 1e-9)  # one user moved ≤ 2ψ
+
+
+def test_huge_and_float32_inputs_fit_finitely():
+    X, y, groups, _, _ = make_users(50, 4, 5, 2, seed=7)
+    X32 = X.astype(np.float32)
+    X32[groups == 2] *= np.float32(1e30)
+    X[groups == 3] *= 1e150
+    y[groups == 4] = 1e200
+    for data in [X, X32]:
+        est = DPFedRep(epsilon=2.0, random_state=0).fit(data, y, groups)
+        assert np.isfinite(est.components_).all()
+        assert np.isfinite(est.cold_start_coef_).all()
+
+
+# --- utility: the synthetic experiment of §3.4, small -------------------------
+
+
+def test_synthetic_experiment_trends():
+    X, y, groups, U, V = make_users(3000, 10, 20, 2, seed=0)
+    kwargs = dict(delta=1e-6, n_rounds=5, learning_rate=1.0, random_state=0)
+    mse = {}
+    for accounting in ["exact", "paper"]:
+        for eps in [1.0, 2.0, 4.0, 8.0]:
+            est = DPFedRep(2, epsilon=eps, accounting=accounting, **kwargs)
+            mse[accounting, eps] = population_mse(est.fit(X, y, groups), U, V)
+    # local-only: per-user minimum-norm least squares in R^d on all 10 rows
+    W = np.stack(
+        [np.linalg.lstsq(X[groups == i], y[groups == i])[0] for i in range(50)]
+    )
+    local = np.mean(np.sum((W - V[:50] @ U.T) ** 2, axis=1))
+    for accounting in ["exact", "paper"]:
+        values = [mse[accounting, e] for e in [1.0, 2.0, 4.0, 8.0]]
+        assert all(np.diff(values) < 0), values  # decreases with ε
+    for eps in [1.0, 2.0, 4.0, 8.0]:
+        assert mse["exact", eps] < mse["paper", eps]
+    for eps in [2.0, 4.0, 8.0]:
+        assert mse["exact", eps] < local / 5 and mse["paper", eps] < local / 2
+    assert mse["exact", 8.0] < 0.02
+
+
+def test_paper_size_fit_is_fast():
+    X, y, groups, U, V = make_users(20000, 10, 50, 2, seed=1)
+    est = DPFedRep(2, epsilon=8.0, delta=1e-6, n_rounds=5, learning_rate=1.0)
+    start = time.perf_counter()
+    est.fit(X, y, groups)
+    assert time.perf_counter() - start < 10.0
+    assert population_mse(est, U, V) < 0.005
+
+
+# --- predictions, personalisation, representation ------------------------------
+
+
+def test_personalize_and_cold_start():
+    X, y, groups, _, _ = make_users(500, 10, 8, 2, seed=2)
+    train = groups < 400
+    est = DPFedRep(2, epsilon=4.0, learning_rate=1.0, random_state=0)
+    est.fit(X[train], y[train], groups[train])
+    Uhat = est.components_.T
+    # unseen users and predictions without groups use the DP cold start
+    cold = X[~train] @ est.cold_start_coef_
+    np.testing.assert_allclose(est.predict(X[~train], groups[~train]), cold)
+    np.testing.assert_allclose(est.predict(X[~train]), cold)
+    components = est.components_.copy()
+    est.personalize(X[~train], y[~train], groups[~train])
+    np.testing.assert_array_equal(est.components_, components)
+    assert len(est.users_) == 500
+    for u in [400, 457, 499]:  # each new head: least squares on the fixed U
+        rows = groups == u
+        v = np.linalg.lstsq(X[rows] @ Uhat, y[rows])[0]
+        np.testing.assert_allclose(est.user_coef_[u], v, atol=1e-10)
+    assert est.score(X[~train], y[~train], groups[~train]) > 0.9
+    np.testing.assert_allclose(est.transform(X[:5]), X[:5] @ Uhat)
+
+
+def test_transform_depends_on_user_data_only_through_components():
+    X, y, groups, _, _ = make_users(200, 6, 6, 2, seed=3)
+    a = DPFedRep(2, random_state=0).fit(X, y, groups)
+    b = DPFedRep(2, random_state=0).fit(X, y, groups)
+    b.personalize(X[:6] + 1.0, y[:6] * 3, groups[:6])
+    np.testing.assert_array_equal(a.transform(X), b.transform(X))
+    assert a.get_feature_names_out().tolist() == ["dpfedrep0", "dpfedrep1"]
+
+
+def test_single_row_users_get_the_minimum_norm_head():
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((50, 6)), rng.standard_normal(50)
+    est = DPFedRep(2, epsilon=2.0, random_state=0).fit(X, y)  # each row a user
+    np.testing.assert_array_equal(est.users_, np.arange(50))
+    Z = X @ est.components_.T
+    v_min_norm = Z * (y / np.sum(Z**2, axis=1))[:, None]
+    np.testing.assert_allclose(est.user_coef_, v_min_norm, rtol=1e-8)
+    np.testing.assert_allclose(est.predict(X, np.arange(50)), y, rtol=1e-8)
+
+
+def test_string_user_ids():
+    X, y, groups, _, _ = make_users(100, 5, 5, 2, seed=4)
+    names = np.array([f"user-{g}" for g in groups], dtype=object)
+    a = DPFedRep(2, random_state=0).fit(X, y, names)
+    assert a.users_[0] == "user-0" and len(a.users_) == 100
+    assert a.score(X, y, names) > 0.5
+    assert np.isfinite(a.predict(X, np.full(len(X), "nobody"))).all()
+
+
+# --- scikit-learn routing -------------------------------------------------------
+
+
+@pytest.fixture
+def routing():
+    with sklearn.config_context(enable_metadata_routing=True):
+        yield
+
+
+def test_grid_search_with_group_kfold_routes_groups(routing, monkeypatch):
+    X, y, groups, _, _ = make_users(600, 8, 6, 2, seed=5)
+    seen = []
+    real_fit = DPFedRep.fit
+
+    def spy(self, X, y, groups=None):
+        seen.append(None if groups is None else len(np.unique(groups)))
+        return real_fit(self, X, y, groups)
+
+    monkeypatch.setattr(DPFedRep, "fit", spy)
+    est = DPFedRep(2, epsilon=4.0, random_state=0)
+    est.set_fit_request(groups=True).set_score_request(groups=True)
+    search = GridSearchCV(est, {"learning_rate": [0.5, 1.0]}, cv=GroupKFold(3))
+    search.fit(X, y, groups=groups)
+    assert seen == [400] * 6 + [600]  # GroupKFold: 2/3 of the users per fit
+    # cold start on unseen users: the shared mean head is ~0 here, R² ≈ 0
+    assert np.all(np.abs(search.cv_results_["mean_test_score"]) < 0.2)
+
+
+def test_within_user_splits_measure_personalisation(routing):
+    X, y, groups, _, _ = make_users(600, 12, 6, 2, seed=6)
+    est = DPFedRep(2, epsilon=4.0, learning_rate=1.0, random_state=0)
+    est.set_fit_request(groups=True).set_score_request(groups=True)
+    search = GridSearchCV(
+        est, {"n_rounds": [5, 10]}, cv=KFold(3, shuffle=True, random_state=0)
+    )
+    search.fit(X, y, groups=groups)
+    assert search.best_score_ > 0.8  # users seen in training: personal heads
+
+
+def test_pipeline_routes_groups_to_fit_predict_and_score(routing):
+    X, y, groups, _, _ = make_users(400, 10, 6, 2, seed=7)
+    est = DPFedRep(2, epsilon=4.0, learning_rate=1.0, random_state=0)
+    est.set_fit_request(groups=True).set_predict_request(groups=True)
+    est.set_score_request(groups=True)
+    pipe = make_pipeline(FunctionTransformer(), est).fit(X, y, groups=groups)
+    direct = DPFedRep(2, epsilon=4.0, learning_rate=1.0, random_state=0)
+    direct.fit(X, y, groups)
+    np.testing.assert_allclose(
+        pipe.predict(X, groups=groups), direct.predict(X, groups)
+    )
+    assert pipe.score(X, y, groups=groups) == pytest.approx(direct.score(X, y, groups))
+    assert pipe.score(X, y, groups=groups) > 0.9
+
+
+# --- bad input ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["length", "k", "nan", "inf", "nan_groups"])
+def test_bad_input_raises_and_leaves_nothing_fitted(bad):
+    X, y, groups, _, _ = make_users(50, 4, 5, 2, seed=8)
+    est = DPFedRep(2, random_state=0).fit(X, y, groups)
+    assert hasattr(est, "components_")
+    groups = groups.astype(float)
+    if bad == "length":
+        args, match = (X, y, groups[:-1]), "one user id per row"
+    elif bad == "k":
+        est.set_params(n_components=6)
+        args, match = (X, y, groups), "n_components=6 must be <= n_features = 5"
+    elif bad == "nan_groups":
+        groups[7] = np.nan
+        args, match = (X, y, groups), "groups contains NaN"
+    else:
+        X = X.copy()
+        X[np.flatnonzero(groups == 17)[1], 2] = np.nan if bad == "nan" else np.inf
+        args, match = (X, y, groups), "NaN|infinity"
+    with pytest.raises(ValueError, match=match):
+        est.fit(*args)
+    assert not [a for a in vars(est) if a.endswith("_") and not a.startswith("__")]
+
+
+def test_groups_of_wrong_length_at_predict():
+    X, y, groups, _, _ = make_users(50, 4, 5, 2, seed=9)
+    est = DPFedRep(2, random_state=0).fit(X, y, groups)
+    with pytest.raises(ValueError, match="one user id per row"):
+        est.predict(X, groups[:-3])
