@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import sklearn
 from dp_accounting import dp_event, pld
-from scipy.stats import beta
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
+from skdp.audit import UserCanary, audit_estimator
 from skdp.fedrep import DPFedRep
 from skdp.fedrep import _fedrep as fr
 
@@ -181,53 +181,44 @@ def per_row_clipped_sum(X, y, Z, V, layout, clip_norm):
     return (X * scale[:, None]).T @ V[layout.codes]
 
 
-def audit_epsilon(n_trials, seed):
-    """Lower bound on ε from a threshold test on components_ (95% each side).
-
-    Neighbours: user 20 has 4 rows with y = 0 (D), or is a canary with 400
-    rows and y = 10·x₁ pushing the representation toward e₁ (D'). The other
-    users have y = 0, so they move nothing. One round (k = 1, random start).
-    Test: |⟨u, e₁⟩| > 0.9.
-    """
-    rng = np.random.default_rng(seed)
-    d, n_users = 5, 21
-    X0 = rng.standard_normal((4 * n_users, d))
-    g0 = np.repeat(np.arange(n_users), 4)
-    Xc = rng.standard_normal((400, d))
-    X1 = np.vstack([X0[g0 < 20], Xc])
-    g1 = np.concatenate([g0[g0 < 20], np.full(400, 20)])
-    y0, y1 = np.zeros(len(g0)), np.concatenate([np.zeros(80), 10.0 * Xc[:, 0]])
-    hits = []
-    for X, y, g in [(X0, y0, g0), (X1, y1, g1)]:
-        count = 0
-        for t in range(n_trials):
-            est = DPFedRep(
-                1,
-                epsilon=1.0,
-                delta=1e-5,
-                n_rounds=1,
-                learning_rate=1.0,
-                clip_norm=1.0,
-                init="random",
-                random_state=1000 + t,
-            ).fit(X, y, g)
-            count += abs(est.components_[0, 0]) > 0.9
-        hits.append(count)
-    fpr_hi = beta.ppf(0.975, hits[0] + 1, n_trials - hits[0])
-    tpr_lo = beta.ppf(0.025, hits[1], n_trials - hits[1] + 1) if hits[1] else 0.0
-    return np.log(max(tpr_lo - 1e-5, 1e-300) / fpr_hi), hits
+def _user_audit(n_trials=300):
+    """skdp.audit with a canary *user*: 21 users of 4 rows with y = 0 (the
+    others move nothing); user 20 is replaced by 400 rows with y = 10·x₁
+    pushing the representation toward e₁. One round, k = 1, random start;
+    statistic ⟨u, e₁⟩²."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((84, 5))
+    groups = np.repeat(np.arange(21), 4)
+    est = DPFedRep(
+        1,
+        epsilon=1.0,
+        delta=1e-5,
+        n_rounds=1,
+        learning_rate=1.0,
+        clip_norm=1.0,
+        init="random",
+    )
+    canary = UserCanary(groups, 20, n_rows=400, scale=10.0)
+    return audit_estimator(
+        est, X, np.zeros(84), canary=canary, n_trials=n_trials, random_state=0
+    )
 
 
 def test_user_level_audit_respects_epsilon_and_catches_per_row_clipping(
     monkeypatch,
 ):
-    eps_lb, hits = audit_epsilon(300, seed=0)
-    assert eps_lb <= 1.0, (eps_lb, hits)
-    # Clipping rows one by one lets the 400-row canary through: the same test
-    # then certifies an ε far above the claimed 1.
+    report = _user_audit()
+    print(report)
+    assert report.adjacency == "replace one user"
+    assert report.epsilon_lower_bound <= report.claimed_epsilon
+    assert not report.refuted
+    # Clipping rows one by one lets the 400-row canary through: the same audit
+    # then certifies an ε far above the claimed 1 (measured 2.27).
     monkeypatch.setattr(fr, "_clipped_gradient_sum", per_row_clipped_sum)
-    eps_lb_bug, hits_bug = audit_epsilon(300, seed=0)
-    assert eps_lb_bug > 1.5, (eps_lb_bug, hits_bug)
+    broken = _user_audit()
+    print(broken)
+    assert broken.refuted
+    assert broken.epsilon_lower_bound > 1.5
 
 
 def test_non_finite_user_terms_contribute_nothing():

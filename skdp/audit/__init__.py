@@ -25,6 +25,7 @@ from ._canaries import (
     ExtremeRecordCanary,
     GLMCanary,
     OutcomeCanary,
+    UserCanary,
     default_canary,
     register_canary,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "GLMView",
     "OutcomeCanary",
     "ThresholdTest",
+    "UserCanary",
     "audit_estimator",
     "auroc",
     "clopper_pearson_lower",

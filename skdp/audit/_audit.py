@@ -27,16 +27,23 @@ __all__ = ["audit_estimator"]
 _LOW_FPRS = (0.1, 0.01, 0.001)
 
 
-def _fit(estimator, X, y, seed):
+def _fit(estimator, X, y, fit_params, seed):
     est = clone(estimator).set_params(random_state=np.random.default_rng(seed))
     with warnings.catch_warnings():
         # n and δ are chosen by the auditor; the warning adds nothing here.
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        return est.fit(X, y)
+        return est.fit(X, y, **fit_params)
 
 
-def _scores_of_chunk(estimator, X, y, seeds, statistic):
-    return np.array([statistic(_fit(estimator, X, y, s)) for s in seeds], dtype=float)
+def _scores_of_chunk(estimator, X, y, fit_params, seeds, statistic):
+    return np.array(
+        [statistic(_fit(estimator, X, y, fit_params, s)) for s in seeds], dtype=float
+    )
+
+
+def _with_fit_params(world):
+    """``(X, y)`` or ``(X, y, fit_params)`` from a canary, as a triple."""
+    return (*world, {}) if len(world) == 2 else tuple(world)
 
 
 def _resolve_statistic(statistic, canary):
@@ -164,12 +171,12 @@ def audit_estimator(
     elif not isinstance(canary, Canary):
         raise TypeError("canary must be 'auto' or a skdp.audit.Canary instance.")
     canary = copy.deepcopy(canary)
-    (X_in, y_in), (X_out, y_out) = canary.build(estimator, X, y)
+    world_in, world_out = (_with_fit_params(w) for w in canary.build(estimator, X, y))
     statistic_fn, statistic_name = _resolve_statistic(statistic, canary)
 
     seeds = _seed_sequence(random_state).spawn(2 * n_trials + 2)
-    probe_in = _fit(estimator, X_in, y_in, seeds[-2])
-    probe_out = _fit(estimator, X_out, y_out, seeds[-1])
+    probe_in = _fit(estimator, *world_in, seeds[-2])
+    probe_out = _fit(estimator, *world_out, seeds[-1])
     claim, claim_out = _claim(probe_in), _claim(probe_out)
     if claim.adjacency not in canary.adjacencies:
         raise ValueError(
@@ -185,7 +192,7 @@ def audit_estimator(
         raise ValueError("The two neighbouring data sets give different claims.")
 
     # Seeds alternate between the worlds; each task fits a run of them.
-    worlds = ((X_in, y_in), (X_out, y_out))
+    worlds = (world_in, world_out)
     n_chunks = max(1, min(n_trials, 4 * effective_n_jobs(n_jobs)))
     tasks = [
         (world, [seeds[i] for i in idx if i % 2 == world])

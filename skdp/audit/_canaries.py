@@ -43,7 +43,7 @@ from scipy.special import expit
 from sklearn.base import is_classifier
 from sklearn.utils import check_array
 
-from ..accounting import REPLACE_ONE, REPLACE_ONE_OUTCOME
+from ..accounting import REPLACE_ONE, REPLACE_ONE_OUTCOME, REPLACE_ONE_USER
 from ._score import glm_view, score_attack
 
 __all__ = [
@@ -65,7 +65,11 @@ class Canary:
     adjacencies = (REPLACE_ONE,)
 
     def build(self, estimator, X, y):
-        """Return ``((X_in, y_in), (X_out, y_out))``."""
+        """Return ``((X_in, y_in), (X_out, y_out))``.
+
+        Each world may also carry keyword arguments for ``fit`` as a third
+        item, ``(X, y, fit_params)`` (e.g. ``{"groups": ...}``).
+        """
         raise NotImplementedError
 
     def statistic(self, fitted):
@@ -427,6 +431,62 @@ class ExtremeRecordCanary(Canary):
         if fitted.n_iter_ != 1:  # bounds found privately: several releases
             return None
         return 1.0 / fitted.noise_multiplier_
+
+
+class UserCanary(Canary):
+    """Replace one user's whole data by a canary user (DPFedRep).
+
+    The base data's user ``user`` (ids in ``groups``) is kept in the "out"
+    data set and replaced, in the "in" one, by ``n_rows`` rows ``x ~ N(0, I)``
+    with targets ``scale·⟨x, direction⟩``: many rows that all push the
+    shared representation toward ``direction``. Neighbours under *replace
+    one user*. The white-box :meth:`statistic` is the squared norm of the
+    projection of ``components_`` on ``direction``.
+
+    Parameters
+    ----------
+    groups : array-like of shape (n_samples,)
+        The base data's user ids.
+    user : object
+        Which user is replaced (one of ``groups``).
+    n_rows : int, default=400
+        Rows of the canary user.
+    scale : float, default=10.0
+        Size of the canary's targets.
+    direction : array-like of shape (n_features,), optional
+        Default: the first coordinate axis.
+    seed : int, default=0
+        Seeds the canary's rows (the same in every fit).
+    """
+
+    adjacencies = (REPLACE_ONE_USER,)
+
+    def __init__(self, groups, user, *, n_rows=400, scale=10.0, direction=None, seed=0):
+        self.groups = groups
+        self.user = user
+        self.n_rows = n_rows
+        self.scale = scale
+        self.direction = direction
+        self.seed = seed
+
+    def build(self, estimator, X, y):
+        X = check_array(X, dtype=np.float64)
+        groups = np.asarray(self.groups)
+        if groups.shape != (X.shape[0],) or not np.any(groups == self.user):
+            raise ValueError("groups must give a user id per row and contain user.")
+        u = _unit(self.direction, X.shape[1])
+        rows = np.random.default_rng(self.seed).standard_normal(
+            (self.n_rows, X.shape[1])
+        )
+        keep = groups != self.user
+        X_in = np.vstack([X[keep], rows])
+        y_in = np.concatenate([np.asarray(y, dtype=float)[keep], self.scale * rows @ u])
+        groups_in = np.concatenate([groups[keep], np.full(self.n_rows, self.user)])
+        self.direction_ = u
+        return (X_in, y_in, {"groups": groups_in}), (X, y, {"groups": groups})
+
+    def statistic(self, fitted):
+        return float(np.sum((fitted.components_ @ self.direction_) ** 2))
 
 
 def register_canary(estimator_class, factory):
