@@ -221,6 +221,63 @@ def test_user_level_audit_respects_epsilon_and_catches_per_row_clipping(
     assert broken.epsilon_lower_bound > 1.5
 
 
+def _tilt_toward_first_axis(fitted):
+    """Angle of the line ``components_[0]`` from (e₁ + e₂)/√2 toward e₁ − e₂
+    (sign-free, bounded)."""
+    u = fitted.components_[0]
+    return float(np.arctan((u[0] - u[1]) / (u[0] + u[1])))
+
+
+def test_user_level_audit_catches_a_tenth_of_the_noise(monkeypatch):
+    """A public start U₀ = (e₁ + e₂)/√2 and two canary users, one pushing
+    toward e₁ ("in"), one toward e₂ ("out"), so that the worlds differ by up
+    to twice the clip: the audit does not refute ε = 1, and refutes it when
+    the noise is divided by 10 (measured lower bound 2.52, μ̂ 1.75)."""
+    rng = np.random.default_rng(0)
+    X, groups = rng.standard_normal((84, 5)), np.repeat(np.arange(21), 4)
+    e1, e2 = np.eye(5)[:2]
+    start = (e1 + e2)[:, None] / np.sqrt(2)
+    est = DPFedRep(
+        1,
+        epsilon=1.0,
+        delta=1e-5,
+        n_rounds=1,
+        learning_rate=1.0,
+        clip_norm=1.0,
+        init=start,
+    )
+    canary = UserCanary(groups, 20, direction=e1, out_direction=e2)
+    kwargs = dict(canary=canary, statistic=_tilt_toward_first_axis, n_trials=300)
+    report = audit_estimator(est, X, np.zeros(84), random_state=0, **kwargs)
+    assert not report.refuted
+    real = fr.gaussian_noise
+    monkeypatch.setattr(
+        fr, "gaussian_noise", lambda rng, std, shape: real(rng, std / 10, shape)
+    )
+    broken = audit_estimator(est, X, np.zeros(84), random_state=0, **kwargs)
+    print(broken)
+    assert broken.refuted
+    assert broken.mu_hat > 3 * broken.claimed_mu
+
+
+def test_public_init_array_is_free_and_checked():
+    X, y, groups, _, _ = make_users(60, 6, 5, 2, seed=8)
+    start = np.eye(5)[:, :2] * 3.0  # orthonormalised by QR
+    est = DPFedRep(2, n_rounds=3, init=start, epsilon=2.0, random_state=0)
+    est.fit(X, y, groups)
+    assert est.n_iter_ == 3 + 1  # rounds and the cold-start model, no init
+    np.testing.assert_allclose(np.abs(est.init_components_), np.eye(5)[:2], atol=1e-12)
+    for bad, match in [
+        (np.ones((5, 3)), "shape"),
+        (np.full((5, 2), np.nan), "finite"),
+        (np.ones((5, 2)), "linearly independent"),
+    ]:
+        model = DPFedRep(2, init=bad)
+        with pytest.raises(ValueError, match=match):
+            model.fit(X, y, groups)
+        assert not [k for k in vars(model) if k.endswith("_")]
+
+
 def test_non_finite_user_terms_contribute_nothing():
     # A user whose rows overflow X @ U gets a zero term; others are unaffected.
     X, y, groups, _, _ = make_users(30, 4, 5, 2, seed=6)

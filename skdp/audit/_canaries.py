@@ -436,12 +436,15 @@ class ExtremeRecordCanary(Canary):
 class UserCanary(Canary):
     """Replace one user's whole data by a canary user (DPFedRep).
 
-    The base data's user ``user`` (ids in ``groups``) is kept in the "out"
-    data set and replaced, in the "in" one, by ``n_rows`` rows ``x ~ N(0, I)``
-    with targets ``scale·⟨x, direction⟩``: many rows that all push the
-    shared representation toward ``direction``. Neighbours under *replace
-    one user*. The white-box :meth:`statistic` is the squared norm of the
-    projection of ``components_`` on ``direction``.
+    The base data's user ``user`` (ids in ``groups``) is replaced, in the
+    "in" data set, by ``n_rows`` rows ``x ~ N(0, I)`` with targets
+    ``scale·⟨x, direction⟩``: many rows that all push the shared
+    representation toward ``direction``. In the "out" data set the user
+    keeps its own rows, or, with ``out_direction``, is replaced by the same
+    rows with targets ``scale·⟨x, out_direction⟩`` (a user pushing another
+    way, so that the two worlds can differ by up to twice the clip).
+    Neighbours under *replace one user*. The white-box :meth:`statistic` is
+    the squared norm of the projection of ``components_`` on ``direction``.
 
     Parameters
     ----------
@@ -455,18 +458,32 @@ class UserCanary(Canary):
         Size of the canary's targets.
     direction : array-like of shape (n_features,), optional
         Default: the first coordinate axis.
+    out_direction : array-like of shape (n_features,), optional
+        Direction of the "out" world's canary user (default: no canary, the
+        user keeps its rows).
     seed : int, default=0
         Seeds the canary's rows (the same in every fit).
     """
 
     adjacencies = (REPLACE_ONE_USER,)
 
-    def __init__(self, groups, user, *, n_rows=400, scale=10.0, direction=None, seed=0):
+    def __init__(
+        self,
+        groups,
+        user,
+        *,
+        n_rows=400,
+        scale=10.0,
+        direction=None,
+        out_direction=None,
+        seed=0,
+    ):
         self.groups = groups
         self.user = user
         self.n_rows = n_rows
         self.scale = scale
         self.direction = direction
+        self.out_direction = out_direction
         self.seed = seed
 
     def build(self, estimator, X, y):
@@ -474,16 +491,22 @@ class UserCanary(Canary):
         groups = np.asarray(self.groups)
         if groups.shape != (X.shape[0],) or not np.any(groups == self.user):
             raise ValueError("groups must give a user id per row and contain user.")
-        u = _unit(self.direction, X.shape[1])
-        rows = np.random.default_rng(self.seed).standard_normal(
-            (self.n_rows, X.shape[1])
-        )
+        d = X.shape[1]
+        rows = np.random.default_rng(self.seed).standard_normal((self.n_rows, d))
         keep = groups != self.user
-        X_in = np.vstack([X[keep], rows])
-        y_in = np.concatenate([np.asarray(y, dtype=float)[keep], self.scale * rows @ u])
-        groups_in = np.concatenate([groups[keep], np.full(self.n_rows, self.user)])
-        self.direction_ = u
-        return (X_in, y_in, {"groups": groups_in}), (X, y, {"groups": groups})
+
+        def with_canary(direction):
+            X_c = np.vstack([X[keep], rows])
+            y_c = np.concatenate(
+                [np.asarray(y, dtype=float)[keep], self.scale * rows @ direction]
+            )
+            groups_c = np.concatenate([groups[keep], np.full(self.n_rows, self.user)])
+            return X_c, y_c, {"groups": groups_c}
+
+        self.direction_ = _unit(self.direction, d)
+        if self.out_direction is None:
+            return with_canary(self.direction_), (X, y, {"groups": groups})
+        return with_canary(self.direction_), with_canary(_unit(self.out_direction, d))
 
     def statistic(self, fitted):
         return float(np.sum((fitted.components_ @ self.direction_) ** 2))

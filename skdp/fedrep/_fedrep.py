@@ -217,6 +217,22 @@ def _haar(rng, d, k):
     return Q * np.where(np.diag(R) < 0, -1.0, 1.0)
 
 
+def _public_init(init, d, k):
+    """A public ``(d, k)`` starting representation, orthonormalised by QR."""
+    U = np.asarray(init, dtype=np.float64)
+    if U.shape != (d, k):
+        raise ValueError(
+            f"init must have shape (n_features, n_components) = ({d}, {k}); got "
+            f"{U.shape}."
+        )
+    if not np.isfinite(U).all():
+        raise ValueError("init must be finite.")
+    Q, R = np.linalg.qr(U)
+    if np.abs(np.diag(R)).min() <= d * np.finfo(float).eps * np.abs(R).max():
+        raise ValueError("init must have linearly independent columns.")
+    return Q
+
+
 def _top_eigenvectors(M, k):
     """Eigenvectors of the k largest eigenvalues of the symmetric part of M."""
     _, vecs = np.linalg.eigh((M + M.T) / 2.0)
@@ -274,11 +290,14 @@ class DPFedRep(
         ψ: each user's gradient is clipped to this Frobenius norm each round.
         ``"auto"``: ``sqrt(d·k)``, the scale of [1]_ Lemma 7 for unit-scale
         data (10 at ``d = 50, k = 2``, the paper's value).
-    init : {"private", "random"}, default="private"
+    init : {"private", "random"} or array-like of shape (n_features, n_components), \
+            default="private"
         ``"private"``: Algorithm 2, a noisy clipped mean of the users'
         subspace estimators ``Σ_{j≠l} y_j y_l x_j x_lᵀ/(m(m−1))``, then its
         top-k eigenvectors; one Gaussian release paid from the budget.
-        ``"random"``: a uniformly random ``U_0`` (free).
+        ``"random"``: a uniformly random ``U_0`` (free). An array: a public
+        starting representation (e.g. learnt on public data), orthonormalised
+        by QR (free; it must not be computed from the training data).
     init_clip_norm : float or "auto", default="auto"
         ψ_init, the Frobenius clip of each user's matrix in Algorithm 2.
         ``"auto"``: ``sqrt(d·k)`` as for ``clip_norm``.
@@ -433,7 +452,7 @@ class DPFedRep(
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "init": [StrOptions({"private", "random"})],
+        "init": [StrOptions({"private", "random"}), "array-like"],
         "init_clip_norm": [
             Interval(Real, 0, None, closed="neither"),
             StrOptions({"auto"}),
@@ -507,7 +526,9 @@ class DPFedRep(
         n = len(users)
         warn_if_delta_is_large(self, n)
         clip, init_clip, cold_clip = self._clips(d)
-        n_iter = self.n_rounds + 1 + (self.init == "private")
+        private_init = isinstance(self.init, str) and self.init == "private"
+        U_public = None if isinstance(self.init, str) else _public_init(self.init, d, k)
+        n_iter = self.n_rounds + 1 + private_init
         z = self._noise_multiplier(n_iter)
         cost = gaussian_cost(
             z,
@@ -515,7 +536,8 @@ class DPFedRep(
             delta=self.delta,
             adjacency=REPLACE_ONE_USER,
             mechanism=(
-                f"Private FedRep: {n_iter} Gaussian releases (init={self.init}, "
+                f"Private FedRep: {n_iter} Gaussian releases (init="
+                f"{self.init if isinstance(self.init, str) else 'public array'}, "
                 f"{self.n_rounds} rounds, cold-start model), per-user clip "
                 f"{clip:g}, noise multiplier {z:.6g}"
             ),
@@ -534,14 +556,16 @@ class DPFedRep(
                 f"n = {n} users, d = {d}; noise std {z * 2 * clip / n:.4g} on "
                 "each mean gradient"
             )
-        if self.init == "private":
+        if private_init:
             Z_mean = _spectral_sum(X, y, x_norm, S, layout, init_clip) / n
             Z_mean += gaussian_noise(noise_rng, z * 2.0 * init_clip / n, (d, d))
             U = _top_eigenvectors(Z_mean, k)
+        elif U_public is not None:
+            U = U_public
         else:
             U = _haar(init_rng, d, k)
         U0 = U
-        progress.phase(f"initialisation ({self.init})")
+        progress.phase("initialisation")
 
         step_std = z * 2.0 * clip / n
         for t in range(self.n_rounds):
