@@ -487,11 +487,12 @@ class _Progress:
 
     def start(self, cost, noise_std, n, d):
         if self.verbose > 0:
+            mu = "" if cost.mu is None else f"mu = {cost.mu:.4g}, "
             self._print(
-                f"spending ({cost.epsilon:.4g}, {cost.delta:.3g})-DP (mu = "
-                f"{cost.mu:.4g}, {cost.adjacency}) on {self.n_iter} noisy steps "
-                f"over n = {n} records, d = {d} features; noise std "
-                f"{noise_std:.4g} on each gradient sum"
+                f"spending ({cost.epsilon:.4g}, {cost.delta:.3g})-DP ({mu}"
+                f"{cost.adjacency}) on {self.n_iter} noisy steps over n = {n} "
+                f"records of {d} features; noise std {noise_std:.4g} on each "
+                "gradient sum"
             )
 
     def step(self, t, coef=None):

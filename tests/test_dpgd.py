@@ -590,3 +590,15 @@ def test_non_finite_release_raises():
 
     with pytest.raises(MechanismFailedError, match="non-finite"):
         run_dpgd(np.ones((4, 2)), np.zeros(4), post=explode)
+
+
+def test_progress_header_states_mu_only_when_the_guarantee_is_gdp(capsys):
+    from skdp.accounting import REPLACE_ONE, PrivacyCost
+
+    gdp = PrivacyCost.from_gdp(0.5, delta=1e-5, adjacency=REPLACE_ONE)
+    not_gdp = PrivacyCost(1.0, 1e-5, None, REPLACE_ONE, "peeling")
+    for cost in (gdp, not_gdp):
+        _dpgd._Progress("Demo mechanism", 3, verbose=1).start(cost, 2.0, 10, 4)
+    gdp_line, other_line = capsys.readouterr().out.splitlines()
+    assert "mu = 0.5" in gdp_line and "10 records of 4 features" in gdp_line
+    assert "mu" not in other_line and "(1, 1e-05)-DP (replace one record)" in other_line
