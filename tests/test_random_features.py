@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from dp_accounting import dp_event, pld
+from scipy.special import erf
 from scipy.stats import ks_2samp
 from sklearn.utils._param_validation import InvalidParameterError
 
@@ -379,6 +380,31 @@ def test_hostile_records_leave_a_finite_private_model(solver):
     ).fit(X, y)
     assert np.isfinite(reg.coef_).all()
     assert np.isfinite(reg.predict(X)).all()
+
+
+@pytest.mark.parametrize("activation", [np.tanh, np.sin, erf])
+def test_named_features_turn_nan_into_zero_and_stay_in_unit_range(activation):
+    # Pre-activations NaN (as inf - inf gives without FMA), ±inf (overflow)
+    # and ordinary values; X itself is never NaN in fit (validated).
+    X = np.array([[np.nan, 0.0], [1e308, 1e308], [0.5, -2.0]])
+    W = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 4.0]])
+    out = features(X, W, activation)
+    assert np.isfinite(out).all() and np.abs(out).max() <= 1.0
+    assert out[0, 0] == 0.0 and out[0, 2] == 0.0  # NaN → 0
+    np.testing.assert_array_equal(out[2], activation(X[2] @ W))
+
+
+def test_callable_features_follow_the_per_entry_finiteness_rule():
+    # A callable may return NaN, ±inf or huge values; each entry is mapped by
+    # the fixed rule NaN → 0, clip to ±1e100 (a function of that entry only).
+    def wild(Z):
+        return np.where(Z > 0, np.inf, np.where(Z < 0, -1e300, np.nan))
+
+    X = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 0.0]])
+    out = features(X, np.eye(2), wild)
+    np.testing.assert_array_equal(out, [[1e100, 0.0], [-1e100, 0.0], [0.0, 0.0]])
+    # Finite values inside the bound are left alone.
+    np.testing.assert_array_equal(features(X, np.eye(2), lambda Z: 3 * Z), 3 * X)
 
 
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
