@@ -1,7 +1,7 @@
 """
-==================================================
+===================================================
 Auditing the privacy claims of every skdp estimator
-==================================================
+===================================================
 
 A privacy guarantee is a proof about code; an *audit* checks the code that
 runs. :func:`skdp.audit.audit_estimator` fits an estimator hundreds of times

@@ -1,7 +1,7 @@
 """
-=====================================================================
+========================================================================
 Private FedRep: personalisation with a user-level private representation
-=====================================================================
+========================================================================
 
 Reproduces the synthetic experiment of Snedeker, Zhou & Bassily, "Private
 Model Personalization Revisited" (§3.4, Figures 1–2): n = 20000 users with

@@ -700,7 +700,7 @@ class DPFedRep(
         """Fit heads ``v_i`` for the given users on top of the public ``U``.
 
         Least squares (minimum-norm) on all the given rows of each user, with
-        ``components_`` fixed ([1]_ Cor. 11). Heads of users already known
+        ``components_`` fixed (Private FedRep, Cor. 11). Heads of users already known
         are replaced; new users are added to ``users_``. The DP release
         ``components_`` is unchanged, so this costs the training users no
         privacy; the new heads are not DP for their own users.

@@ -96,8 +96,8 @@ class DPGaussianSampler(BaseEstimator):
 
     Two mechanisms, chosen by ``method``:
 
-    * ``"unbounded"``: the sampler of Iverson, Kamath & Mouzakis (paper 004,
-      Algorithm 2). No bounds on the mean or the covariance are needed; each
+    * ``"unbounded"``: the sampler of Iverson, Kamath & Mouzakis [1]_ (paper
+      004, Algorithm 2). No bounds on the mean or the covariance are needed; each
       run releases **one** point whose law (over the data and the mechanism)
       is within total variation ``tv_error`` of N(μ, Σ), or Fail. It is
       certified only above a very large sample size
@@ -214,7 +214,7 @@ class DPGaussianSampler(BaseEstimator):
     **Unbounded guarantee.** Algorithm 2 of the paper with the spec's
     resolutions of its errata: StableCov on the pairs of the last ``2·n2``
     rows, StableMean on the first ``n1`` rows with a reference set of
-    ``|R| = M`` of them, a truncated-Laplace PTR test on the larger score
+    ``|R| = M`` of them, a truncated-Laplace PTR test [3]_ on the larger score
     (sensitivity 2), then ``Z = μ̂ + sqrt((1 - 1/n1)·n2)·W z`` with z
     uniform on the sphere. The paper's constants C1, C2 are unspecified;
     :func:`~skdp.gaussian.required_n_samples` replaces them by a numeric
@@ -227,7 +227,7 @@ class DPGaussianSampler(BaseEstimator):
     probability <= δ/6. Each run is (ε, δ)-DP; ``n_draws`` runs on disjoint
     chunks (a data-independent shuffle, then fixed chunk sizes) are
     (ε, δ)-DP together by parallel composition. The guarantee relies on
-    the [BHS23] stability lemmas as the paper restates them (Lemmas 3.1,
+    the stability lemmas of [2]_ as the paper restates them (Lemmas 3.1,
     3.3, 3.5).
 
     **What is released.** Bounded: ``mean_`` and ``covariance_``.
