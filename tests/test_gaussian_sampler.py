@@ -703,11 +703,26 @@ def test_bounded_sample_is_post_processing():
     np.testing.assert_array_equal(a, est.sample(20000, random_state=1))
     np.testing.assert_allclose(np.cov(a.T), est.covariance_, atol=0.05)
     assert np.all(np.linalg.eigvalsh(est.covariance_) > 0)
-    # The sampling stream of seed s is not the noise stream of fit(seed s).
-    noise = np.random.default_rng(3).standard_normal(2)
+    # The sampling stream of seed s is not the noise stream of fit(seed s):
+    # recover the standard normals of one draw (with the factor sample uses)
+    # and compare them with both streams.
+    evals, evecs = np.linalg.eigh(est.covariance_)
     draw = est.sample(1, random_state=3)[0]
-    factor = np.linalg.cholesky(est.covariance_)
-    assert not np.allclose(np.linalg.solve(factor, draw - est.mean_), noise)
+    g = np.linalg.solve(evecs * np.sqrt(evals), draw - est.mean_)
+    child = np.random.SeedSequence(3, spawn_key=(1,))
+    np.testing.assert_allclose(
+        g, np.random.default_rng(child).standard_normal(2), rtol=1e-8
+    )
+    assert not np.allclose(g, np.random.default_rng(3).standard_normal(2))
+    # A Generator is used as given; None draws fresh entropy.
+    np.testing.assert_array_equal(
+        est.sample(3, random_state=np.random.default_rng(5)),
+        est.sample(3, random_state=np.random.default_rng(5)),
+    )
+    assert not np.array_equal(est.sample(3), est.sample(3))
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="positive integer"):
+            est.sample(bad)
 
 
 def test_bounded_degenerate_data_fits_with_a_floor():
