@@ -397,3 +397,14 @@ def test_fit_is_vectorised_and_fast():
     start = time.perf_counter()
     DPStandardScaler(delta=1e-7, random_state=0).fit(X)
     assert time.perf_counter() - start < 3.0
+
+
+def test_transform_and_inverse_transform_leave_their_input_alone():
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    scaler = DPStandardScaler(bounds=(-4.0, 4.0), random_state=0).fit(X)
+    before = X.copy()
+    Z = scaler.transform(X)
+    np.testing.assert_array_equal(X, before)
+    Z_before = Z.copy()
+    np.testing.assert_allclose(scaler.inverse_transform(Z), X, rtol=1e-12)
+    np.testing.assert_array_equal(Z, Z_before)
