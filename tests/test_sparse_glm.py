@@ -378,6 +378,17 @@ def test_paper_laplace_scale_is_algorithm_3_at_the_papers_sensitivity(epsilon):
     assert model.privacy_spent_.epsilon <= epsilon_from_zcdp_tight(
         model.rho_, delta
     ) * (1 + 1e-12)
+    # Exactly the smaller of the two routes, each recomputed here: zCDP
+    # (dp-accounting's RDP accountant) and the paper's (advanced composition
+    # of the 11 pure-DP steps at δ/T, then basic composition over T steps).
+    steps = np.array([eps_peel] * 5 + [eps_value] * 6)
+    per_step = math.sqrt(2 * math.log(T / delta) * np.sum(steps**2)) + np.sum(
+        steps * np.expm1(steps)
+    )
+    zcdp = _rdp_oracle_epsilon([(model.rho_, 1)], delta)
+    best = min(T * per_step, zcdp)
+    assert model.privacy_spent_.epsilon <= best * (1 + 1e-9)
+    assert model.privacy_spent_.epsilon == pytest.approx(best, rel=3e-3)
 
 
 def _rdp_oracle_epsilon(rho_events, delta):
