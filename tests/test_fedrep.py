@@ -278,6 +278,50 @@ def test_public_init_array_is_free_and_checked():
         assert not [k for k in vars(model) if k.endswith("_")]
 
 
+@pytest.mark.parametrize(
+    ("x_scale", "y_scale", "m"), [(10.0, 0.01, 5), (0.1, 100.0, 5), (3.0, 3.0, 400)]
+)
+def test_initialisation_and_cold_start_terms_are_clipped_per_user(x_scale, y_scale, m):
+    """One user alone (so each sum is that user's clipped term): Algorithm 2's
+    matrix Z_i and the cold-start pair (X_iᵀX_i/m, X_iᵀy_i/m) have norm ≤
+    their clip (Frobenius, jointly for the pair) whatever the scale of the
+    user's rows and targets; with large rows or targets the clip binds."""
+    from skdp._dpgd import row_norms
+
+    rng = np.random.default_rng(9)
+    X = x_scale * rng.standard_normal((m, 6))
+    y = y_scale * rng.standard_normal(m)
+    codes = np.zeros(m, dtype=np.intp)
+    layout = fr._Layout(codes, 1, np.random.default_rng(0))
+    S = layout.sum(y, X)
+    x_norm = row_norms(X)
+    clip = 0.5
+    Z = fr._spectral_sum(X, y, x_norm, S, layout, clip)
+    assert np.linalg.norm(Z) <= clip * (1 + 1e-12)
+    G, h = fr._cold_start_sums(X, x_norm, S, layout, clip)
+    assert np.hypot(np.linalg.norm(G), np.linalg.norm(h)) <= clip * (1 + 1e-12)
+    # The clip binds here (the raw terms are far larger than 0.5), and the
+    # clipped cold-start term is the raw one scaled down, not replaced.
+    raw_G, raw_h = X.T @ X / m, X.T @ y / m
+    assert np.hypot(np.linalg.norm(raw_G), np.linalg.norm(raw_h)) > 2 * clip
+    scale = np.linalg.norm(G) / np.linalg.norm(raw_G)
+    np.testing.assert_allclose(G, scale * raw_G, rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(h, scale * raw_h, rtol=1e-10, atol=1e-15)
+
+
+def test_spectral_clip_bound_covers_cancelling_rows():
+    """A user whose two terms y_j x_j nearly cancel: S_i ≈ 0 but the
+    diagonal part D_i is large, so Z_i's bound must include Σ y²‖x‖²."""
+    from skdp._dpgd import row_norms
+
+    x = np.full(6, 5.0)
+    X, y = np.vstack([x, x]), np.array([10.0, -9.99])
+    layout = fr._Layout(np.zeros(2, dtype=np.intp), 1, np.random.default_rng(0))
+    S = layout.sum(y, X)
+    Z = fr._spectral_sum(X, y, row_norms(X), S, layout, 0.5)
+    assert 0.0 < np.linalg.norm(Z) <= 0.5 * (1 + 1e-12)
+
+
 def test_non_finite_user_terms_contribute_nothing():
     # A user whose rows overflow X @ U gets a zero term; others are unaffected.
     X, y, groups, _, _ = make_users(30, 4, 5, 2, seed=6)
