@@ -525,3 +525,23 @@ def test_groups_of_wrong_length_at_predict():
     est = DPFedRep(2, random_state=0).fit(X, y, groups)
     with pytest.raises(ValueError, match="one user id per row"):
         est.predict(X, groups[:-3])
+
+
+def test_clip_defaults_and_explicit_clips():
+    X, y, groups, _, _ = make_users(40, 6, 5, 2, seed=10)
+    auto = DPFedRep(2, n_rounds=2, random_state=0).fit(X, y, groups)
+    assert auto.clip_norm_ == auto.init_clip_norm_ == pytest.approx(np.sqrt(5 * 2))
+    assert auto.cold_start_clip_norm_ == 2.0 * 5
+    given = DPFedRep(
+        2,
+        n_rounds=2,
+        clip_norm=0.3,
+        init_clip_norm=0.7,
+        cold_start_clip_norm=1.1,
+        random_state=0,
+    ).fit(X, y, groups)
+    assert (given.clip_norm_, given.init_clip_norm_, given.cold_start_clip_norm_) == (
+        0.3,
+        0.7,
+        1.1,
+    )
