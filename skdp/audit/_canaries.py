@@ -44,7 +44,7 @@ from sklearn.base import is_classifier
 from sklearn.utils import check_array
 
 from ..accounting import REPLACE_ONE, REPLACE_ONE_OUTCOME, REPLACE_ONE_USER
-from ._score import glm_view, score_attack
+from ._score import glm_view, registered_for, score_attack
 
 __all__ = [
     "BallCanary",
@@ -520,13 +520,13 @@ def register_canary(estimator_class, factory):
 
 def default_canary(estimator):
     """The registered default canary for ``estimator`` (by class or parent)."""
-    for cls in type(estimator).__mro__:
-        if cls in _DEFAULTS:
-            return _DEFAULTS[cls](estimator)
-    raise TypeError(
-        f"No default canary is registered for {type(estimator).__name__}: pass "
-        "canary=... or register one with skdp.audit.register_canary."
-    )
+    factory = registered_for(_DEFAULTS, estimator)
+    if factory is None:
+        raise TypeError(
+            f"No default canary is registered for {type(estimator).__name__}: pass "
+            "canary=... or register one with skdp.audit.register_canary."
+        )
+    return factory(estimator)
 
 
 def _register_landed():

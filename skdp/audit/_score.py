@@ -60,15 +60,20 @@ def register_glm_view(estimator_class, view):
     return view
 
 
+def registered_for(table, estimator):
+    """The entry of ``table`` for the estimator's class or nearest parent, or None."""
+    return next((table[c] for c in type(estimator).__mro__ if c in table), None)
+
+
 def glm_view(estimator):
     """The :class:`GLMView` of a fitted estimator (by its class or a parent)."""
-    for cls in type(estimator).__mro__:
-        if cls in _VIEWS:
-            return _VIEWS[cls](estimator)
-    raise TypeError(
-        f"No score-attack view is registered for {type(estimator).__name__}; "
-        "register one with skdp.audit.register_glm_view, or pass a statistic."
-    )
+    view = registered_for(_VIEWS, estimator)
+    if view is None:
+        raise TypeError(
+            f"No score-attack view is registered for {type(estimator).__name__}; "
+            "register one with skdp.audit.register_glm_view, or pass a statistic."
+        )
+    return view(estimator)
 
 
 def score_attack(estimator, X, y, theta_ref=None):
