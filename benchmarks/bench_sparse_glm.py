@@ -40,11 +40,7 @@ from sklearn.linear_model import LassoCV, LogisticRegressionCV
 
 from skdp.datasets import make_sparse_glm
 from skdp.linear_model import DPSparseGLM
-from skdp.linear_model._sparse_glm import (
-    _make_datafit,
-    clip_features,
-    noisy_iht,
-)
+from skdp.linear_model._sparse_glm import nonprivate_iht
 
 REPRODUCE_COMMAND = "python benchmarks/bench_sparse_glm.py"
 N, D, S = 20000, 1000, 10
@@ -91,28 +87,7 @@ def run(family, seed, results):
             fitted, seconds = timed(lambda m=model: m.fit(X, y).coef_)
             record(f"DPSparseGLM {accounting}, ε={epsilon:g}", fitted, seconds)
     reference = DPSparseGLM(family=family, sparsity=S, y_bound=Y_BOUND[family])
-    sparsity, n_iter, learning_rate = reference._schedule(N, D)
-    y_truncated, residual_bound = reference._truncate_response(y)
-
-    def iht():
-        return noisy_iht(
-            clip_features(X, reference.x_bound),
-            y_truncated,
-            _make_datafit(family),
-            sparsity=sparsity,
-            n_iter=n_iter,
-            learning_rate=learning_rate,
-            x_bound=reference.x_bound,
-            residual_bound=residual_bound,
-            fit_intercept=True,
-            selection="gumbel",
-            selection_scale=0.0,
-            release="gaussian",
-            release_scale=0.0,
-            rng=np.random.default_rng(0),
-        )[0]
-
-    record("IHT (non-private)", *timed(iht))
+    record("IHT (non-private)", *timed(lambda: nonprivate_iht(reference, X, y)))
     if family == "gaussian":
         lasso = LassoCV(alphas=10, cv=3)
         record("LassoCV (non-private)", *timed(lambda: lasso.fit(X, y).coef_))

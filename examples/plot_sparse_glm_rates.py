@@ -38,7 +38,7 @@ from sklearn.linear_model import LassoCV, LogisticRegressionCV
 
 from skdp.datasets import make_sparse_glm
 from skdp.linear_model import DPSparseGLM
-from skdp.linear_model._sparse_glm import _make_datafit, clip_features, noisy_iht
+from skdp.linear_model._sparse_glm import nonprivate_iht
 
 D, S, DELTA = 200, 5, 1e-6
 FAMILIES = ("gaussian", "poisson", "logistic")
@@ -64,25 +64,7 @@ def dp_error(family, X, y, coef, epsilon, accounting, seed):
 def iht_error(family, X, y, coef):
     """The same algorithm with the noise off (not private)."""
     model = DPSparseGLM(family=family, sparsity=S, y_bound=Y_BOUND[family])
-    sparsity, n_iter, learning_rate = model._schedule(*X.shape)
-    y_truncated, residual_bound = model._truncate_response(y)
-    fitted = noisy_iht(
-        clip_features(X, model.x_bound),
-        y_truncated,
-        _make_datafit(family),
-        sparsity=sparsity,
-        n_iter=n_iter,
-        learning_rate=learning_rate,
-        x_bound=model.x_bound,
-        residual_bound=residual_bound,
-        fit_intercept=True,
-        selection="gumbel",
-        selection_scale=0.0,
-        release="gaussian",
-        release_scale=0.0,
-        rng=np.random.default_rng(0),
-    )[0]
-    return np.linalg.norm(fitted - coef)
+    return np.linalg.norm(nonprivate_iht(model, X, y) - coef)
 
 
 def l1_error(family, X, y, coef):

@@ -569,3 +569,15 @@ def test_error_shrinks_with_n_at_the_rate_of_theorem_5_2():
 )
 def test_sklearn_compatible_high_epsilon(estimator, check):
     check(estimator)
+
+
+def test_nonprivate_iht_reference_is_the_fit_without_noise():
+    from skdp.linear_model._sparse_glm import nonprivate_iht
+
+    X, y, _ = make_sparse_glm(3000, 40, 4, noise=0.1, random_state=1)
+    model = DPSparseGLM(sparsity=4, epsilon=1e9, y_bound=4.0, random_state=0)
+    reference = nonprivate_iht(model, X, y)
+    # At ε = 1e9 the release noise is about 1e-6; the supports must agree.
+    fitted = model.fit(X, y).coef_
+    np.testing.assert_array_equal(fitted != 0, reference != 0)
+    np.testing.assert_allclose(fitted, reference, atol=1e-5)

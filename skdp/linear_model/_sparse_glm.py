@@ -311,6 +311,34 @@ def _make_datafit(family):
     }[family]
 
 
+def nonprivate_iht(estimator, X, y):
+    """Coefficients of plain IHT with ``estimator``'s schedule and clipping.
+
+    The same algorithm as ``estimator.fit`` (same steps, step size, feature
+    and residual clipping, intercept) with both noises set to zero: **not
+    private**, a reference for benchmarks and examples. Returns ``coef`` of
+    shape ``(n_features,)``.
+    """
+    sparsity, n_iter, learning_rate = estimator._schedule(*X.shape)
+    y_truncated, residual_bound = estimator._truncate_response(y)
+    return noisy_iht(
+        clip_features(X, estimator.x_bound),
+        y_truncated,
+        _make_datafit(estimator.family),
+        sparsity=sparsity,
+        n_iter=n_iter,
+        learning_rate=learning_rate,
+        x_bound=estimator.x_bound,
+        residual_bound=residual_bound,
+        fit_intercept=estimator.fit_intercept,
+        selection="gumbel",
+        selection_scale=0.0,
+        release="gaussian",
+        release_scale=0.0,
+        rng=np.random.default_rng(0),
+    )[0]
+
+
 class DPSparseGLM(RegressorMixin, BaseEstimator):
     """Differentially private sparse GLM by noisy iterative hard thresholding.
 
