@@ -335,3 +335,21 @@ def test_search_without_refit_is_charged_basic_composition(data):
     assert total.mu is None
     assert total.epsilon == pytest.approx(2 * (0.5 + 1.0))
     assert total.delta == pytest.approx(4 * DELTA)
+
+
+def test_search_refuses_a_refit_that_spent_more_than_declared(data):
+    # The totals of a search rest on each candidate spending its declared
+    # budget; the refit is the one fit that can be checked, and a refit that
+    # reports more than its parameters declare must stop the recording.
+    X, y = data
+    search = GridSearchCV(
+        dp_pipeline(), {"dplogisticregression__epsilon": [0.5, 2.0]}, cv=3
+    ).fit(X, y)
+    model = search.best_estimator_[-1]
+    model.privacy_spent_ = PrivacyCost.from_gdp(
+        3 * model.privacy_spent_.mu,
+        delta=model.privacy_spent_.delta,
+        adjacency=model.privacy_spent_.adjacency,
+    )
+    with pytest.raises(ValueError, match="spent more"):
+        PrivacyLedger(delta=DELTA).record(search)
