@@ -60,10 +60,10 @@ def test_vectorised_round_equals_a_per_user_loop():
     layout = fr._Layout(groups, 60, np.random.default_rng(1))
     U = fr._haar(np.random.default_rng(2), 7, 2)
     V_ref, total_ref = loop_round(X, y, groups, U, layout.v_half, clip=0.5)
-    Z = X @ U
-    V = fr._local_coef(Z, y, layout.v_half, layout)
+    ZT = fr._project(X, U)
+    V = fr._local_coef(ZT, y, layout, "v")
     np.testing.assert_allclose(V, V_ref, atol=1e-10)
-    total = fr._clipped_gradient_sum(X, y, Z, V, layout, 0.5)
+    total = fr._clipped_gradient_sum(X, y, ZT, V, layout, 0.5)
     np.testing.assert_allclose(total, total_ref, atol=1e-10)
     # every user got half of their rows (rounded up) for the v-step
     np.testing.assert_array_equal(
@@ -76,27 +76,65 @@ def test_spectral_initialisation_sum_equals_a_per_user_loop():
     layout = fr._Layout(groups, 40, np.random.default_rng(0))
     clip = 2.0
     ref = np.zeros((6, 6))
+    n_clipped = 0
     for u in range(40):
-        Xi, yi = X[groups == u], y[groups == u]
-        m = len(yi)
-        if m < 2:
+        A = (groups == u) & (layout.v_half == 1)
+        B = (groups == u) & (layout.v_half == 0)
+        if not B.any():  # one row: no pair crosses the halves
             continue
-        S = Xi.T @ yi
-        Z = (np.outer(S, S) - (Xi * yi[:, None] ** 2).T @ Xi) / (m * (m - 1))
-        # the brute-force pairwise form of the same matrix
-        pairs = sum(
-            yi[a] * yi[b] * np.outer(Xi[a], Xi[b])
-            for a in range(m)
-            for b in range(m)
-            if a != b
-        ) / (m * (m - 1))
+        a, b = X[A].T @ y[A] / A.sum(), X[B].T @ y[B] / B.sum()
+        Z = (np.outer(a, b) + np.outer(b, a)) / 2
+        # the brute-force form: the mean over the pairs crossing the halves
+        pairs = np.mean(
+            [
+                y[i] * y[j] * (np.outer(X[i], X[j]) + np.outer(X[j], X[i])) / 2
+                for i in np.flatnonzero(A)
+                for j in np.flatnonzero(B)
+            ],
+            axis=0,
+        )
         np.testing.assert_allclose(Z, pairs, atol=1e-12)
-        bound = (S @ S + np.sum(yi**2 * np.sum(Xi**2, axis=1))) / (m * (m - 1))
-        assert np.linalg.norm(Z) <= bound * (1 + 1e-12)
-        ref += Z * min(1.0, clip / bound)
-    S = np.stack([X[groups == u].T @ y[groups == u] for u in range(40)])
-    got = fr._spectral_sum(X, y, np.linalg.norm(X, axis=1), S, layout, clip)
+        norm = np.linalg.norm(Z)
+        n_clipped += norm > clip
+        ref += Z * min(1.0, clip / norm)
+    assert 5 <= n_clipped <= 35  # the clip binds for some users, not all
+    S_v = np.stack(
+        [
+            X[(groups == u) & (layout.v_half == 1)].T
+            @ y[(groups == u) & (layout.v_half == 1)]
+            for u in range(40)
+        ]
+    )
+    S_g = np.stack(
+        [
+            X[(groups == u) & (layout.v_half == 0)].T
+            @ y[(groups == u) & (layout.v_half == 0)]
+            for u in range(40)
+        ]
+    )
+    got = fr._spectral_sum(S_v, S_g, layout, clip)
     np.testing.assert_allclose(got, ref, atol=1e-10)
+
+
+def test_spectral_estimator_is_unbiased_for_the_users_subspace():
+    """E Z_i = w_i w_iᵀ (Algorithm 2's requirement, [1] Thm 38): the mean
+    over many users with the same w of the unclipped cross-half estimator
+    converges to w wᵀ (tolerance: 5 standard errors, seeded)."""
+    rng = np.random.default_rng(0)
+    n_users, m, d = 20000, 5, 3
+    w = np.array([1.0, -0.5, 0.25])
+    groups = np.repeat(np.arange(n_users), m)
+    X = rng.standard_normal((n_users * m, d))
+    y = X @ w + 0.1 * rng.standard_normal(len(groups))
+    layout = fr._Layout(groups, n_users, np.random.default_rng(1))
+    S_v, S_g = layout.sum(y, X, "v"), layout.sum(y, X, "grad")
+    mean = fr._spectral_sum(S_v, S_g, layout, np.inf) / n_users
+    # per-entry standard errors from the per-user terms themselves
+    a, b = S_v / 3, S_g / 2
+    terms = (a[:, :, None] * b[:, None, :] + b[:, :, None] * a[:, None, :]) / 2
+    np.testing.assert_allclose(terms.mean(axis=0), mean, atol=1e-12)
+    se = terms.std(axis=0) / np.sqrt(n_users)
+    assert np.all(np.abs(mean - np.outer(w, w)) < 5 * se)
 
 
 # --- privacy accounting -------------------------------------------------------
@@ -172,9 +210,9 @@ def test_clipping_bounds_a_heavy_users_contribution(monkeypatch):
         assert round_norms[100] == pytest.approx(clip)  # the heavy user is clipped
 
 
-def per_row_clipped_sum(X, y, Z, V, layout, clip_norm):
+def per_row_clipped_sum(X, y, ZT, V, layout, clip_norm):
     """The bug the audit must catch: clipping rows one by one, not users."""
-    resid = np.einsum("nk,nk->n", Z, V[layout.codes]) - y
+    resid = np.einsum("kn,nk->n", ZT, V[layout.codes]) - y
     grads = 2.0 * resid[:, None] * np.linalg.norm(X, axis=1)[:, None]
     norms = np.abs(grads[:, 0]) * np.linalg.norm(V[layout.codes], axis=1)
     scale = layout.grad_half * 2.0 * resid * clip_norm / np.maximum(norms, clip_norm)
@@ -293,12 +331,17 @@ def test_initialisation_and_cold_start_terms_are_clipped_per_user(x_scale, y_sca
     y = y_scale * rng.standard_normal(m)
     codes = np.zeros(m, dtype=np.intp)
     layout = fr._Layout(codes, 1, np.random.default_rng(0))
-    S = layout.sum(y, X)
+    S_v, S_g = layout.sum(y, X, "v"), layout.sum(y, X, "grad")
     x_norm = row_norms(X)
     clip = 0.5
-    Z = fr._spectral_sum(X, y, x_norm, S, layout, clip)
+    Z = fr._spectral_sum(S_v, S_g, layout, clip)
+    # the rank-two term's exact norm: scaled to exactly C when above it
+    a, b = S_v[0] / ((m + 1) // 2), S_g[0] / (m // 2)
+    raw_Z = (np.outer(a, b) + np.outer(b, a)) / 2
+    factor = min(1.0, clip / np.linalg.norm(raw_Z))
+    np.testing.assert_allclose(Z, raw_Z * factor, rtol=1e-10, atol=1e-300)
     assert np.linalg.norm(Z) <= clip * (1 + 1e-12)
-    G, h = fr._cold_start_sums(X, x_norm, S, layout, clip)
+    G, h = fr._cold_start_sums(X, x_norm, S_v + S_g, layout, clip)
     assert np.hypot(np.linalg.norm(G), np.linalg.norm(h)) <= clip * (1 + 1e-12)
     # The clip binds here (the raw terms are far larger than 0.5), and the
     # clipped cold-start term is the raw one scaled down, not replaced.
@@ -309,17 +352,30 @@ def test_initialisation_and_cold_start_terms_are_clipped_per_user(x_scale, y_sca
     np.testing.assert_allclose(h, scale * raw_h, rtol=1e-10, atol=1e-15)
 
 
-def test_spectral_clip_bound_covers_cancelling_rows():
-    """A user whose two terms y_j x_j nearly cancel: S_i ≈ 0 but the
-    diagonal part D_i is large, so Z_i's bound must include Σ y²‖x‖²."""
-    from skdp._dpgd import row_norms
-
-    x = np.full(6, 5.0)
-    X, y = np.vstack([x, x]), np.array([10.0, -9.99])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e160, 1e300])
+def test_spectral_clip_uses_the_exact_norm(scale):
+    """Algorithm 2's per-user term is rank two, so its Frobenius norm is
+    exact: a term below the clip passes unchanged, one above comes out at
+    exactly C, also when ‖a_i‖‖b_i‖ overflows (rows of 1e160 and 1e300)."""
+    x1, x2, y = np.array([1.0, 2.0, 0.0]), np.array([0.0, 1.0, -1.0]), [1.0, 3.0]
     layout = fr._Layout(np.zeros(2, dtype=np.intp), 1, np.random.default_rng(0))
-    S = layout.sum(y, X)
-    Z = fr._spectral_sum(X, y, row_norms(X), S, layout, 0.5)
-    assert 0.0 < np.linalg.norm(Z) <= 0.5 * (1 + 1e-12)
+    X = scale * np.vstack([x1, x2])
+    S_v, S_g = layout.sum(np.array(y), X, "v"), layout.sum(np.array(y), X, "grad")
+    direction = (np.outer(x1, x2) + np.outer(x2, x1)) / 2  # Z = 3 scale² direction
+    with np.errstate(over="ignore"):
+        norm = (
+            3.0 * np.linalg.norm(direction) * np.float64(scale) ** 2
+        )  # 3·sqrt(7)·scale²
+        clips = [0.5 * norm, 2.0 * norm] if np.isfinite(norm) else [1.0, 1e100]
+    for clip in clips:
+        Z = fr._spectral_sum(S_v, S_g, layout, clip)
+        if norm <= clip:
+            np.testing.assert_allclose(Z, 3.0 * scale**2 * direction, rtol=1e-12)
+        else:
+            np.testing.assert_allclose(np.linalg.norm(Z), clip, rtol=1e-12)
+            np.testing.assert_allclose(
+                Z, clip * direction / np.linalg.norm(direction), rtol=1e-12
+            )
 
 
 def test_non_finite_user_terms_contribute_nothing():
@@ -327,14 +383,14 @@ def test_non_finite_user_terms_contribute_nothing():
     X, y, groups, _, _ = make_users(30, 4, 5, 2, seed=6)
     layout = fr._Layout(groups, 30, np.random.default_rng(0))
     U = fr._haar(np.random.default_rng(1), 5, 2)
-    V = fr._local_coef(X @ U, y, layout.v_half, layout)
-    base = fr._clipped_gradient_sum(X, y, X @ U, V, layout, 1.0)
+    V = fr._local_coef(fr._project(X, U), y, layout, "v")
+    base = fr._clipped_gradient_sum(X, y, fr._project(X, U), V, layout, 1.0)
     X2 = X.copy()
     X2[groups == 0] *= 1e307
-    V2 = fr._local_coef(X2 @ U, y, layout.v_half, layout)
+    V2 = fr._local_coef(fr._project(X2, U), y, layout, "v")
     np.testing.assert_allclose(V2[1:], V[1:])
     with np.errstate(over="ignore"):
-        got = fr._clipped_gradient_sum(X2, y, X2 @ U, V2, layout, 1.0)
+        got = fr._clipped_gradient_sum(X2, y, fr._project(X2, U), V2, layout, 1.0)
     assert np.isfinite(got).all()
     assert np.linalg.norm(got - base) <= 2.0 * (1 + 1e-9)  # one user moved ≤ 2ψ
 
