@@ -39,6 +39,14 @@ def population_mse(est, U, V, noise=0.01):
 # --- the vectorised computations against a per-user loop -------------------
 
 
+def users_of(X, y, groups, seed=0):
+    """The fit's per-user structure (one shard), the split drawn from ``seed``."""
+    n = groups.max() + 1
+    counts = np.bincount(groups, minlength=n)
+    v_half = fr._split_halves(groups, counts, np.random.default_rng(seed))
+    return fr._Users(X, y, groups, n, v_half), v_half
+
+
 def loop_round(X, y, groups, U, v_half, clip):
     """One round of Algorithm 1, one user at a time (the reference)."""
     users = np.unique(groups)
@@ -57,29 +65,29 @@ def loop_round(X, y, groups, U, v_half, clip):
 
 def test_vectorised_round_equals_a_per_user_loop():
     X, y, groups, _, _ = make_users(60, 6, 7, 2, seed=0, ragged=True)
-    layout = fr._Layout(groups, 60, np.random.default_rng(1))
+    users, v_half = users_of(X, y, groups, seed=1)
     U = fr._haar(np.random.default_rng(2), 7, 2)
-    V_ref, total_ref = loop_round(X, y, groups, U, layout.v_half, clip=0.5)
+    V_ref, total_ref = loop_round(X, y, groups, U, v_half, clip=0.5)
     ZT = fr._project(X, U)
-    V = fr._local_coef(ZT, y, layout, "v")
+    V = fr._local_coef(ZT, users, "v")
     np.testing.assert_allclose(V, V_ref, atol=1e-10)
-    total = fr._clipped_gradient_sum(X, y, ZT, V, layout, 0.5)
+    total = fr._clipped_gradient_sum(users, ZT, V, 0.5)
     np.testing.assert_allclose(total, total_ref, atol=1e-10)
+    np.testing.assert_allclose(fr._round_sum(users, U, 0.5), total_ref, atol=1e-10)
     # every user got half of their rows (rounded up) for the v-step
     np.testing.assert_array_equal(
-        np.bincount(groups, weights=layout.v_half), (layout.counts + 1) // 2
+        np.bincount(groups, weights=v_half), (users.counts + 1) // 2
     )
 
 
 def test_spectral_initialisation_sum_equals_a_per_user_loop():
     X, y, groups, _, _ = make_users(40, 5, 6, 2, seed=3, ragged=True)
-    layout = fr._Layout(groups, 40, np.random.default_rng(0))
+    users, v_half = users_of(X, y, groups)
     clip = 2.0
     ref = np.zeros((6, 6))
     n_clipped = 0
     for u in range(40):
-        A = (groups == u) & (layout.v_half == 1)
-        B = (groups == u) & (layout.v_half == 0)
+        A, B = (groups == u) & v_half, (groups == u) & ~v_half
         if not B.any():  # one row: no pair crosses the halves
             continue
         a, b = X[A].T @ y[A] / A.sum(), X[B].T @ y[B] / B.sum()
@@ -98,22 +106,12 @@ def test_spectral_initialisation_sum_equals_a_per_user_loop():
         n_clipped += norm > clip
         ref += Z * min(1.0, clip / norm)
     assert 5 <= n_clipped <= 35  # the clip binds for some users, not all
-    S_v = np.stack(
-        [
-            X[(groups == u) & (layout.v_half == 1)].T
-            @ y[(groups == u) & (layout.v_half == 1)]
-            for u in range(40)
-        ]
-    )
-    S_g = np.stack(
-        [
-            X[(groups == u) & (layout.v_half == 0)].T
-            @ y[(groups == u) & (layout.v_half == 0)]
-            for u in range(40)
-        ]
-    )
-    got = fr._spectral_sum(S_v, S_g, layout, clip)
-    np.testing.assert_allclose(got, ref, atol=1e-10)
+    S_v, S_g = users.half_sums()
+    for u in [0, 17, 39]:
+        rows = groups == u
+        np.testing.assert_allclose(S_v[u], X[rows & v_half].T @ y[rows & v_half])
+        np.testing.assert_allclose(S_g[u], X[rows & ~v_half].T @ y[rows & ~v_half])
+    np.testing.assert_allclose(fr._spectral_sum(users, clip), ref, atol=1e-10)
 
 
 def test_spectral_estimator_is_unbiased_for_the_users_subspace():
@@ -126,15 +124,85 @@ def test_spectral_estimator_is_unbiased_for_the_users_subspace():
     groups = np.repeat(np.arange(n_users), m)
     X = rng.standard_normal((n_users * m, d))
     y = X @ w + 0.1 * rng.standard_normal(len(groups))
-    layout = fr._Layout(groups, n_users, np.random.default_rng(1))
-    S_v, S_g = layout.sum(y, X, "v"), layout.sum(y, X, "grad")
-    mean = fr._spectral_sum(S_v, S_g, layout, np.inf) / n_users
+    users, _ = users_of(X, y, groups, seed=1)
+    S_v, S_g = users.half_sums()
+    mean = fr._spectral_sum(users, np.inf) / n_users
     # per-entry standard errors from the per-user terms themselves
     a, b = S_v / 3, S_g / 2
     terms = (a[:, :, None] * b[:, None, :] + b[:, :, None] * a[:, None, :]) / 2
     np.testing.assert_allclose(terms.mean(axis=0), mean, atol=1e-12)
     se = terms.std(axis=0) / np.sqrt(n_users)
     assert np.all(np.abs(mean - np.outer(w, w)) < 5 * se)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_batched_pseudo_inverse_solve_matches_numpy(k):
+    """The stacked (closed-form for k = 2) solve against ``np.linalg.pinv``
+    one matrix at a time: full rank, rank one, zero, diagonal with either
+    order, equal diagonals, scales 1e±300; non-finite systems give 0."""
+    rng = np.random.default_rng(k)
+    mats = []
+    for rank in [k, k, 1, 0]:
+        B = rng.standard_normal((k, rank))
+        mats.append(B @ B.T)
+    mats += [np.diag(np.arange(1.0, k + 1)), np.diag(np.arange(k, 0.0, -1)), np.eye(k)]
+    mats += [1e300 * mats[0], 1e-300 * mats[1], -0.0 * mats[0]]
+    A = np.stack(mats)
+    c = rng.standard_normal((len(A), k))
+    c[-2] *= 1e-300
+    expected = np.stack(
+        [
+            np.linalg.pinv(M, rcond=1e-13, hermitian=True) @ v
+            for M, v in zip(A, c, strict=True)
+        ]
+    )
+    got = fr._pinv_solve(A.copy(), c.copy())
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-300)
+    A_bad, c_bad = A[:3].copy(), c[:3].copy()
+    A_bad[0, 0, 0], A_bad[1, -1, -1], c_bad[2, 0] = np.nan, np.inf, np.nan
+    got = fr._pinv_solve(A_bad, c_bad)
+    np.testing.assert_array_equal(got, 0.0)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_shards_keep_every_user_whole(shuffle):
+    """Threads split the users, never a user's rows: each shard holds whole
+    users with their split, and grouped data is viewed, not copied."""
+    X, y, groups, _, _ = make_users(50, 4, 3, 2, seed=12, ragged=True)
+    if shuffle:
+        perm = np.random.default_rng(0).permutation(len(y))
+        X, y, groups = X[perm], y[perm], groups[perm]
+    counts = np.bincount(groups)
+    v_half = fr._split_halves(groups, counts, np.random.default_rng(1))
+    shards = fr._shard(X, y, groups, 50, v_half, 3)
+    assert len(shards) == 3
+    assert sum(s.n_users for s in shards) == 50
+    np.testing.assert_array_equal(np.concatenate([s.counts for s in shards]), counts)
+    assert max(len(s.y) for s in shards) <= len(y) / 3 + counts.max()
+    order = np.argsort(groups, kind="stable")
+    np.testing.assert_array_equal(np.vstack([s.X for s in shards]), X[order])
+    np.testing.assert_array_equal(
+        np.concatenate([s.half_sums()[0] for s in shards]),
+        fr._Users(X, y, groups, 50, v_half).half_sums()[0],
+    )
+    assert all(np.shares_memory(s.X, X) for s in shards) == (not shuffle)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_threads_give_the_one_thread_fit(shuffle):
+    X, y, groups, _, _ = make_users(300, 6, 5, 2, seed=11, ragged=True)
+    if shuffle:
+        perm = np.random.default_rng(0).permutation(len(y))
+        X, y, groups = X[perm], y[perm], groups[perm]
+    fits = [
+        DPFedRep(2, epsilon=2.0, random_state=0, n_jobs=n_jobs).fit(X, y, groups)
+        for n_jobs in [1, 2, 3]
+    ]
+    for fit in fits[1:]:
+        for name in ["components_", "user_coef_", "cold_start_coef_"]:
+            np.testing.assert_allclose(
+                getattr(fit, name), getattr(fits[0], name), atol=1e-10
+            )
 
 
 # --- privacy accounting -------------------------------------------------------
@@ -210,13 +278,15 @@ def test_clipping_bounds_a_heavy_users_contribution(monkeypatch):
         assert round_norms[100] == pytest.approx(clip)  # the heavy user is clipped
 
 
-def per_row_clipped_sum(X, y, ZT, V, layout, clip_norm):
+def per_row_clipped_sum(users, ZT, V, clip_norm):
     """The bug the audit must catch: clipping rows one by one, not users."""
-    resid = np.einsum("kn,nk->n", ZT, V[layout.codes]) - y
-    grads = 2.0 * resid[:, None] * np.linalg.norm(X, axis=1)[:, None]
-    norms = np.abs(grads[:, 0]) * np.linalg.norm(V[layout.codes], axis=1)
-    scale = layout.grad_half * 2.0 * resid * clip_norm / np.maximum(norms, clip_norm)
-    return (X * scale[:, None]).T @ V[layout.codes]
+    X, y, codes = users.X, users.y, users.codes
+    in_grad = users.sum(None, np.eye(len(y)), "grad").sum(axis=0)  # 0/1 per row
+    resid = np.einsum("kn,nk->n", ZT, V[codes]) - y
+    norms = 2.0 * np.abs(resid) * np.linalg.norm(X, axis=1)
+    norms *= np.linalg.norm(V[codes], axis=1)
+    scale = in_grad * 2.0 * resid * clip_norm / np.maximum(norms, clip_norm)
+    return (X * scale[:, None]).T @ V[codes]
 
 
 def _user_audit(n_trials=300):
@@ -324,24 +394,21 @@ def test_initialisation_and_cold_start_terms_are_clipped_per_user(x_scale, y_sca
     matrix Z_i and the cold-start pair (X_iᵀX_i/m, X_iᵀy_i/m) have norm ≤
     their clip (Frobenius, jointly for the pair) whatever the scale of the
     user's rows and targets; with large rows or targets the clip binds."""
-    from skdp._dpgd import row_norms
 
     rng = np.random.default_rng(9)
     X = x_scale * rng.standard_normal((m, 6))
     y = y_scale * rng.standard_normal(m)
-    codes = np.zeros(m, dtype=np.intp)
-    layout = fr._Layout(codes, 1, np.random.default_rng(0))
-    S_v, S_g = layout.sum(y, X, "v"), layout.sum(y, X, "grad")
-    x_norm = row_norms(X)
+    users, _ = users_of(X, y, np.zeros(m, dtype=np.intp))
+    S_v, S_g = users.half_sums()
     clip = 0.5
-    Z = fr._spectral_sum(S_v, S_g, layout, clip)
+    Z = fr._spectral_sum(users, clip)
     # the rank-two term's exact norm: scaled to exactly C when above it
     a, b = S_v[0] / ((m + 1) // 2), S_g[0] / (m // 2)
     raw_Z = (np.outer(a, b) + np.outer(b, a)) / 2
     factor = min(1.0, clip / np.linalg.norm(raw_Z))
     np.testing.assert_allclose(Z, raw_Z * factor, rtol=1e-10, atol=1e-300)
     assert np.linalg.norm(Z) <= clip * (1 + 1e-12)
-    G, h = fr._cold_start_sums(X, x_norm, S_v + S_g, layout, clip)
+    G, h = fr._cold_start_sums(users, clip)
     assert np.hypot(np.linalg.norm(G), np.linalg.norm(h)) <= clip * (1 + 1e-12)
     # The clip binds here (the raw terms are far larger than 0.5), and the
     # clipped cold-start term is the raw one scaled down, not replaced.
@@ -358,9 +425,8 @@ def test_spectral_clip_uses_the_exact_norm(scale):
     exact: a term below the clip passes unchanged, one above comes out at
     exactly C, also when ‖a_i‖‖b_i‖ overflows (rows of 1e160 and 1e300)."""
     x1, x2, y = np.array([1.0, 2.0, 0.0]), np.array([0.0, 1.0, -1.0]), [1.0, 3.0]
-    layout = fr._Layout(np.zeros(2, dtype=np.intp), 1, np.random.default_rng(0))
     X = scale * np.vstack([x1, x2])
-    S_v, S_g = layout.sum(np.array(y), X, "v"), layout.sum(np.array(y), X, "grad")
+    users, _ = users_of(X, np.array(y), np.zeros(2, dtype=np.intp))
     direction = (np.outer(x1, x2) + np.outer(x2, x1)) / 2  # Z = 3 scale² direction
     with np.errstate(over="ignore"):
         norm = (
@@ -368,7 +434,7 @@ def test_spectral_clip_uses_the_exact_norm(scale):
         )  # 3·sqrt(7)·scale²
         clips = [0.5 * norm, 2.0 * norm] if np.isfinite(norm) else [1.0, 1e100]
     for clip in clips:
-        Z = fr._spectral_sum(S_v, S_g, layout, clip)
+        Z = fr._spectral_sum(users, clip)
         if norm <= clip:
             np.testing.assert_allclose(Z, 3.0 * scale**2 * direction, rtol=1e-12)
         else:
@@ -381,16 +447,17 @@ def test_spectral_clip_uses_the_exact_norm(scale):
 def test_non_finite_user_terms_contribute_nothing():
     # A user whose rows overflow X @ U gets a zero term; others are unaffected.
     X, y, groups, _, _ = make_users(30, 4, 5, 2, seed=6)
-    layout = fr._Layout(groups, 30, np.random.default_rng(0))
+    users, v_half = users_of(X, y, groups)
     U = fr._haar(np.random.default_rng(1), 5, 2)
-    V = fr._local_coef(fr._project(X, U), y, layout, "v")
-    base = fr._clipped_gradient_sum(X, y, fr._project(X, U), V, layout, 1.0)
+    V = fr._local_coef(fr._project(X, U), users, "v")
+    base = fr._round_sum(users, U, 1.0)
     X2 = X.copy()
     X2[groups == 0] *= 1e307
-    V2 = fr._local_coef(fr._project(X2, U), y, layout, "v")
-    np.testing.assert_allclose(V2[1:], V[1:])
+    users2 = fr._Users(X2, y, groups, 30, v_half)
     with np.errstate(over="ignore"):
-        got = fr._clipped_gradient_sum(X2, y, fr._project(X2, U), V2, layout, 1.0)
+        V2 = fr._local_coef(fr._project(X2, U), users2, "v")
+        got = fr._round_sum(users2, U, 1.0)
+    np.testing.assert_allclose(V2[1:], V[1:])
     assert np.isfinite(got).all()
     assert np.linalg.norm(got - base) <= 2.0 * (1 + 1e-9)  # one user moved ≤ 2ψ
 

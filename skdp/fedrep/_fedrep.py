@@ -14,10 +14,14 @@ term, never change another user's.
 """
 
 import math
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from itertools import pairwise
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import effective_n_jobs
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -28,6 +32,7 @@ from sklearn.base import (
 from sklearn.metrics import r2_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
@@ -41,53 +46,56 @@ from ..exceptions import MechanismFailedError
 from ..mechanisms import as_generator, gaussian_noise
 
 
-class _Layout:
-    """Rows grouped by user: segment sums and a random half split per user.
+def _split_halves(codes, counts, rng):
+    """Each row's half: True for the user's *v-half*, False for the gradient half.
 
     Every user's rows are put in a random order (``rng``); the first
-    ``ceil(m_i/2)`` of them form the user's *v-half* (local least squares),
-    the others the *gradient half*. Rows stay where they are in X: a per-user
-    sum over all rows, or over one half, is the product with a sparse
-    ``(n_users, n_rows)`` indicator matrix built once. Its columns run through
-    each user's rows in their order in X, so data grouped by user is read
-    front to back, and a sum over one half reads only that half's rows.
+    ``ceil(m_i/2)`` of them form the v-half (local least squares), the other
+    ``floor(m_i/2)`` the gradient half. Drawn once per fit.
+    """
+    n = codes.shape[0]
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    # by user, in a random order within the user: keys in [c, c + 1/2]
+    # never round across users (c < 2**51)
+    shuffled = np.argsort(codes + 0.5 * rng.random(n), kind="stable")
+    rank = np.empty(n, dtype=np.intp)
+    rank[shuffled] = np.arange(n) - starts[codes[shuffled]]
+    return rank < (counts[codes] + 1) // 2
+
+
+class _Users:
+    """A set of users and their rows: per-user sums over all rows or one half.
+
+    ``codes`` numbers the users ``0 .. n_users - 1``; ``v_half`` marks the
+    rows of each user's v-half (see :func:`_split_halves`; None: no halves).
+    A per-user sum is the product with a sparse ``(n_users, n_rows)``
+    indicator matrix, built once per part. Its columns run through each
+    user's rows in their order in X, so data grouped by user is read front
+    to back, and a sum over one half reads only that half's rows.
     """
 
-    def __init__(self, codes, n_users, rng):
-        n = codes.shape[0]
-        self.codes = codes
+    def __init__(self, X, y, codes, n_users, v_half=None):
+        self.X, self.y, self.codes, self.n_users = X, y, codes, n_users
         self.counts = np.bincount(codes, minlength=n_users)
-        self.n_users = n_users
-        starts = np.concatenate(([0], np.cumsum(self.counts)))
-        # by user, in a random order within the user: keys in [c, c + 1/2]
-        # never round across users (c < 2**51)
-        shuffled = np.argsort(codes + 0.5 * rng.random(n), kind="stable")
-        rank = np.empty(n, dtype=np.intp)
-        rank[shuffled] = np.arange(n) - starts[codes[shuffled]]
-        in_v_half = rank < (self.counts[codes] + 1) // 2
-        self.v_half = in_v_half.astype(float)
-        self.grad_half = 1.0 - self.v_half
         self.grad_counts = self.counts // 2
         by_user = np.argsort(codes, kind="stable")
-        self._indicators = {
-            "all": self._indicator(by_user),
-            "v": self._indicator(by_user[in_v_half[by_user]]),
-            "grad": self._indicator(by_user[~in_v_half[by_user]]),
-        }
+        self._indicators = {"all": self._indicator(by_user)}
+        if v_half is not None:
+            in_v = v_half[by_user]
+            self._indicators["v"] = self._indicator(by_user[in_v])
+            self._indicators["grad"] = self._indicator(by_user[~in_v])
 
     def _indicator(self, rows):
         """``(n_users, n_rows)`` CSR matrix with a slot at each of ``rows``."""
-        indptr = np.concatenate(
-            ([0], np.cumsum(np.bincount(self.codes[rows], minlength=self.n_users)))
-        )
-        return sp.csr_matrix(
-            (np.ones(len(rows)), rows, indptr), shape=(self.n_users, len(self.codes))
-        )
+        counts = np.bincount(self.codes[rows], minlength=self.n_users)
+        indptr = np.concatenate(([0], np.cumsum(counts)))
+        shape = (self.n_users, len(self.codes))
+        return sp.csr_matrix((np.ones(len(rows)), rows, indptr), shape=shape)
 
     def sum(self, weights, A, part="all"):
         """Per-user sums ``Σ_j weights_j A_j`` over ``part`` ("all", "v", "grad").
 
-        ``weights``: one per row of X, or None for plain sums.
+        ``weights``: one per row, or None for plain sums.
         """
         indicator = self._indicators[part]
         indicator.data[:] = 1.0 if weights is None else weights[indicator.indices]
@@ -97,6 +105,44 @@ class _Layout:
     def total(self, weights):
         """Per-user sums of a per-row vector."""
         return np.bincount(self.codes, weights=weights, minlength=self.n_users)
+
+    def half_sums(self):
+        """Per-user ``Σ_j y_j x_j`` over the v-half and the gradient half (cached)."""
+        if not hasattr(self, "_half_sums"):
+            with np.errstate(all="ignore"):
+                self._half_sums = (
+                    self.sum(self.y, self.X, "v"),
+                    self.sum(self.y, self.X, "grad"),
+                )
+        return self._half_sums
+
+
+def _shard(X, y, codes, n_users, v_half, n_shards):
+    """Split the users into ``n_shards`` groups of about equal row counts.
+
+    Every user's rows go to one group (each group's per-user sums are
+    complete, so the groups can be processed in parallel and their clipped
+    sums added). A group whose rows are contiguous in X (data grouped by
+    user) views them; otherwise its rows are copied once.
+    """
+    if n_shards == 1:
+        return [_Users(X, y, codes, n_users, v_half)]
+    counts = np.bincount(codes, minlength=n_users)
+    row_starts = np.concatenate(([0], np.cumsum(counts)))
+    targets = np.arange(1, n_shards) * (len(codes) / n_shards)
+    cuts = np.unique(
+        np.concatenate(([0], np.searchsorted(row_starts, targets), [n_users]))
+    )
+    order = np.argsort(codes, kind="stable")
+    shards = []
+    for first, stop in pairwise(cuts):
+        rows = order[row_starts[first] : row_starts[stop]]
+        if rows[-1] - rows[0] + 1 == len(rows):  # distinct rows: a range
+            rows = slice(rows[0], rows[-1] + 1)
+        shards.append(
+            _Users(X[rows], y[rows], codes[rows] - first, stop - first, v_half[rows])
+        )
+    return shards
 
 
 def _weighted_gram(X, weights):
@@ -125,11 +171,11 @@ def _project(X, U):
     return U.T @ X.T
 
 
-def _user_moments(ZT, y, layout, part):
+def _user_moments(ZT, users, part):
     """Per-user ``(Σ_j z_j z_jᵀ, Σ_j y_j z_j)`` over the rows of ``part``.
 
     Shapes (n_users, k, k) and (n_users, k); ``ZT`` is ``(X U)ᵀ`` (see
-    :func:`_project`), ``part`` "all" or "v" (see :class:`_Layout`). The
+    :func:`_project`), ``part`` "all" or "v" (see :class:`_Users`). The
     upper triangle and the right-hand side go through one segment sum.
     """
     k = ZT.shape[0]
@@ -138,52 +184,33 @@ def _user_moments(ZT, y, layout, part):
     with np.errstate(all="ignore"):
         for out, a, b in zip(products, rows, cols, strict=False):
             np.multiply(ZT[a], ZT[b], out=out)  # contiguous, no temporaries
-        np.multiply(ZT, y, out=products[len(rows) :])
-        sums = layout.sum(None, np.ascontiguousarray(products.T), part)
-    A = np.empty((layout.n_users, k, k))
+        np.multiply(ZT, users.y, out=products[len(rows) :])
+        sums = users.sum(None, np.ascontiguousarray(products.T), part)
+    A = np.empty((users.n_users, k, k))
     A[:, rows, cols] = A[:, cols, rows] = sums[:, : len(rows)]
     return A, sums[:, len(rows) :]
-
-
-def _symmetric_eigh(A):
-    """Batched eigendecomposition of symmetric k × k matrices, ascending.
-
-    For k <= 2 in closed form (one rotation angle per matrix: about 5× faster
-    than LAPACK's per-matrix calls, and as accurate), else ``np.linalg.eigh``.
-    """
-    k = A.shape[-1]
-    if k == 1:
-        return A[:, :, 0].copy(), np.ones_like(A)
-    if k > 2:
-        return np.linalg.eigh(A)
-    a, b, c = A[:, 0, 0], A[:, 0, 1], A[:, 1, 1]
-    half_gap, mean = 0.5 * (a - c), 0.5 * (a + c)
-    radius = np.hypot(half_gap, b)
-    angle = 0.5 * np.arctan2(b, half_gap)  # of the top eigenvector
-    cos, sin = np.cos(angle), np.sin(angle)
-    vals = np.stack([mean - radius, mean + radius], axis=1)
-    vecs = np.empty_like(A)
-    vecs[:, 0, 0], vecs[:, 1, 0] = -sin, cos
-    vecs[:, 0, 1], vecs[:, 1, 1] = cos, sin
-    return vals, vecs
 
 
 def _pinv_solve(A, c):
     """Per-user minimum-norm solutions ``v_i = A_i⁺ c_i`` of PSD systems.
 
-    Batched over users: one stacked ``(n_users, k, k)`` eigendecomposition
-    (the pseudo-inverse, eigenvalues below ``k·eps·λ_max`` dropped), each
-    matrix rescaled by its own largest entry first (no overflow, scale-free
-    cut-off). A user with no selected row, a singular system (fewer rows than
-    k) or a non-finite system gets the minimum-norm solution or zero: decided
-    per user, never for all users at once.
+    Batched over users: the pseudo-inverse from each matrix's
+    eigendecomposition (one stacked LAPACK call; in closed form for k = 2,
+    the paper's case, where it is several times faster), eigenvalues below
+    ``k·eps·λ_max`` dropped, each matrix rescaled by its own largest entry
+    first (no overflow, scale-free cut-off). A user with no selected row or
+    a singular system (fewer rows than k) gets the minimum-norm solution; a
+    non-finite system gets zero: decided per user, never for all users at
+    once.
     """
+    if A.shape[1] == 2:
+        return _pinv_solve_2x2(A, c)
     with np.errstate(all="ignore"):
         bad = ~(np.isfinite(A).all(axis=(1, 2)) & np.isfinite(c).all(axis=1))
         A[bad], c[bad] = 0.0, 0.0
         scale = np.abs(A).max(axis=(1, 2))
         scale[scale == 0] = 1.0
-        vals, vecs = _symmetric_eigh(A / scale[:, None, None])
+        vals, vecs = np.linalg.eigh(A / scale[:, None, None])
         cutoff = A.shape[1] * np.finfo(float).eps * np.abs(vals).max(axis=1)
         inv = np.where(vals > cutoff[:, None], 1.0 / vals, 0.0)
         coords = np.einsum("ikl,ik->il", vecs, c) * inv  # diag(1/λ)⁺ Qᵀc
@@ -192,12 +219,37 @@ def _pinv_solve(A, c):
     return V
 
 
-def _local_coef(ZT, y, layout, part):
+def _pinv_solve_2x2(A, c):
+    """:func:`_pinv_solve` for k = 2: one rotation angle per matrix."""
+    with np.errstate(all="ignore"):
+        scale = np.maximum(np.abs(A[:, 0, 0]), np.abs(A[:, 1, 1]))
+        scale = np.maximum(scale, np.abs(A[:, 0, 1]))  # NaN stays NaN
+        ok = np.isfinite(scale) & np.isfinite(c[:, 0]) & np.isfinite(c[:, 1])
+        scale = np.where(ok & (scale > 0), scale, 1.0)
+        a, b, d = A[:, 0, 0] / scale, A[:, 0, 1] / scale, A[:, 1, 1] / scale
+        half_gap, mean = 0.5 * (a - d), 0.5 * (a + d)
+        radius = np.hypot(half_gap, b)
+        top, low = mean + radius, mean - radius  # eigenvalues, top >= |low|
+        angle = 0.5 * np.arctan2(b, half_gap)  # top eigenvector (cos, sin)
+        cos, sin = np.cos(angle), np.sin(angle)
+        cutoff = 2.0 * np.finfo(float).eps * np.abs(top)
+        inv_top = np.where(top > cutoff, 1.0 / top, 0.0)
+        inv_low = np.where(low > cutoff, 1.0 / low, 0.0)
+        along_top = (cos * c[:, 0] + sin * c[:, 1]) * inv_top
+        along_low = (cos * c[:, 1] - sin * c[:, 0]) * inv_low
+        V = np.empty_like(c)
+        V[:, 0] = (cos * along_top - sin * along_low) / scale
+        V[:, 1] = (sin * along_top + cos * along_low) / scale
+    V[~(ok & np.isfinite(V).all(axis=1))] = 0.0
+    return V
+
+
+def _local_coef(ZT, users, part):
     """Per-user minimum-norm least squares ``v_i = (Z_iᵀZ_i)⁺ Z_iᵀ y_i``.
 
     ``ZT = (X U)ᵀ``; ``part`` ("all" or "v") selects each user's rows.
     """
-    return _pinv_solve(*_user_moments(ZT, y, layout, part))
+    return _pinv_solve(*_user_moments(ZT, users, part))
 
 
 def _user_clip_factors(G, V, counts, clip_norm):
@@ -224,7 +276,50 @@ def _user_clip_factors(G, V, counts, clip_norm):
     return np.where(ok, omega, 0.0)
 
 
-def _clipped_gradient_sum(X, y, ZT, V, layout, clip_norm):
+def _round_sum(users, U, clip_norm):
+    """One round of Algorithm 1 for these users: ``Σ_i clip_C(∇_i)`` at ``U``."""
+    ZT = _project(users.X, U)
+    return _clipped_gradient_sum(users, ZT, _local_coef(ZT, users, "v"), clip_norm)
+
+
+def _heads(users, U):
+    """Each user's own least-squares head on all their rows, at ``U`` (not DP)."""
+    return _local_coef(_project(users.X, U), users, "all")
+
+
+@contextmanager
+def _over_shards(shards):
+    """``total(fn, *args)``: the sum over the shards of ``fn(shard, *args)``.
+
+    With several shards, they run in threads (numpy, scipy and BLAS release
+    the GIL). BLAS is held to one thread throughout: the shards share the
+    cores instead of oversubscribing them, and the many small products here
+    (n × d by d × k) run faster on one BLAS thread than on several even with
+    one shard. The sum is taken in shard order, so a seeded fit does not
+    depend on thread timing. ``combine=False`` returns the list of per-shard
+    results instead.
+    """
+
+    def combined(results, combine):
+        if not combine:
+            return results
+        if isinstance(results[0], tuple):
+            return tuple(sum(parts) for parts in zip(*results, strict=True))
+        return sum(results)
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        if len(shards) == 1:
+            yield lambda fn, *args, combine=True: combined(
+                [fn(shards[0], *args)], combine
+            )
+            return
+        with ThreadPoolExecutor(len(shards)) as pool:
+            yield lambda fn, *args, combine=True: combined(
+                list(pool.map(lambda shard: fn(shard, *args), shards)), combine
+            )
+
+
+def _clipped_gradient_sum(users, ZT, V, clip_norm):
     """``Σ_i clip_C(∇_i)`` (d, k): the per-user clipped gradients of one round.
 
     ``∇_i = (2/b_i) Σ_{j∈B'_i} (⟨x_j, U v_i⟩ − y_j) x_j v_iᵀ`` over the user's
@@ -232,17 +327,17 @@ def _clipped_gradient_sum(X, y, ZT, V, layout, clip_norm):
     one user's whole data changes this sum by at most ``2C`` in Frobenius norm.
     """
     with np.errstate(all="ignore"):
-        resid = -y
+        resid = -users.y
         for a in range(ZT.shape[0]):
-            resid = resid + ZT[a] * V[:, a][layout.codes]
+            resid = resid + ZT[a] * V[:, a][users.codes]
         resid[~np.isfinite(resid)] = 0.0
-        G = layout.sum(resid, X, "grad")
-    omega = _user_clip_factors(G, V, layout.grad_counts, clip_norm)
+        G = users.sum(resid, users.X, "grad")
+    omega = _user_clip_factors(G, V, users.grad_counts, clip_norm)
     G[omega == 0] = 0.0  # 0 · inf would be NaN
     return G.T @ (omega[:, None] * V)
 
 
-def _spectral_sum(S_v, S_g, layout, clip_norm):
+def _spectral_sum(users, clip_norm):
     """``Σ_i clip(Z_i)`` (d, d) of Algorithm 2, clipped per user.
 
     ``Z_i = (a_i b_iᵀ + b_i a_iᵀ)/2`` with ``a_i``, ``b_i`` the means of
@@ -257,7 +352,8 @@ def _spectral_sum(S_v, S_g, layout, clip_norm):
     scales it by exactly what is needed. Users with one row contribute 0, and
     so does a user whose term is not finite.
     """
-    pairs = (layout.counts - layout.grad_counts) * layout.grad_counts
+    S_v, S_g = users.half_sums()
+    pairs = (users.counts - users.grad_counts) * users.grad_counts
     sum_v, sum_g = row_norms(S_v), row_norms(S_g)
     with np.errstate(all="ignore"):
         a_unit, b_unit = S_v / sum_v[:, None], S_g / sum_g[:, None]
@@ -272,7 +368,7 @@ def _spectral_sum(S_v, S_g, layout, clip_norm):
     return (half + half.T) / 2.0
 
 
-def _cold_start_sums(X, x_norm, S, layout, clip_norm):
+def _cold_start_sums(users, clip_norm):
     """``Σ_i clip(G_i, h_i)``: each user's ``(X_iᵀX_i/m_i, X_iᵀy_i/m_i)``.
 
     The pair is clipped jointly to norm C with the bound
@@ -280,16 +376,17 @@ def _cold_start_sums(X, x_norm, S, layout, clip_norm):
     Returns ``(Σ c_i G_i, Σ c_i h_i)``; a user whose term is not finite
     contributes 0.
     """
-    m = layout.counts.astype(float)
+    m = users.counts.astype(float)
+    S_v, S_g = users.half_sums()
     with np.errstate(all="ignore"):
-        h = S / m[:, None]
-        trace = layout.total(x_norm**2) / m
+        h = (S_v + S_g) / m[:, None]
+        trace = users.total(row_norms(users.X) ** 2) / m
         bound = np.hypot(trace, row_norms(h))
         c = np.where(bound > 0, np.minimum(1.0, clip_norm / bound), 1.0)
         ok = np.isfinite(bound) & np.isfinite(c)  # a finite ‖h_i‖: h_i finite
     c = np.where(ok, c, 0.0)
     h[~ok] = 0.0
-    return _weighted_gram(X, (c / m)[layout.codes]), c @ h
+    return _weighted_gram(users.X, (c / m)[users.codes]), c @ h
 
 
 def _haar(rng, d, k):
@@ -390,6 +487,13 @@ class DPFedRep(
         Seeds the within-user splits, the random start and the noise. None
         draws fresh operating-system entropy: use it in production, since a
         known seed makes the noise predictable.
+    n_jobs : int, default=None
+        Threads over which the users are split, each user with all their rows
+        in one thread (numpy, scipy and BLAS release the GIL, so the threads
+        use separate cores). The per-thread clipped sums are added in a fixed
+        order: a seeded fit gives the same result for any ``n_jobs`` up to
+        floating-point rounding. ``None`` means 1 unless in a
+        :func:`joblib.parallel_config` context; ``-1`` means all processors.
     verbose : int, default=0
         1: the guarantee being spent, progress and a summary; 2: every round.
 
@@ -542,6 +646,7 @@ class DPFedRep(
             Interval(Real, 0, None, closed="neither"),
             StrOptions({"auto"}),
         ],
+        "n_jobs": [Integral, None],
         "verbose": ["verbose"],
     }
 
@@ -559,6 +664,7 @@ class DPFedRep(
         init_clip_norm="auto",
         cold_start_clip_norm="auto",
         random_state=None,
+        n_jobs=None,
         verbose=0,
     ):
         self.n_components = n_components
@@ -572,6 +678,7 @@ class DPFedRep(
         self.init_clip_norm = init_clip_norm
         self.cold_start_clip_norm = cold_start_clip_norm
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     @atomic_fit
@@ -624,10 +731,9 @@ class DPFedRep(
             ),
         )
         split_rng, init_rng, noise_rng = as_generator(self.random_state).spawn(3)
-        layout = _Layout(codes, n, split_rng)
-        x_norm = row_norms(X)
-        with np.errstate(all="ignore"):  # per-user Σ_j y_j x_j over each half
-            S_v, S_g = layout.sum(y, X, "v"), layout.sum(y, X, "grad")
+        v_half = _split_halves(codes, np.bincount(codes, minlength=n), split_rng)
+        n_shards = min(effective_n_jobs(self.n_jobs), n)
+        shards = _shard(X, y, codes, n, v_half, n_shards)
 
         progress = _Progress("DPFedRep", self.n_rounds, self.verbose)
         if self.verbose > 0:
@@ -637,41 +743,42 @@ class DPFedRep(
                 f"n = {n} users, d = {d}; noise std {z * 2 * clip / n:.4g} on "
                 "each mean gradient"
             )
-        if private_init:
-            Z_mean = _spectral_sum(S_v, S_g, layout, init_clip) / n
-            Z_mean += gaussian_noise(noise_rng, z * 2.0 * init_clip / n, (d, d))
-            U = _top_eigenvectors(Z_mean, k)
-        elif U_public is not None:
-            U = U_public
-        else:
-            U = _haar(init_rng, d, k)
-        U0 = U
-        progress.phase("initialisation")
+        with _over_shards(shards) as total:
+            if private_init:
+                Z_mean = total(_spectral_sum, init_clip) / n
+                Z_mean += gaussian_noise(noise_rng, z * 2.0 * init_clip / n, (d, d))
+                U = _top_eigenvectors(Z_mean, k)
+            elif U_public is not None:
+                U = U_public
+            else:
+                U = _haar(init_rng, d, k)
+            U0 = U
+            progress.phase("initialisation")
 
-        step_std = z * 2.0 * clip / n
-        for t in range(self.n_rounds):
-            ZT = _project(X, U)
-            V = _local_coef(ZT, y, layout, "v")
-            grad = _clipped_gradient_sum(X, y, ZT, V, layout, clip) / n
-            grad += gaussian_noise(noise_rng, step_std, (d, k))
-            U = np.linalg.qr(U - self.learning_rate * grad)[0]
-            progress.step(t)
+            step_std = z * 2.0 * clip / n
+            for t in range(self.n_rounds):
+                grad = total(_round_sum, U, clip) / n
+                grad += gaussian_noise(noise_rng, step_std, (d, k))
+                U = np.linalg.qr(U - self.learning_rate * grad)[0]
+                progress.step(t)
 
-        cold_std = z * 2.0 * cold_clip / n
-        G_sum, h_sum = _cold_start_sums(X, x_norm, S_v + S_g, layout, cold_clip)
-        G = G_sum / n + gaussian_noise(noise_rng, cold_std, (d, d))
-        h = h_sum / n + gaussian_noise(noise_rng, cold_std, d)
-        self.cold_start_coef_ = _floored_solve(G, h, 4.0 * cold_std * math.sqrt(d))
-        if not (np.isfinite(U).all() and np.isfinite(self.cold_start_coef_).all()):
-            raise MechanismFailedError(
-                "Private FedRep produced a non-finite model; lower the learning rate."
-            )
+            cold_std = z * 2.0 * cold_clip / n
+            G_sum, h_sum = total(_cold_start_sums, cold_clip)
+            G = G_sum / n + gaussian_noise(noise_rng, cold_std, (d, d))
+            h = h_sum / n + gaussian_noise(noise_rng, cold_std, d)
+            self.cold_start_coef_ = _floored_solve(G, h, 4.0 * cold_std * math.sqrt(d))
+            if not (np.isfinite(U).all() and np.isfinite(self.cold_start_coef_).all()):
+                raise MechanismFailedError(
+                    "Private FedRep produced a non-finite model; lower the learning "
+                    "rate."
+                )
+            # not DP, not summed: each user's own head on the released U
+            self.user_coef_ = np.concatenate(total(_heads, U, combine=False))
         progress.done(cost)
 
         self.components_ = U.T.copy()
         self.init_components_ = U0.T.copy()
         self.users_ = users
-        self.user_coef_ = _local_coef(_project(X, U), y, layout, "all")
         self.n_users_ = n
         self.n_iter_ = n_iter
         self.noise_multiplier_ = z
@@ -803,9 +910,8 @@ class DPFedRep(
         check_is_fitted(self)
         X, y = validate_data(self, X, y, reset=False, dtype=np.float64, y_numeric=True)
         new_users, codes = _encode_groups(_check_groups(groups, X.shape[0]), len(y))
-        layout = _Layout(codes, len(new_users), np.random.default_rng(0))
         U = self.components_.T
-        heads = _local_coef(_project(X, U), y, layout, "all")
+        heads = _heads(_Users(X, y, codes, len(new_users)), U)
         users = np.union1d(self.users_, new_users)
         coef = np.zeros((len(users), U.shape[1]))
         coef[np.searchsorted(users, self.users_)] = self.user_coef_
