@@ -1,7 +1,5 @@
 """DPFedRep: Private FedRep with user-level privacy (Snedeker, Zhou & Bassily)."""
 
-import time
-
 import numpy as np
 import pytest
 import sklearn
@@ -500,12 +498,12 @@ def test_synthetic_experiment_trends():
     assert mse["exact", 8.0] < 0.02
 
 
-def test_paper_size_fit_is_fast():
+def test_paper_size_fit_recovers_the_representation():
+    # the paper's size; its fit time is measured in benchmarks/bench_fedrep.py
     X, y, groups, U, V = make_users(20000, 10, 50, 2, seed=1)
-    est = DPFedRep(2, epsilon=8.0, delta=1e-6, n_rounds=5, learning_rate=1.0)
-    start = time.perf_counter()
-    est.fit(X, y, groups)
-    assert time.perf_counter() - start < 10.0
+    est = DPFedRep(
+        2, epsilon=8.0, delta=1e-6, n_rounds=5, learning_rate=1.0, n_jobs=2
+    ).fit(X, y, groups)
     assert population_mse(est, U, V) < 0.005
 
 

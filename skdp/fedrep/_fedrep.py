@@ -1,9 +1,12 @@
 """DPFedRep: Private FedRep (Snedeker, Zhou & Bassily, Algorithms 1 and 2).
 
-Rows stay where they are; a sum over each user's rows is one sparse-times-dense
-product with a ``(n_users, n_rows)`` indicator matrix, and the users' k × k
-systems are solved as one stacked eigendecomposition: no Python loop over users,
-and nothing of size ``n_users × d × k`` or ``n_users × d × d`` is ever built.
+Rows stay where they are; a sum over each user's rows (or over one half of
+them) is one sparse-times-dense product with a ``(n_users, n_rows)`` indicator
+matrix, and the users' k × k systems are solved as one stacked
+eigendecomposition (closed form for k = 2): no Python loop over users, and
+nothing of size ``n_users × d × k`` or ``n_users × d × d`` is ever built. With
+``n_jobs > 1`` the users are split into shards of whole users that run in
+threads; their clipped sums are added in a fixed order.
 
 Privacy: every quantity that leaves a user is clipped *per user* (one user's
 whole data moves one clipped term), and every global choice (step size, clip,
@@ -57,7 +60,7 @@ def _split_halves(codes, counts, rng):
     starts = np.concatenate(([0], np.cumsum(counts)))
     # by user, in a random order within the user: keys in [c, c + 1/2]
     # never round across users (c < 2**51)
-    shuffled = np.argsort(codes + 0.5 * rng.random(n), kind="stable")
+    shuffled = np.argsort(codes + 0.5 * rng.random(n))  # keys are distinct
     rank = np.empty(n, dtype=np.intp)
     rank[shuffled] = np.arange(n) - starts[codes[shuffled]]
     return rank < (counts[codes] + 1) // 2
@@ -471,7 +474,8 @@ class DPFedRep(
     init : {"private", "random"} or array-like of shape (n_features, n_components), \
             default="private"
         ``"private"``: Algorithm 2, a noisy clipped mean of the users'
-        subspace estimators ``Σ_{j≠l} y_j y_l x_j x_lᵀ/(m(m−1))``, then its
+        unbiased estimators of ``w_i w_iᵀ`` (the symmetrised product of the
+        means of ``y_j x_j`` over the user's two halves; Notes), then its
         top-k eigenvectors; one Gaussian release paid from the budget.
         ``"random"``: a uniformly random ``U_0`` (free). An array: a public
         starting representation (e.g. learnt on public data), orthonormalised
@@ -579,10 +583,17 @@ class DPFedRep(
     impossible at the paper's m = 10), and the final ``v_i`` uses all of the
     user's rows (it is not DP either way). Local systems use the
     minimum-norm solution (pseudo-inverse) where the paper assumes
-    invertibility. Algorithm 2 uses all of each user's rows, the
-    normalisation ``1/(m(m−1))`` and a norm bound for clipping; its result is
-    symmetrised before the eigendecomposition (post-processing). The paper
-    accounts Algorithms 1 and 2 separately; here one budget covers both.
+    invertibility. Algorithm 2 uses all of each user's rows, and its
+    per-user matrix is Duchi et al.'s pairwise estimator restricted to the
+    pairs that cross the user's two halves, ``Z_i = (a_i b_iᵀ + b_i a_iᵀ)/2``
+    with ``a_i``, ``b_i`` the means of ``y_j x_j`` over the halves: like the
+    paper's sum over all pairs ``j ≠ l`` (normalised by ``m(m−1)``) it has
+    mean ``w_i w_iᵀ`` and the same leading-order variance, but it is rank
+    two, so it is clipped by its exact Frobenius norm, and it costs
+    ``O(m_i d)`` instead of a ``d × d`` Gram product per user. The noisy mean
+    is symmetrised before the eigendecomposition (post-processing). The
+    paper accounts Algorithms 1 and 2 separately; here one budget covers
+    both.
 
     **Routing.** ``groups`` (one user id per row) is metadata: enable
     scikit-learn's metadata routing and call ``set_fit_request(groups=True)``
@@ -599,8 +610,11 @@ class DPFedRep(
     hardened against the attacks of Mironov (2012); seeded runs are for
     research only.
 
-    **Cost.** ``O(N·d·k)`` time per round (N rows) plus ``O(N·d²)`` for the
-    initialisation and the cold-start model; memory ``O(N·(d + k²) + d²)``.
+    **Cost.** ``O(N·d·k)`` time per round (N rows), ``O(N·d + n·d²)`` for
+    the initialisation and ``O(N·d²)`` for the cold-start model; memory
+    ``O(N·(d + k²) + n·d + d²)``. About 0.13 s at the paper's size (20000
+    users × 10 rows, d = 50, T = 5) with ``n_jobs=2``, 23× faster than a
+    per-user loop (``benchmarks/bench_fedrep.py``).
 
     References
     ----------
