@@ -104,7 +104,7 @@ def test_spectral_initialisation_sum_equals_a_per_user_loop():
         n_clipped += norm > clip
         ref += Z * min(1.0, clip / norm)
     assert 5 <= n_clipped <= 35  # the clip binds for some users, not all
-    S_v, S_g = users.half_sums()
+    S_v, S_g = users.half_sums
     for u in [0, 17, 39]:
         rows = groups == u
         np.testing.assert_allclose(S_v[u], X[rows & v_half].T @ y[rows & v_half])
@@ -123,7 +123,7 @@ def test_spectral_estimator_is_unbiased_for_the_users_subspace():
     X = rng.standard_normal((n_users * m, d))
     y = X @ w + 0.1 * rng.standard_normal(len(groups))
     users, _ = users_of(X, y, groups, seed=1)
-    S_v, S_g = users.half_sums()
+    S_v, S_g = users.half_sums
     mean = fr._spectral_sum(users, np.inf) / n_users
     # per-entry standard errors from the per-user terms themselves
     a, b = S_v / 3, S_g / 2
@@ -180,8 +180,8 @@ def test_shards_keep_every_user_whole(shuffle):
     order = np.argsort(groups, kind="stable")
     np.testing.assert_array_equal(np.vstack([s.X for s in shards]), X[order])
     np.testing.assert_array_equal(
-        np.concatenate([s.half_sums()[0] for s in shards]),
-        fr._Users(X, y, groups, 50, v_half).half_sums()[0],
+        np.concatenate([s.half_sums[0] for s in shards]),
+        fr._Users(X, y, groups, 50, v_half).half_sums[0],
     )
     assert all(np.shares_memory(s.X, X) for s in shards) == (not shuffle)
 
@@ -397,7 +397,7 @@ def test_initialisation_and_cold_start_terms_are_clipped_per_user(x_scale, y_sca
     X = x_scale * rng.standard_normal((m, 6))
     y = y_scale * rng.standard_normal(m)
     users, _ = users_of(X, y, np.zeros(m, dtype=np.intp))
-    S_v, S_g = users.half_sums()
+    S_v, S_g = users.half_sums
     clip = 0.5
     Z = fr._spectral_sum(users, clip)
     # the rank-two term's exact norm: scaled to exactly C when above it

@@ -19,6 +19,7 @@ term, never change another user's.
 import math
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import cached_property
 from itertools import pairwise
 from numbers import Integral, Real
 
@@ -33,6 +34,7 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.metrics import r2_score
+from sklearn.utils import assert_all_finite
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
@@ -74,26 +76,32 @@ class _Users:
     A per-user sum is the product with a sparse ``(n_users, n_rows)``
     indicator matrix, built once per part. Its columns run through each
     user's rows in their order in X, so data grouped by user is read front
-    to back, and a sum over one half reads only that half's rows.
+    to back, and a sum over one half reads only that half's rows. The
+    indicators and the cached statistics are built on first use, i.e. in
+    the shard's own thread.
     """
 
     def __init__(self, X, y, codes, n_users, v_half=None):
         self.X, self.y, self.codes, self.n_users = X, y, codes, n_users
         self.counts = np.bincount(codes, minlength=n_users)
         self.grad_counts = self.counts // 2
-        by_user = np.argsort(codes, kind="stable")
-        self._indicators = {"all": self._indicator(by_user)}
-        if v_half is not None:
-            in_v = v_half[by_user]
-            self._indicators["v"] = self._indicator(by_user[in_v])
-            self._indicators["grad"] = self._indicator(by_user[~in_v])
+        self._v_half = v_half
 
-    def _indicator(self, rows):
-        """``(n_users, n_rows)`` CSR matrix with a slot at each of ``rows``."""
-        counts = np.bincount(self.codes[rows], minlength=self.n_users)
-        indptr = np.concatenate(([0], np.cumsum(counts)))
-        shape = (self.n_users, len(self.codes))
-        return sp.csr_matrix((np.ones(len(rows)), rows, indptr), shape=shape)
+    @cached_property
+    def _indicators(self):
+        codes = self.codes
+        by_user = np.argsort(codes, kind="stable")
+        indicators = {"all": by_user}
+        if self._v_half is not None:
+            in_v = self._v_half[by_user]
+            indicators["v"], indicators["grad"] = by_user[in_v], by_user[~in_v]
+        for part, rows in indicators.items():
+            counts = np.bincount(codes[rows], minlength=self.n_users)
+            indptr = np.concatenate(([0], np.cumsum(counts)))
+            indicators[part] = sp.csr_matrix(
+                (np.ones(len(rows)), rows, indptr), shape=(self.n_users, len(codes))
+            )
+        return indicators
 
     def sum(self, weights, A, part="all"):
         """Per-user sums ``Σ_j weights_j A_j`` over ``part`` ("all", "v", "grad").
@@ -109,15 +117,23 @@ class _Users:
         """Per-user sums of a per-row vector."""
         return np.bincount(self.codes, weights=weights, minlength=self.n_users)
 
+    @cached_property
+    def x_norm(self):
+        """The row norms of X (overflow-free; not finite only for NaN/inf rows)."""
+        with np.errstate(invalid="ignore"):  # inf / inf in a row with an inf
+            return row_norms(self.X)
+
+    @cached_property
     def half_sums(self):
-        """Per-user ``Σ_j y_j x_j`` over the v-half and the gradient half (cached)."""
-        if not hasattr(self, "_half_sums"):
-            with np.errstate(all="ignore"):
-                self._half_sums = (
-                    self.sum(self.y, self.X, "v"),
-                    self.sum(self.y, self.X, "grad"),
-                )
-        return self._half_sums
+        """Per-user ``Σ_j y_j x_j`` over the v-half and over the gradient half."""
+        with np.errstate(all="ignore"):
+            return self.sum(self.y, self.X, "v"), self.sum(self.y, self.X, "grad")
+
+
+def _rows_are_finite(users):
+    """Whether every row norm is finite: X has no NaN or inf (one pass, shared
+    with the cold-start model's use of the norms), unless a norm overflows."""
+    return bool(np.isfinite(users.x_norm).all())
 
 
 def _shard(X, y, codes, n_users, v_half, n_shards):
@@ -355,7 +371,7 @@ def _spectral_sum(users, clip_norm):
     scales it by exactly what is needed. Users with one row contribute 0, and
     so does a user whose term is not finite.
     """
-    S_v, S_g = users.half_sums()
+    S_v, S_g = users.half_sums
     pairs = (users.counts - users.grad_counts) * users.grad_counts
     sum_v, sum_g = row_norms(S_v), row_norms(S_g)
     with np.errstate(all="ignore"):
@@ -380,10 +396,10 @@ def _cold_start_sums(users, clip_norm):
     contributes 0.
     """
     m = users.counts.astype(float)
-    S_v, S_g = users.half_sums()
+    S_v, S_g = users.half_sums
     with np.errstate(all="ignore"):
         h = (S_v + S_g) / m[:, None]
-        trace = users.total(row_norms(users.X) ** 2) / m
+        trace = users.total(users.x_norm**2) / m
         bound = np.hypot(trace, row_norms(h))
         c = np.where(bound > 0, np.minimum(1.0, clip_norm / bound), 1.0)
         ok = np.isfinite(bound) & np.isfinite(c)  # a finite ‖h_i‖: h_i finite
@@ -716,7 +732,11 @@ class DPFedRep(
             The fitted estimator.
         """
         require_positive_delta(self)
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        # X's finiteness is checked below, in the shards' first pass over X
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, y_numeric=True, ensure_all_finite=False
+        )
+        assert_all_finite(y, input_name="y")
         n_rows, d = X.shape
         k = self.n_components
         if k > d:
@@ -758,6 +778,8 @@ class DPFedRep(
                 "each mean gradient"
             )
         with _over_shards(shards) as total:
+            if not all(total(_rows_are_finite, combine=False)):
+                assert_all_finite(X, input_name="X")  # NaN or inf: the usual error
             if private_init:
                 Z_mean = total(_spectral_sum, init_clip) / n
                 Z_mean += gaussian_noise(noise_rng, z * 2.0 * init_clip / n, (d, d))
