@@ -89,29 +89,42 @@ class _Users:
 
     @cached_property
     def _indicators(self):
-        codes = self.codes
+        """Part name -> CSR matrix with one slot per row of that part.
+
+        "all", "v" and "grad" have one row per user. "halves" has two per
+        user (v-half, then gradient half): it computes both half sums in one
+        product that reads X nearly front to back (grouped data), where two
+        products over interleaved halves would each skip every other row.
+        """
+        codes, n = self.codes, self.n_users
         by_user = np.argsort(codes, kind="stable")
-        indicators = {"all": by_user}
+        keys = {"all": (by_user, codes, n)}
         if self._v_half is not None:
             in_v = self._v_half[by_user]
-            indicators["v"], indicators["grad"] = by_user[in_v], by_user[~in_v]
-        for part, rows in indicators.items():
-            counts = np.bincount(codes[rows], minlength=self.n_users)
+            keys["v"] = (by_user[in_v], codes, n)
+            keys["grad"] = (by_user[~in_v], codes, n)
+            half_codes = 2 * codes + ~self._v_half  # v-half first
+            keys["halves"] = (np.argsort(half_codes, kind="stable"), half_codes, 2 * n)
+        indicators = {}
+        for part, (rows, row_codes, n_out) in keys.items():
+            counts = np.bincount(row_codes[rows], minlength=n_out)
             indptr = np.concatenate(([0], np.cumsum(counts)))
             indicators[part] = sp.csr_matrix(
-                (np.ones(len(rows)), rows, indptr), shape=(self.n_users, len(codes))
+                (np.ones(len(rows)), rows, indptr), shape=(n_out, len(codes))
             )
         return indicators
 
     def sum(self, weights, A, part="all"):
         """Per-user sums ``Σ_j weights_j A_j`` over ``part`` ("all", "v", "grad").
 
-        ``weights``: one per row, or None for plain sums.
+        ``weights``: one per row, or None for plain sums. Part "halves" gives
+        ``(n_users, 2, ...)``: the sums over the v-half and the gradient half.
         """
         indicator = self._indicators[part]
         indicator.data[:] = 1.0 if weights is None else weights[indicator.indices]
         flat = A.reshape(A.shape[0], -1)
-        return np.asarray(indicator @ flat).reshape((self.n_users, *A.shape[1:]))
+        shape = (self.n_users, 2) if part == "halves" else (self.n_users,)
+        return np.asarray(indicator @ flat).reshape((*shape, *A.shape[1:]))
 
     def total(self, weights):
         """Per-user sums of a per-row vector."""
@@ -127,7 +140,8 @@ class _Users:
     def half_sums(self):
         """Per-user ``Σ_j y_j x_j`` over the v-half and over the gradient half."""
         with np.errstate(all="ignore"):
-            return self.sum(self.y, self.X, "v"), self.sum(self.y, self.X, "grad")
+            both = self.sum(self.y, self.X, "halves")
+        return both[:, 0], both[:, 1]
 
 
 def _rows_are_finite(users):
