@@ -528,6 +528,9 @@ class DPFedRep(
         order: a seeded fit gives the same result for any ``n_jobs`` up to
         floating-point rounding. ``None`` means 1 unless in a
         :func:`joblib.parallel_config` context; ``-1`` means all processors.
+        BLAS is limited to one thread during ``fit`` (as in
+        :class:`~sklearn.cluster.KMeans`): its many small products run faster
+        that way, and the threads do not oversubscribe the cores.
     verbose : int, default=0
         1: the guarantee being spent, progress and a summary; 2: every round.
 
