@@ -156,10 +156,21 @@ def test_batched_pseudo_inverse_solve_matches_numpy(k):
     )
     got = fr._pinv_solve(A.copy(), c.copy())
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-300)
-    A_bad, c_bad = A[:3].copy(), c[:3].copy()
-    A_bad[0, 0, 0], A_bad[1, -1, -1], c_bad[2, 0] = np.nan, np.inf, np.nan
-    got = fr._pinv_solve(A_bad, c_bad)
-    np.testing.assert_array_equal(got, 0.0)
+    # non-finite systems (users 1-3) or an overflowing solution (user 4, 1e309)
+    # give 0 for that user alone: user 0 is solved as before
+    A_bad, c_bad = A[:5].copy(), c[:5].copy()
+    A_bad[1, 0, 0], A_bad[2, -1, -1], c_bad[3, -1] = np.nan, np.inf, np.nan
+    A_bad[4], c_bad[4] = 1e-9 * np.eye(k), 1e300
+    expected_bad = np.zeros_like(c_bad)
+    expected_bad[0] = expected[0]
+    with np.errstate(over="ignore"):
+        got = fr._pinv_solve(A_bad, c_bad)
+    np.testing.assert_allclose(got, expected_bad, rtol=1e-9, atol=0.0)
+    if k > 1:  # and a finite solution of a system with a huge c is not dropped
+        c_ok = np.full((1, k), 1e300)
+        np.testing.assert_allclose(
+            fr._pinv_solve(np.eye(k)[None].copy(), c_ok), c_ok, rtol=1e-12
+        )
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
@@ -192,10 +203,21 @@ def test_threads_give_the_one_thread_fit(shuffle):
     if shuffle:
         perm = np.random.default_rng(0).permutation(len(y))
         X, y, groups = X[perm], y[perm], groups[perm]
-    fits = [
-        DPFedRep(2, epsilon=2.0, random_state=0, n_jobs=n_jobs).fit(X, y, groups)
-        for n_jobs in [1, 2, 3]
-    ]
+    used = []
+    real_shard = fr._shard
+
+    def spy(*args):
+        shards = real_shard(*args)
+        used.append(len(shards))
+        return shards
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fr, "_shard", spy)
+        fits = [
+            DPFedRep(2, epsilon=2.0, random_state=0, n_jobs=n_jobs).fit(X, y, groups)
+            for n_jobs in [1, 2, 3]
+        ]
+    assert used == [1, 2, 3]
     for fit in fits[1:]:
         for name in ["components_", "user_coef_", "cold_start_coef_"]:
             np.testing.assert_allclose(
@@ -415,6 +437,13 @@ def test_initialisation_and_cold_start_terms_are_clipped_per_user(x_scale, y_sca
     scale = np.linalg.norm(G) / np.linalg.norm(raw_G)
     np.testing.assert_allclose(G, scale * raw_G, rtol=1e-10, atol=1e-15)
     np.testing.assert_allclose(h, scale * raw_h, rtol=1e-10, atol=1e-15)
+    # scaled by exactly what its bound hypot(trace G_i, ‖h_i‖) needs ...
+    np.testing.assert_allclose(np.hypot(np.trace(G), np.linalg.norm(h)), clip)
+    # ... and a term within its clip passes unchanged
+    loose = 2.0 * np.hypot(np.trace(raw_G), np.linalg.norm(raw_h))
+    G, h = fr._cold_start_sums(users, loose)
+    np.testing.assert_allclose(G, raw_G, rtol=1e-12)
+    np.testing.assert_allclose(h, raw_h, rtol=1e-12)
 
 
 @pytest.mark.parametrize("scale", [1e-3, 1.0, 1e160, 1e300])
@@ -460,12 +489,78 @@ def test_non_finite_user_terms_contribute_nothing():
     assert np.linalg.norm(got - base) <= 2.0 * (1 + 1e-9)  # one user moved ≤ 2ψ
 
 
+def test_a_users_overflowing_gradient_is_dropped_not_added():
+    """User 0's residuals are finite but r_j x_j overflows: ‖G_0‖ = inf. The
+    round's sum is then exactly the other users' sum (nothing non-finite
+    leaks into it, and nothing of user 0)."""
+    X, y, groups, _, _ = make_users(12, 4, 3, 1, seed=13)
+    X[groups == 0] = 1e300
+    y[groups == 0] = 0.0
+    users, v_half = users_of(X, y, groups)
+    U = np.array([[1.0], [0.0], [0.0]])
+    ZT = fr._project(X, U)
+    V = np.ones((12, 1))  # residuals of user 0: 1e300, finite
+    with np.errstate(over="ignore"):
+        got = fr._clipped_gradient_sum(users, ZT, V, 1.0)
+    others = groups != 0
+    rest = fr._Users(X[others], y[others], groups[others] - 1, 11, v_half[others])
+    expected = fr._clipped_gradient_sum(rest, fr._project(X[others], U), V[1:], 1.0)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert np.abs(expected).max() > 0
+
+
+def test_weighted_gram_over_many_blocks():
+    rng = np.random.default_rng(14)
+    X, w = rng.standard_normal((20000, 3)), rng.random(20000)
+    np.testing.assert_allclose(fr._weighted_gram(X, w), X.T @ (w[:, None] * X))
+
+
+def test_within_user_split_is_random_and_seeded():
+    """Each user's v-half is ceil(m/2) of their rows drawn at random: over
+    400 seeds every row of a 5-row user is in it with frequency 3/5 (±0.1,
+    > 4 standard errors), and a seed fixes the split."""
+    codes = np.repeat(np.arange(3), 5)
+    counts = np.bincount(codes)
+    draws = np.array(
+        [fr._split_halves(codes, counts, np.random.default_rng(s)) for s in range(400)]
+    )
+    assert np.all(np.abs(draws.mean(axis=0) - 0.6) < 0.1)
+    np.testing.assert_array_equal(draws.sum(axis=1), 9)  # 3 per user
+    np.testing.assert_array_equal(
+        fr._split_halves(codes, counts, np.random.default_rng(7)), draws[7]
+    )
+
+
+def test_random_start_is_sign_symmetric():
+    """``init="random"`` draws U₀ uniformly (Haar): each entry is symmetric
+    about 0 (QR's sign convention is undone). 2000 draws, tolerance 0.1
+    (4.5 standard errors of the mean of an entry of a unit vector in R²)."""
+    rng = np.random.default_rng(15)
+    first = np.array([fr._haar(rng, 2, 1)[:, 0] for _ in range(2000)])
+    assert np.all(np.abs(first.mean(axis=0)) < 0.1)
+
+
+def test_cold_start_model_is_the_pooled_least_squares_fit():
+    """At a huge ε and loose clips the noise and clipping vanish: with equal
+    row counts the cold-start model is ordinary least squares on all rows."""
+    X, y, groups, _, _ = make_users(300, 6, 4, 2, seed=16)
+    y = y + X @ np.array([0.5, -1.0, 0.25, 2.0])
+    est = DPFedRep(
+        2, epsilon=1e9, delta=1e-5, cold_start_clip_norm=1e3, random_state=0
+    ).fit(X, y, groups)
+    np.testing.assert_allclose(
+        est.cold_start_coef_, np.linalg.lstsq(X, y)[0], rtol=1e-2, atol=1e-3
+    )
+
+
 def test_huge_and_float32_inputs_fit_finitely():
     X, y, groups, _, _ = make_users(50, 4, 5, 2, seed=7)
     X32 = X.astype(np.float32)
     X32[groups == 2] *= np.float32(1e30)
     X[groups == 3] *= 1e150
     y[groups == 4] = 1e200
+    X[groups == 5] *= 1e160  # ‖x‖² overflows, and so does y·x:
+    y[groups == 5] = 1e200  # the cold-start term of this user is dropped
     for data in [X, X32]:
         est = DPFedRep(epsilon=2.0, random_state=0).fit(data, y, groups)
         assert np.isfinite(est.components_).all()
@@ -520,9 +615,10 @@ def test_personalize_and_cold_start():
     cold = X[~train] @ est.cold_start_coef_
     np.testing.assert_allclose(est.predict(X[~train], groups[~train]), cold)
     np.testing.assert_allclose(est.predict(X[~train]), cold)
-    components = est.components_.copy()
+    components, old_heads = est.components_.copy(), est.user_coef_.copy()
     est.personalize(X[~train], y[~train], groups[~train])
     np.testing.assert_array_equal(est.components_, components)
+    np.testing.assert_array_equal(est.user_coef_[:400], old_heads)
     assert len(est.users_) == 500
     for u in [400, 457, 499]:  # each new head: least squares on the fixed U
         rows = groups == u
@@ -559,6 +655,11 @@ def test_string_user_ids():
     assert a.users_[0] == "user-0" and len(a.users_) == 100
     assert a.score(X, y, names) > 0.5
     assert np.isfinite(a.predict(X, np.full(len(X), "nobody"))).all()
+    # ids of another type are unknown users: the cold-start model
+    b = DPFedRep(2, random_state=0).fit(X, y, groups)
+    np.testing.assert_allclose(
+        b.predict(X[:7], names[:7]), X[:7] @ b.cold_start_coef_, rtol=1e-12
+    )
 
 
 # --- scikit-learn routing -------------------------------------------------------

@@ -293,8 +293,8 @@ def _user_clip_factors(G, V, counts, clip_norm):
     free of overflow. Users with no gradient rows, or a non-finite term,
     contribute 0.
     """
-    g_norm, v_norm = row_norms(G), row_norms(V)
     with np.errstate(all="ignore"):
+        g_norm, v_norm = row_norms(G), row_norms(V)
         base = 2.0 / np.maximum(counts, 1)
         norm = base * g_norm * v_norm
         omega = base * clip_norm / np.maximum(norm, clip_norm)
@@ -394,7 +394,9 @@ def _spectral_sum(users, clip_norm):
         # ‖a‖‖b‖ may overflow to inf: the clip then binds, as it should
         ab_norm = (sum_v / pairs) * sum_g
         weight = np.minimum(ab_norm, clip_norm / np.sqrt((1.0 + cos**2) / 2.0))
-        ok = (pairs > 0) & (ab_norm > 0) & np.isfinite(cos) & np.isfinite(weight)
+        # cos is NaN when a half is empty (one row) or sums to 0 (0/0), and
+        # when a half sum is not finite
+        ok = np.isfinite(cos) & np.isfinite(weight)
     a_unit *= np.where(ok, weight, 0.0)[:, None]
     a_unit[~ok], b_unit[~ok] = 0.0, 0.0  # also 0·NaN
     half = a_unit.T @ b_unit
