@@ -509,6 +509,27 @@ def test_a_users_overflowing_gradient_is_dropped_not_added():
     assert np.abs(expected).max() > 0
 
 
+def test_a_row_with_an_overflowing_residual_is_left_out_of_its_users_gradient():
+    """One gradient-half row of user 0 has ⟨x_j, U v_0⟩ = inf: that row drops
+    out of user 0's gradient (as a row x_j = 0 would), the user's other rows
+    still count, clipped as usual."""
+    X, y, groups, _, _ = make_users(10, 6, 3, 1, seed=17)
+    _, v_half = users_of(X, y, groups)
+    row = np.flatnonzero((groups == 0) & ~v_half)[0]
+    U, V = np.array([[1.0], [0.0], [0.0]]), np.full((10, 1), 100.0)
+    X_inf, X_zero = X.copy(), X.copy()
+    X_inf[row] = [1e307, 0.0, 0.0]
+    X_zero[row] = 0.0
+
+    def round_sum(data):
+        users = fr._Users(data, y, groups, 10, v_half)
+        return fr._clipped_gradient_sum(users, fr._project(data, U), V, 1e3)
+
+    with np.errstate(over="ignore"):
+        got = round_sum(X_inf)
+    np.testing.assert_allclose(got, round_sum(X_zero), rtol=1e-12)
+
+
 def test_weighted_gram_over_many_blocks():
     rng = np.random.default_rng(14)
     X, w = rng.standard_normal((20000, 3)), rng.random(20000)
