@@ -343,23 +343,32 @@ def naive_stable_mean(X, Sigma_hat, ref, lambda0, k):
     return (c / c.sum() if c.sum() else c), int(score)
 
 
-@pytest.mark.parametrize("lambda0", [6.0, 60.0])  # scores = k; scores 1-3
+@pytest.mark.parametrize(
+    ("data", "lambda0", "scores"),
+    [
+        ("contaminated", 6.0, [4, 4, 4, 4, 4, 4]),  # Score = k: no weights
+        ("contaminated", 60.0, [3, 1, 2, 4, 3, 3]),
+        # skewed, so that distances to R and to R reflected differ
+        ("skewed", 200.0, [3, 2, 2, 2, 2, 2]),
+    ],
+)
 @pytest.mark.parametrize("seed", range(6))
-def test_stable_mean_matches_the_naive_algorithm(seed, lambda0):
+def test_stable_mean_matches_the_naive_algorithm(seed, data, lambda0, scores):
     rng = np.random.default_rng(seed)
     k, n1, M = 4, 400, 60
-    X = contaminated(rng, n1, 3, n_out=int(rng.integers(0, 10)), scale=3.0) + 1e5
+    if data == "skewed":
+        X = 2.0 * rng.exponential(size=(n1, 3)) + 1e5
+    else:
+        X = contaminated(rng, n1, 3, n_out=int(rng.integers(0, 10)), scale=3.0) + 1e5
     Sigma_hat = np.diag([1.0, 2.0, 0.5])
     ref = rng.choice(n1, M, replace=False)
     L = np.linalg.cholesky(Sigma_hat)
     Xw = np.linalg.solve(L, X.T).T
     v_naive, s_naive = naive_stable_mean(X, Sigma_hat, ref, lambda0, k)
     v, s = stable_mean(Xw, ref, lambda0, k)
-    assert s == s_naive
+    assert s == s_naive == scores[seed]  # pinned: the weights are compared
     if s < k:
         np.testing.assert_allclose(v, v_naive, atol=1e-12)
-    # lambda0 = 60 exercises the weights: seeds 0-5 give scores 3, 1, 2, 4, 3, 3
-    assert (s < k) == (lambda0 == 60.0 and seed != 3)
 
 
 # ---------------------------------------------------------------------------
