@@ -216,6 +216,7 @@ def test_run_sampler_is_the_composition_of_its_steps(seed):
     X = rng.standard_normal((n1 + 2 * n2, d))
     X[:3] *= 4
     X[n1 : n1 + 3] *= 4
+    X = X @ np.array([[2.0, 0.0], [1.8, 0.5]]).T  # correlated: Σ̂ is not diagonal
     args = (n1, n2, lambda0, k, M, 0.5, 30.0)
     got = run_sampler(X, *args, np.random.default_rng(10))
 
