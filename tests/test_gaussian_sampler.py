@@ -720,6 +720,10 @@ def test_bounded_guarantee_matches_dp_accounting(epsilon):
     ).fit(X)
     assert paper.noise_multiplier_ > est.noise_multiplier_
     assert paper.privacy_spent_.epsilon < epsilon
+    # the paper's calibration, recomputed: two classical Gaussian releases
+    # with (ε/2, δ/2) each, σ/Δ = sqrt(2 log(2/δ'))/ε'
+    expected = math.sqrt(2 * math.log(2 / (1e-6 / 2))) / (epsilon / 2)
+    assert paper.noise_multiplier_ == pytest.approx(expected, rel=1e-12)
 
 
 def test_bounded_noise_has_the_calibrated_scale():
