@@ -306,14 +306,16 @@ def test_peel_without_noise_is_the_exact_top_k_and_bad_k_raises():
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("x_bound", [3.0, 0.5])  # 0.5: intercept column c < 1
 @pytest.mark.parametrize("family", FAMILIES)
-def test_brute_force_sensitivity_of_a_step(family):
-    """Record 0 takes each of 160 extreme values (entries ±30, 10× x_bound;
-    responses far outside the bounds) at a fixed, public iterate θ: no
-    coordinate of the step's v differs between any two of them by more than
-    sensitivity_ = 2·η·r·x_bound/n, and some pair comes within 5% of it."""
+def test_brute_force_sensitivity_of_a_step(family, x_bound):
+    """Record 0 takes each of 160 extreme values (entries ±30, far beyond
+    x_bound; responses far outside the bounds) at a fixed, public iterate θ:
+    no coordinate of the step's v differs between any two of them by more
+    than sensitivity_ = 2·η·r·x_bound/n, and some pair comes within 5% of it."""
     X, y, _ = small_data(family, n=200, d=6)
-    model = DPSparseGLM(family=family, sparsity=2, random_state=0).fit(X, y)
+    model = DPSparseGLM(family=family, sparsity=2, x_bound=x_bound, random_state=0)
+    model.fit(X, y)
     lam = model.sensitivity_
     r = 1.0 if family == "logistic" else model.y_bound
     assert lam == 2 * model.learning_rate_ * r * model.x_bound / 200
