@@ -349,6 +349,25 @@ def test_brute_force_sensitivity_of_a_step(family, x_bound):
     assert largest >= 0.95 * lam
 
 
+def test_responses_are_truncated_to_the_public_bound():
+    """Π_R(y) of the algorithm: y clipped to [-R, R] (gaussian), capped at R
+    (poisson, counts >= 0), with the residual clip r = R; logistic y as is."""
+    model = DPSparseGLM(y_bound=2.0)
+    y = np.array([-1e6, -2.5, -1.0, 0.0, 1.5, 3.0, 1e6])
+    truncated, r = model._truncate_response(y)
+    np.testing.assert_array_equal(truncated, [-2.0, -2.0, -1.0, 0.0, 1.5, 2.0, 2.0])
+    assert r == 2.0
+    counts, r = model.set_params(family="poisson")._truncate_response(
+        np.array([0.0, 1.0, 2.0, 7.0, 1e9])
+    )
+    np.testing.assert_array_equal(counts, [0.0, 1.0, 2.0, 2.0, 2.0])
+    labels, r = model.set_params(family="logistic")._truncate_response(
+        np.array([0.0, 1.0, 1.0])
+    )
+    np.testing.assert_array_equal(labels, [0.0, 1.0, 1.0])
+    assert r == 1.0
+
+
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_paper_laplace_scale_is_algorithm_3_at_the_papers_sensitivity(epsilon):
     """b = λ_paper · 2·sqrt(3·k·log(T/δ)) · T/ε with λ_paper = η·4(R + c1)σ_x/n
