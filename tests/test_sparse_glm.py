@@ -349,6 +349,15 @@ def test_brute_force_sensitivity_of_a_step(family, x_bound):
     assert largest >= 0.95 * lam
 
 
+def test_schedule_uses_the_given_step_size_and_iterations():
+    X, y, _ = small_data(n=200, d=6)
+    given = DPSparseGLM(learning_rate=0.37, max_iter=3, sparsity=2, random_state=0)
+    given.fit(X, y)
+    assert (given.learning_rate_, given.n_iter_) == (0.37, 3)
+    auto = DPSparseGLM(sparsity=2, random_state=0).fit(X, y)
+    assert auto.learning_rate_ == 1.0  # the gaussian family's default
+
+
 def test_responses_are_truncated_to_the_public_bound():
     """Π_R(y) of the algorithm: y clipped to [-R, R] (gaussian), capped at R
     (poisson, counts >= 0), with the residual clip r = R; logistic y as is."""
