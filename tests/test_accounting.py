@@ -1020,3 +1020,18 @@ def test_tight_zcdp_conversion_matches_dp_accounting_and_beats_bun_steinke():
             back = accounting.zcdp_from_epsilon_tight(ours, delta)
             assert back == pytest.approx(rho, rel=1e-9)
             assert accounting.epsilon_from_zcdp_tight(back, delta) <= ours
+
+
+def test_zcdp_conversions_at_zero_and_their_domains():
+    """ρ = 0 is 0-DP (both conversions), ε = 0 needs ρ = 0; δ = 0 is refused
+    wherever a Gaussian or zCDP guarantee is converted (it cannot be met)."""
+    assert accounting.epsilon_from_zcdp_tight(0.0, 1e-6) == 0.0
+    assert epsilon_from_zcdp(0.0, 1e-6) == 0.0
+    assert zcdp_from_epsilon(0.0, 1e-6) == 0.0
+    for call in (
+        lambda: gaussian_noise_multiplier(1.0, 0.0),
+        lambda: zcdp_from_epsilon(1.0, 0.0),
+        lambda: classical_gaussian_noise_multiplier(1.0, 1.0),
+    ):
+        with pytest.raises(ValueError, match="delta"):
+            call()
