@@ -1,13 +1,33 @@
-"""Pieces shared by every skdp estimator: privacy parameters and atomic fits."""
+"""Pieces shared by every skdp estimator: privacy parameters, budgets, fits.
+
+Every DP estimator subclasses :class:`DPEstimatorMixin` and decorates ``fit``
+with :func:`private_fit`. Together they keep the contract the rest of skdp
+(the ledger, the private search, the audit) relies on: a fit never spends
+more than :meth:`DPEstimatorMixin.privacy_budget` declares from the
+parameters alone, and its ``privacy_spent_`` says which seeded noise stream
+it drew from and what it assumed public.
+"""
 
 import functools
 import warnings
+from dataclasses import replace
 from numbers import Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .exceptions import PrivacyLeakWarning
+from .accounting import (
+    REPLACE_ONE,
+    REPLACE_ONE_USER,
+    PrivacyCost,
+    epsilon_from_mu,
+    mu_from_epsilon,
+)
+from .exceptions import MechanismFailedError, PrivacyLeakWarning
+from .mechanisms import noise_seed_id
+
+#: The caveat of a fit whose label set was read from y (``classes=None``).
+PUBLIC_LABELS = "the label set read from the training labels is public"
 
 #: Parameter constraints every DP estimator shares; extend with ``**``.
 #: ``random_state`` also takes a :class:`numpy.random.Generator` (see
@@ -49,6 +69,148 @@ def warn_if_delta_is_large(estimator, n_samples):
 def fitted_attributes(estimator):
     """Names of the attributes that ``fit`` set (trailing underscore)."""
     return [k for k in vars(estimator) if k.endswith("_") and not k.startswith("__")]
+
+
+class DPEstimatorMixin:
+    """Mixin of every differentially private estimator.
+
+    It is the capability by which skdp recognises a DP estimator (the ledger,
+    the private search and the audit look for :meth:`privacy_budget`, never
+    at module names), so a user's subclass is recognised too. Subclasses say
+    how their guarantee is shaped by overriding ``_budget_is_gdp`` (False
+    when some part of a fit is not Gaussian) and ``_budget_adjacency``.
+    """
+
+    def _budget_is_gdp(self):
+        return True
+
+    def _budget_adjacency(self):
+        return REPLACE_ONE
+
+    def privacy_budget(self):
+        """The most that one ``fit`` with the current parameters spends.
+
+        Computed from the parameters alone, before any data is seen:
+        ``mu_from_epsilon(epsilon, delta)``-GDP when every release of the fit
+        is Gaussian, else the pair (``epsilon``, ``delta``); under the
+        adjacency the fit states its guarantee for. Every fit checks its
+        ``privacy_spent_`` against this and refuses to release more
+        (:func:`private_fit`), so that a search can be totalled from its
+        candidates' parameters.
+
+        Returns
+        -------
+        PrivacyCost
+        """
+        epsilon, delta = float(self.epsilon), float(self.delta)
+        name = type(self).__name__
+        mechanism = f"declared budget of {name}"
+        caveats = (PUBLIC_LABELS,) if _reads_label_set(self) else ()
+        adjacency = self._budget_adjacency()
+        if self._budget_is_gdp() and delta > 0:
+            return PrivacyCost(
+                epsilon,
+                delta,
+                mu_from_epsilon(epsilon, delta),
+                adjacency,
+                mechanism,
+                caveats=caveats,
+            )
+        return PrivacyCost(epsilon, delta, None, adjacency, mechanism, caveats=caveats)
+
+
+def _reads_label_set(estimator):
+    """Whether a fit reads its label set from y (a ``classes`` parameter left None)."""
+    params = estimator.get_params(deep=False)
+    return "classes" in params and params["classes"] is None
+
+
+#: Adjacencies a fit may report instead of its budget's: a DPFedRep fit that
+#: gets no user ids treats every row as a user (a record-level guarantee).
+_ALSO_ACHIEVABLE = {REPLACE_ONE_USER: (REPLACE_ONE,)}
+
+
+def _check_within_budget(spent, budget, name):
+    """Raise unless ``spent`` is no more than ``budget`` (see ``privacy_budget``)."""
+    if spent.adjacency != budget.adjacency and spent.adjacency not in (
+        _ALSO_ACHIEVABLE.get(budget.adjacency, ())
+    ):
+        raise MechanismFailedError(
+            f"{name} stated its guarantee under '{spent.adjacency}' adjacency, "
+            f"but its budget is declared under '{budget.adjacency}'."
+        )
+    slack = 1.0 + 1e-9
+    if budget.mu is not None:
+        within = spent.mu is not None and spent.mu <= budget.mu * slack
+    elif spent.mu is not None:
+        within = epsilon_from_mu(spent.mu, budget.delta) <= budget.epsilon * slack
+    else:
+        within = (
+            spent.epsilon <= budget.epsilon * slack
+            and spent.delta <= budget.delta * slack
+        )
+    if not within:
+        raise MechanismFailedError(
+            f"{name} would release more than its declared budget ({spent} > "
+            f"{budget}); nothing was released. This is a bug in skdp: please "
+            "report it."
+        )
+
+
+def private_fit(fit):
+    """Decorate a DP estimator's ``fit`` with the contract every fit keeps.
+
+    * Atomic (as :func:`atomic_fit`): a failure leaves the estimator unfitted.
+    * Within budget: the fit's ``privacy_spent_`` is checked against
+      :meth:`DPEstimatorMixin.privacy_budget`; a fit that would spend more
+      raises :class:`~skdp.exceptions.MechanismFailedError` and releases
+      nothing.
+    * Seeds are visible: a fit given a ``random_state`` warns that its noise
+      is reproducible, and ``privacy_spent_.noise_seeds`` carries the
+      fingerprint of the stream (:func:`skdp.mechanisms.noise_seed_id`),
+      taken before the fit consumes it, so that the ledger can refuse to
+      total fits that share their noise.
+    * Assumptions are visible: a fit that read its label set from y says so
+      in ``privacy_spent_.caveats``.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        seed = noise_seed_id(self.random_state)
+        if seed is not None:
+            _warn_seeded(self)
+        try:
+            result = fit(self, *args, **kwargs)
+            budget = self.privacy_budget()
+            spent = self.privacy_spent_
+            _check_within_budget(spent, budget, type(self).__name__)
+            self.privacy_spent_ = replace(
+                spent,
+                noise_seeds=spent.noise_seeds + ((seed,) if seed else ()),
+                caveats=tuple(dict.fromkeys(spent.caveats + budget.caveats)),
+            )
+        except BaseException:
+            for name in fitted_attributes(self):
+                delattr(self, name)
+            raise
+        return result
+
+    return wrapper
+
+
+def _warn_seeded(estimator):
+    seed = estimator.random_state
+    shown = seed if isinstance(seed, Real) else type(seed).__name__
+    warnings.warn(
+        f"random_state={shown} seeds the privacy noise of "
+        f"{type(estimator).__name__}: every fit given this seed (the clones "
+        "that a search or cross-validation fits, sibling steps, a sweep over "
+        "epsilon) draws the same noise, and releases that share noise can be "
+        "combined to cancel it. Leave random_state=None for anything you "
+        "release; PrivacyLedger refuses to total fits that share a seed.",
+        PrivacyLeakWarning,
+        stacklevel=3,  # the caller of fit
+    )
 
 
 def atomic_fit(fit):

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -61,6 +61,7 @@ __all__ = [
     "REPLACE_ONE_USER",
     "PrivacyCost",
     "PrivacyLedger",
+    "check_independent_noise",
     "classical_gaussian_noise_multiplier",
     "compose",
     "delta_from_mu",
@@ -704,11 +705,20 @@ class PrivacyCost:
         ``"replace one record"``.
     mechanism : str
         One line describing what was released.
+    noise_seeds : tuple of str, default=()
+        Fingerprints (:func:`skdp.mechanisms.noise_seed_id`) of the seeded
+        noise streams the release drew from; empty when its noise came from
+        fresh entropy (``random_state=None``). Releases that share a
+        fingerprint share their noise and refuse to compose.
+    caveats : tuple of str, default=()
+        Assumptions the guarantee rests on beyond the adjacency, e.g. that a
+        label set inferred from the training labels is public. Carried into
+        every composition that includes this release.
 
     Notes
     -----
     Costs compose with ``+`` (see :func:`compose`). Costs stated for different
-    adjacencies refuse to compose.
+    adjacencies refuse to compose, and so do costs that share a noise seed.
 
     Examples
     --------
@@ -724,6 +734,8 @@ class PrivacyCost:
     mu: float | None = None
     adjacency: str = REPLACE_ONE
     mechanism: str = ""
+    noise_seeds: tuple = ()
+    caveats: tuple = ()
 
     def __post_init__(self):
         if not self.epsilon >= 0:
@@ -761,9 +773,10 @@ class PrivacyCost:
 
     def __str__(self):
         mu = "" if self.mu is None else f", mu={self.mu:.6g}"
+        caveats = "".join(f"; assuming {c}" for c in self.caveats)
         return (
             f"({self.epsilon:.6g}, {self.delta:.3g})-DP{mu} under "
-            f"'{self.adjacency}' adjacency: {self.mechanism}"
+            f"'{self.adjacency}' adjacency: {self.mechanism}{caveats}"
         )
 
 
@@ -820,8 +833,13 @@ def compose(costs: Iterable[PrivacyCost], *, delta=None):
             f"Cannot compose guarantees stated for different adjacencies: "
             f"{sorted(adjacencies)}."
         )
+    check_independent_noise(costs)
     (adjacency,) = adjacencies
     mechanism = f"composition of {len(costs)} releases"
+    extras = dict(
+        noise_seeds=tuple(dict.fromkeys(s for c in costs for s in c.noise_seeds)),
+        caveats=tuple(dict.fromkeys(v for c in costs for v in c.caveats)),
+    )
     gdp = [c for c in costs if c.mu is not None]
     other = [c for c in costs if c.mu is None]
     mu = math.sqrt(sum(c.mu**2 for c in gdp))
@@ -837,406 +855,43 @@ def compose(costs: Iterable[PrivacyCost], *, delta=None):
                 f"spend delta={other_delta}."
             )
     if not other:
-        return PrivacyCost.from_gdp(
-            mu, delta=gdp_delta, adjacency=adjacency, mechanism=mechanism
+        return replace(
+            PrivacyCost.from_gdp(
+                mu, delta=gdp_delta, adjacency=adjacency, mechanism=mechanism
+            ),
+            **extras,
         )
     gdp_eps = epsilon_from_mu(mu, gdp_delta) if gdp else 0.0
     total_delta = min(1.0, other_delta + (gdp_delta if gdp else 0.0))
-    return PrivacyCost(gdp_eps + other_eps, total_delta, None, adjacency, mechanism)
+    return PrivacyCost(
+        gdp_eps + other_eps, total_delta, None, adjacency, mechanism, **extras
+    )
 
 
-class PrivacyLedger:
-    """A running total of the privacy spent on one data set.
+def check_independent_noise(costs):
+    """Refuse releases that drew their noise from one seeded stream.
 
-    Feed it fitted estimators (their ``privacy_spent_``), :class:`PrivacyCost`
-    objects, or whole fitted scikit-learn composites with :meth:`record`; read
-    the composed total with :meth:`total`. The ledger lives outside every
-    estimator's parameters on purpose: ``sklearn.base.clone`` deep-copies
-    parameters, so an accountant passed as a parameter would be silently
-    forked by ``GridSearchCV``.
-
-    :meth:`record` looks inside a fitted :class:`~sklearn.pipeline.Pipeline`,
-    :class:`~sklearn.pipeline.FeatureUnion`,
-    :class:`~sklearn.compose.ColumnTransformer`,
-    :class:`~sklearn.compose.TransformedTargetRegressor` and any fitted
-    search (:class:`~sklearn.model_selection.GridSearchCV`,
-    :class:`~sklearn.model_selection.RandomizedSearchCV`), nested in any
-    way, and records the cost of every fit on the training data:
-
-    * every skdp step's ``privacy_spent_``;
-    * for a search, every candidate once per cross-validation split whose
-      training part can contain a given record, plus the refit (see
-      :meth:`record`), and a :class:`~skdp.PrivacyLeakWarning` that choosing
-      among the candidates by their scores on the private data is *not*
-      covered;
-    * a :class:`~skdp.PrivacyLeakWarning` naming every fitted step that read
-      the training data without a guarantee (a plain ``StandardScaler``, a
-      ``OneHotEncoder`` that learned its categories, a ``SimpleImputer``, a
-      non-private final model, any estimator the ledger cannot look into).
-      Steps that read nothing but the shape of the data pass silently; the
-      list is explicit: ``"passthrough"``/``"drop"``/None,
-      ``FunctionTransformer`` (unless it checks ``func`` against
-      ``inverse_func`` on the data), ``Normalizer``, ``Binarizer``,
-      ``PolynomialFeatures``, and ``OneHotEncoder``/``OrdinalEncoder`` given
-      explicit ``categories`` and no ``min_frequency``/``max_categories``.
-
-    Parameters
-    ----------
-    delta : float, optional
-        The δ at which :meth:`total` reports ε. Default: the sum of the
-        recorded δ's.
-
-    Examples
-    --------
-    >>> from skdp.accounting import PrivacyCost, PrivacyLedger
-    >>> ledger = PrivacyLedger(delta=1e-5)
-    >>> cost = PrivacyCost.from_gdp(0.5, delta=1e-5)
-    >>> ledger.record(cost).record(cost)
-    PrivacyLedger(2 releases: (2.94..., 1e-05)-DP, mu=0.7071...)
+    Two fits given the same seed (an int copied by ``clone`` into every fold
+    fit, refit and sibling step, or a sweep over ε with one seed) add the same
+    noise vector, and a linear combination of their releases cancels it, so
+    no composition of their guarantees is a guarantee. The same release
+    recorded twice (one object) is only counted twice, which is safe.
     """
-
-    def __init__(self, delta=None):
-        self.delta = delta
-        self._costs = []
-
-    def record(self, spent):
-        """Add what one fitted object spent on the training data.
-
-        Parameters
-        ----------
-        spent : PrivacyCost, fitted skdp estimator, or fitted composite
-            A fitted ``Pipeline``, ``FeatureUnion``, ``ColumnTransformer``,
-            ``TransformedTargetRegressor`` or search has the costs of every
-            fit inside it recorded, one entry per release.
-
-        Returns
-        -------
-        self : PrivacyLedger
-
-        Notes
-        -----
-        **Searches.** A search keeps only its refitted ``best_estimator_``, so
-        the cost of every other fit is derived from the parameters: each
-        candidate is ``clone(search.estimator).set_params(**params)`` for
-        ``params`` in ``cv_results_["params"]``, and each skdp step in it is
-        charged its declared budget, μ-GDP with ``μ = mu_from_epsilon(epsilon,
-        delta)`` (every skdp estimator spends at most its declared budget:
-        this is checked against the refitted model). Steps of a class whose
-        refitted instance is not GDP, or of which no fitted instance is
-        available (``refit=False``), are charged the pair (epsilon, delta)
-        under basic composition, at the refitted instance's adjacency
-        (replace-one if none). A candidate is charged once per split whose
-        training part can hold a given record: ``k - 1`` times for
-        ``KFold``, ``StratifiedKFold``, ``GroupKFold``, ``StratifiedGroupKFold``
-        (and an integer or default ``cv``), ``LeaveOneOut``,
-        ``LeaveOneGroupOut``; ``n_repeats·(k - 1)`` for the repeated k-folds;
-        ``n_splits_`` times for any other splitter (a record may be in every
-        training part). The refit is charged what ``best_estimator_`` reports.
-
-        A refused record (adjacency mismatch, a bound that does not hold)
-        leaves the ledger as it was.
-        """
-        costs, leaks = [], {}
-        _collect(spent, type(spent).__name__, costs, leaks, fitted=True)
-        _warn_leaks(leaks)
-        if not costs:
-            return self
-        adjacency = self._costs[0].adjacency if self._costs else costs[0].adjacency
-        for cost in costs:
-            if cost.adjacency != adjacency:
+    owner = {}
+    for cost in costs:
+        for seed in cost.noise_seeds:
+            first = owner.setdefault(seed, cost)
+            if first is not cost:
                 raise ValueError(
-                    f"This ledger accounts under '{adjacency}' adjacency; got a "
-                    f"cost under '{cost.adjacency}'."
-                )
-        self._costs.extend(costs)
-        return self
-
-    @property
-    def costs(self):
-        """The recorded costs, in order."""
-        return tuple(self._costs)
-
-    def __len__(self):
-        return len(self._costs)
-
-    def total(self):
-        """The composed cost of everything recorded (see :func:`compose`)."""
-        if not self._costs:
-            return PrivacyCost(0.0, 0.0, 0.0, REPLACE_ONE, "nothing released")
-        return compose(self._costs, delta=self.delta)
-
-    def __repr__(self):
-        if not self._costs:
-            return "PrivacyLedger(empty)"
-        t = self.total()
-        mu = "" if t.mu is None else f", mu={t.mu:.6g}"
-        return (
-            f"PrivacyLedger({len(self)} releases: ({t.epsilon:.6g}, {t.delta:.3g})-DP"
-            f"{mu})"
-        )
-
-
-# ---------------------------------------------------------------------------
-# What a fitted composite spent: the walk behind PrivacyLedger.record
-# ---------------------------------------------------------------------------
-
-_SKIPPED_STEPS = ("passthrough", "drop", None)
-
-
-def _reads_only_shape(estimator):
-    """Whether fitting ``estimator`` reads nothing of the data but its shape.
-
-    The list is explicit on purpose (tested): anything not on it is assumed
-    to learn from the data.
-    """
-    from sklearn.preprocessing import (
-        Binarizer,
-        FunctionTransformer,
-        Normalizer,
-        OneHotEncoder,
-        OrdinalEncoder,
-        PolynomialFeatures,
-    )
-
-    if isinstance(estimator, FunctionTransformer):
-        # With both functions and check_inverse, fit applies them to rows
-        # of the data and warns on a mismatch.
-        return not (
-            estimator.check_inverse
-            and estimator.func is not None
-            and estimator.inverse_func is not None
-        )
-    if type(estimator) in (Normalizer, Binarizer, PolynomialFeatures):
-        return True
-    if type(estimator) in (OneHotEncoder, OrdinalEncoder):
-        return (
-            not isinstance(estimator.categories, str)
-            and estimator.min_frequency is None
-            and estimator.max_categories is None
-        )
-    return False
-
-
-def _is_skdp_estimator(estimator):
-    module = type(estimator).__module__ or ""
-    params = (
-        estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
-    )
-    return module.split(".")[0] == "skdp" and {"epsilon", "delta"} <= set(params)
-
-
-def _warn_leaks(leaks):
-    """One PrivacyLeakWarning per step that read the data without a guarantee."""
-    import warnings
-
-    from .exceptions import PrivacyLeakWarning
-
-    for message in leaks:
-        warnings.warn(message, PrivacyLeakWarning, stacklevel=3)
-
-
-def _leak_message(path, estimator):
-    return (
-        f"{path} ({type(estimator).__name__}) reads the training data without a "
-        "privacy guarantee: what it learned is released with the model and is "
-        "not covered by the ledger's total. Use a private step (e.g. "
-        "skdp.preprocessing.DPStandardScaler), public parameters, or fit it on "
-        "public data."
-    )
-
-
-def _children(obj, fitted):
-    """``(name, child)`` pairs of a known composite, or None for a leaf."""
-    from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
-    from sklearn.pipeline import FeatureUnion, Pipeline
-
-    if isinstance(obj, Pipeline):
-        return list(obj.steps)
-    if isinstance(obj, FeatureUnion):
-        return list(obj.transformer_list)
-    if isinstance(obj, ColumnTransformer):
-        if fitted:
-            return [(name, t) for name, t, _ in obj.transformers_]
-        return [(name, t) for name, t, _ in obj.transformers] + [
-            ("remainder", obj.remainder)
-        ]
-    if isinstance(obj, TransformedTargetRegressor):
-        if fitted:
-            return [("regressor", obj.regressor_), ("transformer", obj.transformer_)]
-        from sklearn.linear_model import LinearRegression
-        from sklearn.preprocessing import FunctionTransformer
-
-        regressor = LinearRegression() if obj.regressor is None else obj.regressor
-        transformer = obj.transformer
-        if transformer is None:
-            transformer = FunctionTransformer(
-                func=obj.func,
-                inverse_func=obj.inverse_func,
-                check_inverse=obj.check_inverse,
-            )
-        return [("regressor", regressor), ("transformer", transformer)]
-    return None
-
-
-def _collect(obj, path, costs, leaks, *, fitted, declared=None):
-    """Append the costs of every fit inside ``obj`` to ``costs``.
-
-    ``leaks`` (a dict used as an ordered set) gathers one message per step
-    that read the data without a guarantee.
-
-    ``fitted=False`` walks an unfitted candidate of a search and charges each
-    skdp step its declared budget (``declared(path, estimator)``).
-    """
-    from sklearn.base import BaseEstimator
-    from sklearn.model_selection._search import BaseSearchCV
-    from sklearn.utils.validation import check_is_fitted
-
-    if isinstance(obj, PrivacyCost):
-        costs.append(obj)
-        return
-    if fitted and isinstance(obj, BaseEstimator):
-        check_is_fitted(obj)
-    if isinstance(obj, BaseSearchCV):
-        if not fitted:
-            raise TypeError(f"{path}: a search inside a search is not supported.")
-        _collect_search(obj, path, costs, leaks)
-        return
-    children = _children(obj, fitted)
-    if children is not None:
-        for name, child in children:
-            if isinstance(child, str) or child is None:
-                if child not in _SKIPPED_STEPS:
-                    raise TypeError(f"{path}/{name}: unknown step {child!r}.")
-                continue
-            _collect(
-                child,
-                f"{path}/{name}",
-                costs,
-                leaks,
-                fitted=fitted,
-                declared=declared,
-            )
-        return
-    if fitted and hasattr(obj, "privacy_spent_"):
-        cost = obj.privacy_spent_
-        if not isinstance(cost, PrivacyCost):
-            raise TypeError(
-                "record() takes a fitted skdp estimator or a PrivacyCost; got "
-                f"{type(obj).__name__} whose privacy_spent_ is not a PrivacyCost."
-            )
-        costs.append(cost)
-        return
-    if not fitted and _is_skdp_estimator(obj):
-        costs.append(declared(path, obj))
-        return
-    if not isinstance(obj, BaseEstimator):
-        raise TypeError(
-            "record() takes a fitted skdp estimator, a fitted scikit-learn "
-            f"composite or a PrivacyCost; got {type(obj).__name__}."
-        )
-    if not _reads_only_shape(obj):
-        leaks[_leak_message(path, obj)] = None
-
-
-def _records_in_training_parts(search):
-    """How many training parts of the search's splits can hold one record."""
-    from sklearn.model_selection import (
-        GroupKFold,
-        KFold,
-        LeaveOneGroupOut,
-        LeaveOneOut,
-        RepeatedKFold,
-        RepeatedStratifiedKFold,
-        StratifiedGroupKFold,
-        StratifiedKFold,
-    )
-
-    cv, n_splits = search.cv, int(search.n_splits_)
-    exact_partitions = (
-        GroupKFold,
-        KFold,
-        LeaveOneGroupOut,
-        LeaveOneOut,
-        StratifiedGroupKFold,
-        StratifiedKFold,
-    )
-    if cv is None or (isinstance(cv, numbers.Integral) and not isinstance(cv, bool)):
-        return n_splits - 1  # (Stratified)KFold: one test fold per record
-    if type(cv) in exact_partitions:
-        return n_splits - 1
-    if type(cv) in (RepeatedKFold, RepeatedStratifiedKFold):
-        return n_splits - cv.n_repeats
-    return n_splits
-
-
-def _collect_search(search, path, costs, leaks):
-    """Costs of every fit of a fitted search; see :meth:`PrivacyLedger.record`."""
-    from sklearn.base import clone
-
-    refit_costs = []
-    fitted_steps = {}  # class -> a fitted instance's cost (adjacency, GDP or not)
-    has_refit = hasattr(search, "best_estimator_")
-    if has_refit:
-        _collect(search.best_estimator_, path, refit_costs, leaks, fitted=True)
-        _fitted_skdp_steps(search.best_estimator_, fitted_steps)
-
-    def declared(step_path, estimator):
-        epsilon, delta = float(estimator.epsilon), float(estimator.delta)
-        known = fitted_steps.get(type(estimator))
-        adjacency = REPLACE_ONE if known is None else known.adjacency
-        mechanism = f"declared budget of {type(estimator).__name__} ({step_path})"
-        if known is None or known.mu is None:
-            return PrivacyCost(epsilon, delta, None, adjacency, mechanism)
-        return PrivacyCost.from_gdp(
-            mu_from_epsilon(epsilon, delta),
-            delta=delta,
-            adjacency=adjacency,
-            mechanism=mechanism,
-        )
-
-    # The refitted model must not have spent more than its declared budget,
-    # or the declared costs of the other fits would not bound theirs.
-    if has_refit:
-        best = clone(search.estimator).set_params(**search.best_params_)
-        check = []
-        _collect(best, path, check, leaks, fitted=False, declared=declared)
-        actual = [c for c in refit_costs if c.mu is not None]
-        bound = [c for c in check if c.mu is not None]
-        if actual and bound:
-            mu_actual = math.sqrt(sum(c.mu**2 for c in actual))
-            mu_bound = math.sqrt(sum(c.mu**2 for c in bound))
-            if mu_actual > mu_bound * (1.0 + 1e-9):
-                raise ValueError(
-                    f"{path}: the refitted model spent more (mu={mu_actual:.6g}) "
-                    f"than its declared budget (mu={mu_bound:.6g}); the other "
-                    "fits cannot be bounded from their parameters."
+                    "Two releases drew their noise from the same seeded stream "
+                    f"(fingerprint {seed}): '{first.mechanism}' and "
+                    f"'{cost.mechanism}'. Releases that share noise can be "
+                    "combined to cancel it, so no total of their guarantees is "
+                    "honest. Fit with random_state=None (fresh noise for every "
+                    "fit), or give every fit its own seed."
                 )
 
-    per_record = _records_in_training_parts(search)
-    candidate_costs = []
-    for params in search.cv_results_["params"]:
-        candidate = clone(search.estimator).set_params(**params)
-        _collect(
-            candidate, path, candidate_costs, leaks, fitted=False, declared=declared
-        )
-    costs.extend(candidate_costs * per_record)
-    costs.extend(refit_costs)
-    leaks[
-        f"{path} ({type(search).__name__}) chose its best candidate by scores "
-        "computed on the private training data (cv_results_, best_score_, "
-        "best_params_): that selection is not covered by the ledger's total, "
-        "which counts only the fits."
-    ] = None
 
-
-def _fitted_skdp_steps(obj, found):
-    """Map each skdp class inside the fitted ``obj`` to one of its costs."""
-    children = _children(obj, fitted=True)
-    if children is not None:
-        for _, child in children:
-            if not isinstance(child, str) and child is not None:
-                _fitted_skdp_steps(child, found)
-        return
-    cost = getattr(obj, "privacy_spent_", None)
-    if isinstance(cost, PrivacyCost):
-        found.setdefault(type(obj), cost)
+# The ledger (what a fitted composite spent) lives in its own module; it is
+# part of this one's public interface.
+from ._ledger import PrivacyLedger  # noqa: E402

@@ -6,10 +6,18 @@ conventions. Mechanisms here only add noise; how much noise a guarantee needs
 is decided in :mod:`skdp.accounting`.
 
 Floating-point caveat: like every numpy sampler, these are not hardened
-against the floating-point attacks of Mironov (2012); a fixed ``random_state``
-makes the noise predictable and is for tests and reproducibility only.
+against the floating-point attacks of Mironov (2012).
+
+Seeds: a fixed ``random_state`` makes the noise predictable to whoever knows
+or guesses the seed, and every fit given the same seed (the clones that a
+search or cross-validation makes, sibling steps, a sweep over ε) draws the
+*same* noise, which linear combinations of the releases then cancel. Leave
+``random_state=None`` (fresh entropy for every fit) for anything released;
+skdp warns on seeded fits and :class:`~skdp.PrivacyLedger` refuses to total
+releases that share a seed (:func:`noise_seed_id`).
 """
 
+import hashlib
 import numbers
 
 import numpy as np
@@ -21,6 +29,7 @@ __all__ = [
     "gaussian_noise",
     "gumbel_noise",
     "laplace_noise",
+    "noise_seed_id",
     "peel_top_k",
 ]
 
@@ -28,13 +37,22 @@ __all__ = [
 def as_generator(random_state):
     """A :class:`numpy.random.Generator` from a scikit-learn ``random_state``.
 
+    The rule for privacy noise (see :func:`noise_seed_id`): ``None``, the
+    default, draws every fit's noise from fresh operating-system entropy, so
+    no two fits ever share noise. Anything else is an explicit request for
+    reproducible noise, and every fit given the same seed draws the same
+    noise.
+
     Parameters
     ----------
     random_state : None, int, RandomState or Generator
         None draws a fresh seed from the operating system's entropy (the
         private default); an int seeds the generator reproducibly; a
-        ``RandomState`` (as scikit-learn passes around) seeds it from its
-        stream, advancing that stream; a ``Generator`` is used as is.
+        ``RandomState`` or a ``Generator`` seeds a new generator from four
+        words of its stream, advancing it. A child stream, not the generator
+        itself, so that two copies of one generator at different positions
+        (e.g. made by ``clone`` at different times) never give overlapping,
+        shifted noise.
 
     Returns
     -------
@@ -42,12 +60,47 @@ def as_generator(random_state):
     """
     if random_state is None:
         return np.random.default_rng()
-    if isinstance(random_state, np.random.Generator):
-        return random_state
     if isinstance(random_state, numbers.Integral):
         return np.random.default_rng(int(random_state))
+    if isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state.integers(2**63, size=4))
     seed_words = check_random_state(random_state).randint(2**31, size=4)
     return np.random.default_rng(seed_words)
+
+
+def noise_seed_id(random_state):
+    """A fingerprint of the noise stream a fit seeded with ``random_state`` draws.
+
+    None for ``random_state=None``: such a fit draws fresh entropy and shares
+    its noise with nothing. Otherwise a short hex digest that is equal for
+    two seeds exactly when :func:`as_generator` gives them the same stream:
+    the same int, or a ``RandomState`` / ``Generator`` in the same state (as
+    ``sklearn.base.clone`` copies it into every fold fit, refit and sibling
+    step). Take it *before* the fit consumes the generator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.mechanisms import noise_seed_id
+    >>> noise_seed_id(None) is None
+    True
+    >>> noise_seed_id(0) == noise_seed_id(np.int64(0)) != noise_seed_id(1)
+    True
+    """
+    if random_state is None:
+        return None
+    if isinstance(random_state, numbers.Integral):
+        material = f"int:{int(random_state)}"
+    elif isinstance(random_state, np.random.Generator):
+        material = f"Generator:{random_state.bit_generator.state!r}"
+    elif isinstance(random_state, np.random.RandomState):
+        name, keys, pos, has_gauss, gauss = random_state.get_state()
+        material = (
+            f"RandomState:{name}:{keys.tobytes().hex()}:{pos}:{has_gauss}:{gauss!r}"
+        )
+    else:
+        raise ValueError(f"Unsupported random_state {random_state!r}.")
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
 def _draw(sample, scale, shape):

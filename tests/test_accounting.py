@@ -966,16 +966,39 @@ def test_ledger_with_mixed_costs():
     assert total.epsilon == epsilon_from_mu(1.0, 1e-5) + 0.5
 
 
-def test_ledger_rejects_junk_and_adjacency_mismatch():
+def test_ledger_rejects_junk_and_never_composes_unrelated_adjacencies():
     ledger = PrivacyLedger()
     with pytest.raises(TypeError):
         ledger.record(3.0)
     with pytest.raises(TypeError):
         ledger.record(_FittedStandIn(None))
+    assert len(ledger) == 0  # a refused record leaves the ledger as it was
     ledger.record(PrivacyCost.from_gdp(0.5, delta=1e-6, adjacency=REPLACE_ONE))
-    with pytest.raises(ValueError, match="adjacency"):
-        ledger.record(PrivacyCost.from_gdp(0.5, delta=1e-6, adjacency=ADD_REMOVE))
-    assert len(ledger) == 1  # a refused record leaves the ledger as it was
+    ledger.record(PrivacyCost.from_gdp(0.5, delta=1e-6, adjacency=ADD_REMOVE))
+    with pytest.raises(ValueError, match="adjacencies that no single guarantee"):
+        ledger.total()
+    assert {a: t.mu for a, t in ledger.totals().items()} == {
+        REPLACE_ONE: 0.5,
+        ADD_REMOVE: 0.5,
+    }
+
+
+def test_compose_refuses_costs_that_share_a_noise_seed():
+    a = PrivacyCost.from_gdp(0.5, delta=1e-6, mechanism="a")
+    b = PrivacyCost.from_gdp(0.5, delta=1e-6, mechanism="b")
+    seeded = [
+        PrivacyCost(c.epsilon, c.delta, c.mu, c.adjacency, c.mechanism, ("abc",))
+        for c in (a, b)
+    ]
+    with pytest.raises(ValueError, match=r"same seeded stream.*'a' and 'b'"):
+        compose(seeded)
+    # One release counted twice is only double counting (safe), and seeds and
+    # caveats are carried into the composition.
+    total = compose([seeded[0], seeded[0], b])
+    assert total.noise_seeds == ("abc",)
+    assert total.mu == pytest.approx(math.sqrt(0.75))
+    with_caveat = PrivacyCost(0.1, 1e-6, None, REPLACE_ONE, "c", caveats=("x",))
+    assert compose([a, with_caveat]).caveats == ("x",)
 
 
 def test_empty_ledger_is_free():

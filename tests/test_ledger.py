@@ -8,19 +8,27 @@ import dp_accounting
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.calibration import CalibratedClassifierCV
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.datasets import make_classification
+from sklearn.ensemble import BaggingClassifier, StackingClassifier, VotingClassifier
 from sklearn.exceptions import NotFittedError
+from sklearn.feature_selection import RFE, SelectFromModel
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import (
     GridSearchCV,
+    GroupKFold,
     KFold,
     RandomizedSearchCV,
     RepeatedKFold,
+    RepeatedStratifiedKFold,
     ShuffleSplit,
     StratifiedKFold,
+    StratifiedShuffleSplit,
+    cross_validate,
 )
+from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
 from sklearn.preprocessing import (
     Binarizer,
@@ -39,9 +47,12 @@ from skdp import (
     PrivacyLeakWarning,
     PrivacyLedger,
 )
+from skdp._base import PUBLIC_LABELS
+from skdp._ledger import _reads_only_shape
 from skdp.accounting import (
     ADD_REMOVE,
-    _reads_only_shape,
+    REPLACE_ONE,
+    REPLACE_ONE_OUTCOME,
     compose,
     epsilon_from_mu,
     mu_from_epsilon,
@@ -59,10 +70,8 @@ def data():
 
 def dp_pipeline(eps_scaler=0.5, eps_model=0.8):
     return make_pipeline(
-        DPStandardScaler(epsilon=eps_scaler, delta=DELTA, random_state=0),
-        DPLogisticRegression(
-            epsilon=eps_model, delta=DELTA, classes=[0, 1], random_state=0
-        ),
+        DPStandardScaler(epsilon=eps_scaler, delta=DELTA),
+        DPLogisticRegression(epsilon=eps_model, delta=DELTA, classes=[0, 1]),
     )
 
 
@@ -184,7 +193,7 @@ def test_column_transformer_feature_union_and_target_transformer(data):
 
     ttr = TransformedTargetRegressor(
         regressor=DPRandomFeaturesRegressor(epsilon=0.7, delta=DELTA, random_state=0),
-        transformer=DPStandardScaler(epsilon=0.4, delta=DELTA, random_state=0),
+        transformer=DPStandardScaler(epsilon=0.4, delta=DELTA, random_state=1),
     ).fit(X[:300], X[:300, 0])
     ledger = PrivacyLedger(delta=DELTA)
     assert record_quietly(ledger, ttr) == []
@@ -202,13 +211,8 @@ def test_unfitted_and_junk_are_refused(data):
         PrivacyLedger().record(dp_pipeline())
     with pytest.raises(TypeError):
         PrivacyLedger().record("a pipeline")
-    X, y = data
-    ledger = PrivacyLedger().record(PrivacyCost.from_gdp(0.5, delta=DELTA))
-    ledger_add_remove = PrivacyCost.from_gdp(0.5, delta=DELTA, adjacency=ADD_REMOVE)
-    ledger.record(dp_pipeline().fit(X, y))
-    with pytest.raises(ValueError, match="adjacency"):
-        ledger.record(ledger_add_remove)
-    assert len(ledger) == 3  # the refused record left it as it was
+    with pytest.raises(TypeError, match="cv= is only"):
+        PrivacyLedger().record(PrivacyCost.from_gdp(0.5, delta=DELTA), cv=3)
 
 
 def test_clone_and_pickle_keep_working(data):
@@ -240,17 +244,18 @@ def _uses_per_record(cv, X, y):
 
 def test_grid_search_over_two_epsilons_cv3_hand_count(data):
     X, y = data
+    cv = KFold(3, shuffle=True, random_state=0)
     search = GridSearchCV(
-        dp_pipeline(), {"dplogisticregression__epsilon": [0.5, 2.0]}, cv=3
+        dp_pipeline(), {"dplogisticregression__epsilon": [0.5, 2.0]}, cv=cv
     ).fit(X, y)
     ledger = PrivacyLedger(delta=DELTA)
     with pytest.warns(PrivacyLeakWarning, match="selection is not covered"):
         ledger.record(search)
-    # By hand: cv=3 on a classifier is StratifiedKFold(3): each record is in
-    # 2 of the 3 training parts. Each training part saw both candidates
-    # (scaler ε = 0.5 each time, model ε = 0.5 or 2), then the refit saw
+    # By hand: each record is in 2 of the 3 training parts. Each training
+    # part saw both candidates (scaler ε = 0.5 each time, model ε = 0.5 or
+    # 2), then the refit saw
     # every record once more with the best candidate.
-    uses = _uses_per_record(StratifiedKFold(3), X, y)
+    uses = _uses_per_record(cv, X, y)
     assert uses == 2
     best = search.best_params_["dplogisticregression__epsilon"]
     mu_sq = uses * (2 * mu(0.5) ** 2 + mu(0.5) ** 2 + mu(2.0) ** 2)
@@ -269,7 +274,7 @@ def test_grid_search_over_two_epsilons_cv3_hand_count(data):
 def test_search_counts_follow_the_splitter(data, cv):
     X, y = data
     search = GridSearchCV(
-        DPStandardScaler(delta=DELTA, random_state=0),
+        DPStandardScaler(delta=DELTA),
         {"epsilon": [0.5, 1.0]},
         cv=cv,
         scoring=lambda est, X, y=None: 0.0,
@@ -288,7 +293,7 @@ def test_search_with_an_unknown_splitter_counts_every_split(data):
     X, _ = data
     cv = ShuffleSplit(n_splits=4, test_size=0.5, random_state=0)
     search = RandomizedSearchCV(
-        DPStandardScaler(delta=DELTA, random_state=0),
+        DPStandardScaler(delta=DELTA),
         {"epsilon": [0.25, 0.5, 1.0]},
         n_iter=2,
         cv=cv,
@@ -309,10 +314,10 @@ def test_search_names_leaking_steps_once(data):
     search = GridSearchCV(
         make_pipeline(
             StandardScaler(),
-            DPLogisticRegression(delta=DELTA, classes=[0, 1], random_state=0),
+            DPLogisticRegression(delta=DELTA, classes=[0, 1]),
         ),
         {"dplogisticregression__epsilon": [0.5, 1.0]},
-        cv=3,
+        cv=KFold(3),
     ).fit(X, y)
     messages = record_quietly(PrivacyLedger(), search)
     leaks = [m for m in messages if "standardscaler (StandardScaler)" in m]
@@ -320,21 +325,25 @@ def test_search_names_leaking_steps_once(data):
     assert any("selection is not covered" in m for m in messages)
 
 
-def test_search_without_refit_is_charged_basic_composition(data):
+def test_search_without_refit_is_charged_the_declared_budgets(data):
+    # No refit: every fit is charged its budget from the parameters (GDP for
+    # a scaler, whose releases are all Gaussian), and the total is reported
+    # at any delta the user asks for.
     X, _ = data
     search = GridSearchCV(
-        DPStandardScaler(delta=DELTA, random_state=0),
+        DPStandardScaler(delta=DELTA),
         {"epsilon": [0.5, 1.0]},
         cv=3,
         refit=False,
         scoring=lambda est, X, y=None: 0.0,
     ).fit(X)
-    ledger = PrivacyLedger()
+    ledger = PrivacyLedger(delta=DELTA)
     record_quietly(ledger, search)
     total = ledger.total()
-    assert total.mu is None
-    assert total.epsilon == pytest.approx(2 * (0.5 + 1.0))
-    assert total.delta == pytest.approx(4 * DELTA)
+    assert len(ledger) == 4
+    assert total.mu == pytest.approx(math.sqrt(2 * (mu(0.5) ** 2 + mu(1.0) ** 2)))
+    assert total.delta == DELTA
+    assert total.epsilon == pytest.approx(epsilon_from_mu(total.mu, DELTA))
 
 
 def test_search_refuses_a_refit_that_spent_more_than_declared(data):
@@ -343,7 +352,7 @@ def test_search_refuses_a_refit_that_spent_more_than_declared(data):
     # reports more than its parameters declare must stop the recording.
     X, y = data
     search = GridSearchCV(
-        dp_pipeline(), {"dplogisticregression__epsilon": [0.5, 2.0]}, cv=3
+        dp_pipeline(), {"dplogisticregression__epsilon": [0.5, 2.0]}, cv=KFold(3)
     ).fit(X, y)
     model = search.best_estimator_[-1]
     model.privacy_spent_ = PrivacyCost.from_gdp(
@@ -353,3 +362,312 @@ def test_search_refuses_a_refit_that_spent_more_than_declared(data):
     )
     with pytest.raises(ValueError, match="spent more"):
         PrivacyLedger(delta=DELTA).record(search)
+
+
+# --------------------------------------------------------------------------
+# Data-dependent splitters are refused (issue 23, finding 2)
+# --------------------------------------------------------------------------
+
+
+def _fold_differences(cv, X, y, y_neighbour):
+    """Σ over splits of (records in which the two training parts differ)².
+
+    The neighbours differ in record 1. A record counts if it is in one
+    training part and not the other, or if it is record 1 and in both.
+    """
+    total = 0
+    splits = zip(cv.split(X, y), cv.split(X, y_neighbour), strict=True)
+    for (train_a, _), (train_b, _) in splits:
+        moved = len(np.setxor1d(train_a, train_b))
+        changed = int(1 in train_a and 1 in train_b)
+        total += (moved + changed) ** 2
+    return total
+
+
+@pytest.mark.parametrize(
+    "cv, independent",
+    [
+        (StratifiedKFold(3), False),
+        (StratifiedKFold(5, shuffle=True, random_state=0), False),
+        (KFold(3), True),
+        (KFold(5, shuffle=True, random_state=0), True),
+    ],
+    ids=repr,
+)
+def test_stratified_folds_move_records_between_neighbours(data, cv, independent):
+    # Independent count: neighbours differ in record 1's label. A
+    # data-independent splitter gives the same folds, so each training part
+    # that holds record 1 differs in that one record: Σ = k − 1. Stratified
+    # folds move other records too (here 14 for k = 3, as the issue measured).
+    X, y = data
+    y_neighbour = y.copy()
+    y_neighbour[1] = 1 - y[1]
+    total = _fold_differences(cv, X, y, y_neighbour)
+    if independent:
+        assert total == cv.get_n_splits() - 1
+    else:
+        assert total > cv.get_n_splits() - 1
+
+
+@pytest.mark.parametrize(
+    "cv",
+    [
+        3,
+        None,
+        StratifiedKFold(3),
+        RepeatedStratifiedKFold(n_splits=3, n_repeats=2, random_state=0),
+        StratifiedShuffleSplit(n_splits=3, random_state=0),
+        GroupKFold(3),
+    ],
+    ids=repr,
+)
+def test_search_with_a_data_dependent_splitter_is_refused(data, cv):
+    X, y = data
+    groups = np.arange(X.shape[0]) % 7
+    search = GridSearchCV(
+        DPLogisticRegression(delta=DELTA, classes=[0, 1]),
+        {"epsilon": [0.5, 1.0]},
+        cv=cv,
+    ).fit(X, y, groups=groups)
+    ledger = PrivacyLedger(delta=DELTA)
+    name = "StratifiedKFold" if cv in (3, None) else type(cv).__name__
+    with pytest.raises(ValueError, match=rf"{name}.*KFold\(n_splits="):
+        ledger.record(search)
+    assert len(ledger) == 0
+
+
+def test_cross_validate_results_are_recorded_with_their_splitter(data):
+    X, y = data
+    model = DPLogisticRegression(delta=DELTA, classes=[0, 1])
+    kfold = KFold(3, shuffle=True, random_state=0)
+    result = cross_validate(model, X, y, cv=kfold, return_estimator=True)
+    ledger = PrivacyLedger(delta=DELTA).record(result, cv=kfold)
+    assert ledger.costs == tuple(e.privacy_spent_ for e in result["estimator"])
+    with pytest.raises(ValueError, match="record\\(result, cv=cv\\)"):
+        PrivacyLedger().record(result)
+    stratified = cross_validate(model, X, y, cv=3, return_estimator=True)
+    for cv in (3, StratifiedKFold(3)):
+        with pytest.raises(ValueError, match="StratifiedKFold"):
+            PrivacyLedger().record(stratified, cv=cv)
+    with pytest.raises(TypeError, match="return_estimator"):
+        PrivacyLedger().record({"test_score": [0.5]}, cv=kfold)
+
+
+# --------------------------------------------------------------------------
+# Wrappers: every DP fit inside counted, or a refusal; never 0 (finding 3)
+# --------------------------------------------------------------------------
+
+
+def dp_model(epsilon=1.0):
+    return DPLogisticRegression(epsilon=epsilon, delta=DELTA, classes=[0, 1])
+
+
+def fitted_dp_models(obj):
+    """Independent count: every object in obj's fitted state with privacy_spent_."""
+    found, stack, seen = [], [obj], set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(getattr(item, "privacy_spent_", None), PrivacyCost):
+            found.append(item)
+            continue
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif hasattr(item, "__dict__") and not isinstance(item, np.ndarray):
+            stack.extend(vars(item).values())
+    return found
+
+
+@pytest.mark.parametrize(
+    "wrapper, n_classes, n_fits",
+    [
+        (
+            lambda: BaggingClassifier(
+                dp_model(), n_estimators=10, bootstrap=False, max_samples=0.5
+            ),
+            2,
+            10,
+        ),
+        (lambda: VotingClassifier([("a", dp_model()), ("b", dp_model(0.5))]), 2, 2),
+        (lambda: OneVsRestClassifier(dp_model()), 3, 3),
+        (lambda: make_pipeline(SelectFromModel(dp_model()), dp_model()), 2, 2),
+    ],
+    ids=["bagging", "voting", "one-vs-rest", "select-from-model"],
+)
+def test_known_wrappers_count_every_dp_fit(data, wrapper, n_classes, n_fits):
+    X, y = data
+    if n_classes == 3:
+        y = y + (X[:, 0] > 60)
+    fitted = wrapper().fit(X, y)
+    models = fitted_dp_models(fitted)
+    assert len(models) == n_fits
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, fitted)
+    expected = math.sqrt(sum(m.privacy_spent_.mu**2 for m in models))
+    assert ledger.total().mu == pytest.approx(expected, rel=1e-12)
+    assert ledger.total().mu > 0
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        lambda: BaggingClassifier(dp_model(), n_estimators=3),  # bootstrap
+        lambda: CalibratedClassifierCV(dp_model(), cv=KFold(3)),
+        lambda: StackingClassifier(
+            [("a", dp_model())], final_estimator=LogisticRegression(), cv=KFold(3)
+        ),
+        lambda: RFE(dp_model(), n_features_to_select=2),
+    ],
+    ids=["bagging-bootstrap", "calibrated", "stacking", "rfe"],
+)
+def test_wrappers_the_ledger_cannot_count_are_refused(data, wrapper):
+    X, y = data
+    fitted = wrapper().fit(X, y)
+    assert fitted_dp_models(fitted)  # there are DP fits inside
+    ledger = PrivacyLedger(delta=DELTA)
+    with pytest.raises(ValueError, match=r"bootstrap|cannot count"):
+        ledger.record(fitted)
+    assert len(ledger) == 0
+
+
+def test_search_over_bagging_charges_every_sub_model(data):
+    X, y = data
+    cv = KFold(3, shuffle=True, random_state=0)
+    search = GridSearchCV(
+        BaggingClassifier(dp_model(), n_estimators=4, bootstrap=False),
+        {"estimator__epsilon": [0.5, 1.0]},
+        cv=cv,
+    ).fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, search)
+    uses = _uses_per_record(cv, X, y)
+    best = search.best_params_["estimator__epsilon"]
+    expected = 4 * (uses * (mu(0.5) ** 2 + mu(1.0) ** 2) + mu(best) ** 2)
+    assert ledger.total().mu == pytest.approx(math.sqrt(expected), rel=1e-9)
+    with pytest.raises(ValueError, match="bootstrap"):
+        PrivacyLedger().record(
+            GridSearchCV(
+                BaggingClassifier(dp_model(), n_estimators=2),
+                {"estimator__epsilon": [1.0]},
+                cv=cv,
+            ).fit(X, y)
+        )
+
+
+class UserSubclass(DPLogisticRegression):
+    """A user's own subclass, defined outside skdp."""
+
+
+def test_a_user_subclass_is_charged_in_a_search(data):
+    X, y = data
+    assert UserSubclass.__module__ != "skdp"
+    cv = KFold(3, shuffle=True, random_state=0)
+    search = GridSearchCV(
+        UserSubclass(delta=DELTA, classes=[0, 1]), {"epsilon": [0.5, 1.0]}, cv=cv
+    ).fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, search)
+    best = search.best_params_["epsilon"]
+    expected = 2 * (mu(0.5) ** 2 + mu(1.0) ** 2) + mu(best) ** 2
+    assert ledger.total().mu == pytest.approx(math.sqrt(expected), rel=1e-9)
+
+
+# --------------------------------------------------------------------------
+# Adjacencies: each candidate's own; mixtures never composed as one (finding 5)
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def comparisons():
+    from skdp.datasets import make_btl_comparisons
+
+    pairs, y, _ = make_btl_comparisons(
+        n_items=8, edge_probability=1.0, comparisons_per_edge=6, random_state=0
+    )
+    return pairs, y
+
+
+def btl_pipeline(**params):
+    from skdp.ranking import DPBradleyTerry, PairsEncoder
+
+    return make_pipeline(
+        PairsEncoder(n_items=8), DPBradleyTerry(delta=DELTA, classes=[0, 1], **params)
+    )
+
+
+def test_search_over_bradley_terry_keeps_the_outcome_adjacency(comparisons):
+    pairs, y = comparisons
+    cv = KFold(3, shuffle=True, random_state=0)
+    search = GridSearchCV(
+        btl_pipeline(), {"dpbradleyterry__epsilon": [0.5, 1.0]}, cv=cv
+    ).fit(pairs, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, search)
+    assert {c.adjacency for c in ledger.costs} == {REPLACE_ONE_OUTCOME}
+    assert ledger.total().adjacency == REPLACE_ONE_OUTCOME
+
+
+def test_mixed_units_are_composed_only_where_one_guarantee_implies_another(
+    comparisons,
+):
+    pairs, y = comparisons
+    cv = KFold(3, shuffle=True, random_state=0)
+    search = GridSearchCV(
+        btl_pipeline(),
+        {"dpbradleyterry__privacy_unit": ["outcome", "comparison"]},
+        cv=cv,
+    ).fit(pairs, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, search)
+    units = {c.adjacency for c in ledger.costs}
+    assert units == {REPLACE_ONE_OUTCOME, REPLACE_ONE}
+    # A record-level guarantee also holds for outcome neighbours: the total
+    # is stated under the outcome adjacency, over every release.
+    total = ledger.total()
+    assert total.adjacency == REPLACE_ONE_OUTCOME
+    assert total.mu == pytest.approx(
+        math.sqrt(sum(c.mu**2 for c in ledger.costs)), rel=1e-12
+    )
+    separate = ledger.totals()
+    assert set(separate) == units
+    # Add/remove and replace-one: neither implies the other; no one total.
+    mixed = PrivacyLedger(delta=DELTA)
+    mixed.record(PrivacyCost.from_gdp(0.5, delta=DELTA))
+    mixed.record(PrivacyCost.from_gdp(0.5, delta=DELTA, adjacency=ADD_REMOVE))
+    with pytest.raises(ValueError, match="totals\\(\\)"):
+        mixed.total()
+    assert {t.mu for t in mixed.totals().values()} == {0.5}
+    assert "under 'add or remove one record'" in repr(mixed)
+
+
+# --------------------------------------------------------------------------
+# A label set read from y is a stated assumption (finding 6)
+# --------------------------------------------------------------------------
+
+
+def test_an_inferred_label_set_is_visible_and_carried_by_the_ledger(data):
+    X, y = data
+    # Independent check of what the assumption hides: one record with a new
+    # label changes the released label set and the schedule.
+    y_new = y.copy()
+    y_new[0] = 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        a = DPLogisticRegression(delta=DELTA).fit(X, y)
+        b = DPLogisticRegression(delta=DELTA).fit(X, y_new)
+    assert len(a.classes_) != len(b.classes_)
+    assert (a.n_iter_, a.noise_multiplier_) != (b.n_iter_, b.noise_multiplier_)
+    assert PUBLIC_LABELS in a.privacy_spent_.caveats
+    assert PUBLIC_LABELS in str(a.privacy_spent_)
+    declared = DPLogisticRegression(delta=DELTA, classes=[0, 1, 2]).fit(X, y_new)
+    assert declared.privacy_spent_.caveats == ()
+    ledger = PrivacyLedger(delta=DELTA)
+    with pytest.warns(PrivacyLeakWarning, match="the guarantee assumes the label"):
+        ledger.record(a)
+    ledger.record(declared)
+    assert ledger.total().caveats == (PUBLIC_LABELS,)
+    assert "assuming the label set" in str(ledger.total())

@@ -12,7 +12,12 @@ from sklearn.datasets import load_iris, load_wine, make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
-from sklearn.model_selection import GridSearchCV, cross_validate, train_test_split
+from sklearn.model_selection import (
+    GridSearchCV,
+    KFold,
+    cross_validate,
+    train_test_split,
+)
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
@@ -123,7 +128,7 @@ def test_inferring_the_label_set_warns_once_and_declaring_it_does_not(iris):
         DPLogisticRegression(random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        DPLogisticRegression(classes=[0, 1, 2], random_state=0).fit(X, y)
+        DPLogisticRegression(classes=[0, 1, 2]).fit(X, y)
 
 
 def test_delta_of_at_least_one_over_n_warns(iris):
@@ -272,18 +277,18 @@ def test_ledger_composes_every_fit_of_a_cross_validation(binary_data):
     # Every fit on (part of) the same data spends its own budget: 3 folds at
     # ε = 1 each are not ε = 1. The ledger composes the three releases
     # exactly (μ adds in quadrature; treating the overlapping folds as the
-    # same data set is conservative).
+    # same data set is conservative). The folds must not depend on the data
+    # (KFold, not the StratifiedKFold that cv=3 means for a classifier).
     X_train, _, y_train, _ = binary_data
+    cv = KFold(3, shuffle=True, random_state=0)
     result = cross_validate(
-        DPLogisticRegression(epsilon=1.0, random_state=0),
+        DPLogisticRegression(epsilon=1.0, classes=[0, 1]),
         X_train[:3000],
         y_train[:3000],
-        cv=3,
+        cv=cv,
         return_estimator=True,
     )
-    ledger = PrivacyLedger()
-    for fitted in result["estimator"]:
-        ledger.record(fitted)
+    ledger = PrivacyLedger().record(result, cv=cv)
     one = result["estimator"][0].privacy_spent_
     total = ledger.total()
     assert len(ledger) == 3

@@ -63,9 +63,15 @@ def test_random_state_advances_and_is_reproducible():
     np.testing.assert_array_equal(as_generator(rs_again).random(8), second)
 
 
-def test_generator_is_passed_through():
+def test_generator_seeds_a_reproducible_child_stream():
+    # A child stream, not the generator itself (see tests/test_seeds.py for
+    # why): the same state gives the same child, and the parent advances.
     rng = np.random.default_rng(5)
-    assert as_generator(rng) is rng
+    same = np.random.default_rng(5)
+    child = as_generator(rng)
+    assert child is not rng
+    assert child.normal() == as_generator(same).normal()
+    assert as_generator(rng).normal() != as_generator(np.random.default_rng(5)).normal()
 
 
 def test_invalid_random_state_raises():

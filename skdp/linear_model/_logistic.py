@@ -12,7 +12,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
-    atomic_fit,
+    DPEstimatorMixin,
+    private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
 )
@@ -39,7 +40,7 @@ _AVERAGE_DECAY = 0.9
 _GD_LEARNING_RATE = 3.0
 
 
-class DPLogisticRegression(ClassifierMixin, BaseEstimator):
+class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Differentially private logistic regression by noisy gradient descent.
 
     Binary or multinomial (softmax) logistic regression fitted by full-batch
@@ -256,7 +257,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    @atomic_fit
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the model with (``epsilon``, ``delta``)-DP.

@@ -39,7 +39,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
-    atomic_fit,
+    DPEstimatorMixin,
+    private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
 )
@@ -339,7 +340,7 @@ def nonprivate_iht(estimator, X, y):
     )[0]
 
 
-class DPSparseGLM(RegressorMixin, BaseEstimator):
+class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     """Differentially private sparse GLM by noisy iterative hard thresholding.
 
     Fits an ``s``-sparse generalised linear model (Gaussian, Poisson or
@@ -557,12 +558,17 @@ class DPSparseGLM(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _budget_is_gdp(self):
+        # Gumbel peeling is bounded-range, not Gaussian: the cost is an
+        # (epsilon, delta) pair from the zCDP composition.
+        return False
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
 
-    @atomic_fit
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the model with (``epsilon``, ``delta``)-DP.

@@ -15,7 +15,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
-    atomic_fit,
+    DPEstimatorMixin,
+    private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
 )
@@ -90,7 +91,9 @@ def _check_bounds(bounds, n_features):
     return lower, upper
 
 
-class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class DPStandardScaler(
+    DPEstimatorMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator
+):
     """Standardise features with a differentially private mean and variance.
 
     Each feature is clipped to bounds ``[lower_j, upper_j]``; then the
@@ -278,7 +281,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.bounds_share = bounds_share
         self.random_state = random_state
 
-    @atomic_fit
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Release the mean and variance with (``epsilon``, ``delta``)-DP.

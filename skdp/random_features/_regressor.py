@@ -9,7 +9,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
-    atomic_fit,
+    DPEstimatorMixin,
+    private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
 )
@@ -47,7 +48,7 @@ _FULL_TIME_RHO = 8.0
 _MAX_AUTO_ITER = 1000
 
 
-class DPRandomFeaturesRegressor(RegressorMixin, BaseEstimator):
+class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     """Differentially private regression on random features by noisy GD.
 
     The model is ``f(x) = ϕ(Vx)ᵀθ`` with random weights ``V ∈ R^{p×d}``,
@@ -260,7 +261,7 @@ class DPRandomFeaturesRegressor(RegressorMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    @atomic_fit
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit θ with (``epsilon``, ``delta``)-DP.

@@ -13,7 +13,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
-    atomic_fit,
+    DPEstimatorMixin,
+    private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
 )
@@ -44,7 +45,7 @@ ROW_NORM_BOUND = math.sqrt(2.0)
 _AVERAGE_DECAY = 0.9
 
 
-class DPBradleyTerry(ClassifierMixin, BaseEstimator):
+class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Differentially private Bradley–Terry–Luce scores from pairwise comparisons.
 
     Each comparison of items i and j is a design row ``x = e_i − e_j`` (see
@@ -286,7 +287,10 @@ class DPBradleyTerry(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
-    @atomic_fit
+    def _budget_adjacency(self):
+        return REPLACE_ONE_OUTCOME if self.privacy_unit == "outcome" else REPLACE_ONE
+
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the scores with (``epsilon``, ``delta``)-DP.

@@ -1,0 +1,759 @@
+"""The privacy ledger: one honest total for everything fitted on one data set.
+
+:class:`PrivacyLedger` records fitted skdp estimators, fitted scikit-learn
+composites and searches, and ``cross_validate`` results, and composes what
+they spent with :func:`skdp.accounting.compose`. The walk behind
+:meth:`PrivacyLedger.record` follows one rule: a total is never too small.
+Where it cannot tell what a fit spent (a wrapper that fits its DP estimators
+on rows it chooses, a splitter that assigns folds from the data, fits that
+share a seeded noise stream), it refuses with a message that names the part
+and the fix, instead of counting less.
+
+DP estimators are recognised by a capability, never by module name: a
+fitted one has a ``privacy_spent_`` that is a :class:`PrivacyCost`; an
+unfitted one (a search candidate) declares its budget with
+``privacy_budget()`` (:class:`skdp._base.DPEstimatorMixin`).
+"""
+
+import math
+import numbers
+import warnings
+from dataclasses import replace
+
+from .accounting import (
+    REPLACE_ONE,
+    REPLACE_ONE_OUTCOME,
+    REPLACE_ONE_USER,
+    PrivacyCost,
+    check_independent_noise,
+    compose,
+)
+from .exceptions import PrivacyLeakWarning
+
+#: ``_IMPLIES[a]`` lists the adjacencies under which a guarantee stated
+#: under ``a`` also holds. Data sets that differ in one comparison's outcome
+#: differ in one record (that comparison), so a record-level guarantee covers
+#: them.
+_IMPLIES = {REPLACE_ONE: (REPLACE_ONE_OUTCOME,)}
+
+
+class PrivacyLedger:
+    """A running total of the privacy spent on one data set.
+
+    Feed it fitted estimators (their ``privacy_spent_``), :class:`PrivacyCost`
+    objects, whole fitted scikit-learn composites and searches, or the result
+    of ``cross_validate(..., return_estimator=True)`` with :meth:`record`;
+    read the composed total with :meth:`total`. The ledger lives outside
+    every estimator's parameters on purpose: ``sklearn.base.clone``
+    deep-copies parameters, so an accountant passed as a parameter would be
+    silently forked by ``GridSearchCV``.
+
+    :meth:`record` looks inside a fitted :class:`~sklearn.pipeline.Pipeline`,
+    :class:`~sklearn.pipeline.FeatureUnion`,
+    :class:`~sklearn.compose.ColumnTransformer`,
+    :class:`~sklearn.compose.TransformedTargetRegressor`, the wrappers that
+    fit each inner estimator once on rows chosen without looking at the data
+    (:class:`~sklearn.ensemble.VotingClassifier`,
+    :class:`~sklearn.ensemble.VotingRegressor`,
+    :class:`~sklearn.multiclass.OneVsRestClassifier`,
+    :class:`~sklearn.multioutput.MultiOutputClassifier`,
+    :class:`~sklearn.multioutput.MultiOutputRegressor`,
+    :class:`~sklearn.feature_selection.SelectFromModel`, and
+    :class:`~sklearn.ensemble.BaggingClassifier` /
+    :class:`~sklearn.ensemble.BaggingRegressor` with ``bootstrap=False``)
+    and any fitted search (:class:`~sklearn.model_selection.GridSearchCV`,
+    :class:`~sklearn.model_selection.RandomizedSearchCV`, the halving
+    searches), nested in any way, and records the cost of every fit on the
+    training data:
+
+    * every DP step's ``privacy_spent_``;
+    * for a search, every candidate once per cross-validation split whose
+      training part can contain a given record, plus the refit (see
+      :meth:`record`), and a :class:`~skdp.PrivacyLeakWarning` that choosing
+      among the candidates by their scores on the private data is *not*
+      covered (:class:`skdp.model_selection.DPRandomSearchCV` covers it);
+    * a :class:`~skdp.PrivacyLeakWarning` naming every fitted step that read
+      the training data without a guarantee (a plain ``StandardScaler``, a
+      ``OneHotEncoder`` that learned its categories, a ``SimpleImputer``, a
+      non-private final model, a wrapper that learned the label set), and
+      every assumption a guarantee rests on (a label set read from ``y``).
+      Steps that read nothing but the shape of the data pass silently; the
+      list is explicit: ``"passthrough"``/``"drop"``/None,
+      ``FunctionTransformer`` (unless it checks ``func`` against
+      ``inverse_func`` on the data), ``Normalizer``, ``Binarizer``,
+      ``PolynomialFeatures``, and ``OneHotEncoder``/``OrdinalEncoder`` given
+      explicit ``categories`` and no ``min_frequency``/``max_categories``.
+
+    It refuses, leaving itself as it was:
+
+    * releases that drew their noise from one seeded stream (fits given the
+      same ``random_state``: see :func:`skdp.mechanisms.noise_seed_id`), and
+      searches over a DP step with a ``random_state`` (every fold fit and
+      the refit would share it);
+    * splitters that assign folds from the data (``StratifiedKFold``, the
+      default ``cv`` of every classifier search, and the group splitters):
+      changing one record can move many others between folds;
+    * wrappers that hold a DP estimator but fit it in ways the ledger cannot
+      count (internal cross-validation, bootstrap duplicates, refits they do
+      not keep: ``StackingClassifier``, ``CalibratedClassifierCV``,
+      ``RFE``, bagging with ``bootstrap=True``, and any wrapper it does not
+      know).
+
+    Parameters
+    ----------
+    delta : float, optional
+        The δ at which :meth:`total` reports ε. Default: the sum of the
+        recorded δ's.
+
+    Examples
+    --------
+    >>> from skdp.accounting import PrivacyCost, PrivacyLedger
+    >>> ledger = PrivacyLedger(delta=1e-5)
+    >>> cost = PrivacyCost.from_gdp(0.5, delta=1e-5)
+    >>> ledger.record(cost).record(cost)
+    PrivacyLedger(2 releases: (2.94..., 1e-05)-DP, mu=0.7071...)
+    """
+
+    def __init__(self, delta=None):
+        self.delta = delta
+        self._costs = []
+
+    def record(self, spent, *, cv=None):
+        """Add what one fitted object spent on the training data.
+
+        Parameters
+        ----------
+        spent : PrivacyCost, fitted estimator or composite, or dict
+            A fitted ``Pipeline``, ``FeatureUnion``, ``ColumnTransformer``,
+            ``TransformedTargetRegressor``, known wrapper or search has the
+            costs of every fit inside it recorded, one entry per release. A
+            dict is the result of ``cross_validate(...,
+            return_estimator=True)``: every fold model is recorded, and
+            ``cv`` must say how the folds were made.
+        cv : int, cross-validation generator or iterable, optional
+            The ``cv`` passed to ``cross_validate``; required with its
+            result, refused when it assigns folds from the data.
+
+        Returns
+        -------
+        self : PrivacyLedger
+
+        Notes
+        -----
+        **Searches.** A search keeps only its refitted ``best_estimator_``, so
+        the cost of every other fit is derived from the parameters: each
+        candidate is ``clone(search.estimator).set_params(**params)`` for
+        ``params`` in ``cv_results_["params"]``, and each DP step in it is
+        charged ``privacy_budget()``, the most a fit with those parameters
+        spends (μ-GDP when all its releases are Gaussian, else the pair
+        (epsilon, delta) under basic composition). Every skdp fit checks
+        that it spends no more than that and refuses to release otherwise,
+        so the charge bounds each fit; the refit's report is checked again
+        here. A step whose budget is user-level (``DPFedRep``) is charged at
+        the adjacency the refitted instance achieved: without metadata
+        routing the fits get no user ids and are record-level. A candidate
+        is charged once per split whose training part can hold a given
+        record: ``k - 1`` times for ``KFold``, ``LeaveOneOut`` and an integer
+        or default ``cv`` of a regressor; ``n_repeats·(k - 1)`` for
+        ``RepeatedKFold``; the exact largest count for an explicit list of
+        splits; ``n_splits_`` times for ``ShuffleSplit``, ``LeavePOut``,
+        ``TimeSeriesSplit`` and ``PredefinedSplit`` (a record may be in every
+        training part). The refit is charged what ``best_estimator_``
+        reports.
+
+        A refused record leaves the ledger as it was.
+        """
+        costs, leaks = [], {}
+        if isinstance(spent, dict):
+            _collect_cross_validate(spent, cv, costs, leaks)
+        elif cv is not None:
+            raise TypeError("cv= is only for the result of cross_validate (a dict).")
+        else:
+            _collect(spent, type(spent).__name__, costs, leaks, fitted=True)
+        check_independent_noise(self._costs + costs)
+        _warn_leaks(leaks)
+        self._costs.extend(costs)
+        return self
+
+    @property
+    def costs(self):
+        """The recorded costs, in order."""
+        return tuple(self._costs)
+
+    def __len__(self):
+        return len(self._costs)
+
+    def totals(self):
+        """One composed total per adjacency, each over its own releases only.
+
+        Returns
+        -------
+        dict
+            Adjacency → :class:`PrivacyCost`. A total here covers only the
+            releases stated under its adjacency; :meth:`total` composes them
+            all where one guarantee implies another.
+        """
+        groups = {}
+        for cost in self._costs:
+            groups.setdefault(cost.adjacency, []).append(cost)
+        return {a: compose(c, delta=self.delta) for a, c in groups.items()}
+
+    def total(self):
+        """The composed cost of everything recorded (see :func:`compose`).
+
+        Releases stated under different adjacencies are composed only where
+        every guarantee also holds under one of them (a record-level
+        guarantee holds for data sets that differ in one comparison's
+        outcome), and the total is stated under that one. Otherwise no single
+        guarantee covers them all: this raises, and :meth:`totals` reports
+        each adjacency's releases separately.
+        """
+        if not self._costs:
+            return PrivacyCost(0.0, 0.0, 0.0, REPLACE_ONE, "nothing released")
+        adjacencies = list(dict.fromkeys(c.adjacency for c in self._costs))
+        target = _common_adjacency(adjacencies)
+        if target is None:
+            parts = "; ".join(f"{t}" for t in self.totals().values())
+            raise ValueError(
+                "The recorded releases are stated under adjacencies that no "
+                f"single guarantee covers ({adjacencies}); their totals, each "
+                f"over its own releases, are: {parts}. Use totals() to read "
+                "them separately."
+            )
+        costs = [replace(c, adjacency=target) for c in self._costs]
+        return compose(costs, delta=self.delta)
+
+    def __repr__(self):
+        if not self._costs:
+            return "PrivacyLedger(empty)"
+        try:
+            totals = [self.total()]
+        except ValueError:
+            totals = list(self.totals().values())
+        parts = []
+        for t in totals:
+            mu = "" if t.mu is None else f", mu={t.mu:.6g}"
+            where = f" under '{t.adjacency}'" if len(totals) > 1 else ""
+            parts.append(f"({t.epsilon:.6g}, {t.delta:.3g})-DP{mu}{where}")
+        return f"PrivacyLedger({len(self)} releases: {'; '.join(parts)})"
+
+
+def _common_adjacency(adjacencies):
+    """The adjacency under which every guarantee in ``adjacencies`` holds, or None."""
+    for target in adjacencies:
+        if all(a == target or target in _IMPLIES.get(a, ()) for a in adjacencies):
+            return target
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Recognising DP estimators and steps that read only the shape of the data
+# ---------------------------------------------------------------------------
+
+_SKIPPED_STEPS = ("passthrough", "drop", None)
+
+
+def is_dp_estimator(obj):
+    """Whether ``obj`` is a DP estimator: it declares a budget or reports a cost."""
+    if isinstance(obj, type):
+        return False
+    return callable(getattr(obj, "privacy_budget", None)) or isinstance(
+        getattr(obj, "privacy_spent_", None), PrivacyCost
+    )
+
+
+def _reads_only_shape(estimator):
+    """Whether fitting ``estimator`` reads nothing of the data but its shape.
+
+    The list is explicit on purpose (tested): anything not on it is assumed
+    to learn from the data.
+    """
+    from sklearn.preprocessing import (
+        Binarizer,
+        FunctionTransformer,
+        Normalizer,
+        OneHotEncoder,
+        OrdinalEncoder,
+        PolynomialFeatures,
+    )
+
+    if isinstance(estimator, FunctionTransformer):
+        # With both functions and check_inverse, fit applies them to rows
+        # of the data and warns on a mismatch.
+        return not (
+            estimator.check_inverse
+            and estimator.func is not None
+            and estimator.inverse_func is not None
+        )
+    if type(estimator) in (Normalizer, Binarizer, PolynomialFeatures):
+        return True
+    if type(estimator) in (OneHotEncoder, OrdinalEncoder):
+        return (
+            not isinstance(estimator.categories, str)
+            and estimator.min_frequency is None
+            and estimator.max_categories is None
+        )
+    return False
+
+
+def _dp_inside(obj, _depth=0, _seen=None):
+    """A DP estimator held anywhere inside ``obj`` (parameters or fitted state).
+
+    Walks lists, tuples, dicts, estimators and scikit-learn's helper objects
+    (e.g. the ``_CalibratedClassifier`` entries of ``calibrated_classifiers_``)
+    to a bounded depth; None if there is none.
+    """
+    from sklearn.base import BaseEstimator
+
+    _seen = set() if _seen is None else _seen
+    if id(obj) in _seen or _depth > 8:
+        return None
+    _seen.add(id(obj))
+    if isinstance(obj, dict):
+        values = list(obj.values())
+    elif isinstance(obj, (list, tuple)):
+        values = list(obj)
+    elif isinstance(obj, BaseEstimator) or (
+        type(obj).__module__.startswith("sklearn") and hasattr(obj, "__dict__")
+    ):
+        values = list(vars(obj).values())
+    else:
+        return None
+    for value in values:
+        if value is not obj and is_dp_estimator(value):
+            return value
+        found = _dp_inside(value, _depth + 1, _seen)
+        if found is not None:
+            return found
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Composites and wrappers whose data flow the ledger knows
+# ---------------------------------------------------------------------------
+
+
+def _children(obj, fitted, path=""):
+    """``(name, child)`` pairs of a known composite or wrapper, or None for a leaf.
+
+    A known wrapper fits each child once, on all the rows or on rows chosen
+    without looking at the data, so each child's own cost is what the wrapper
+    spends through it.
+    """
+    from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+    from sklearn.pipeline import FeatureUnion, Pipeline
+
+    if isinstance(obj, Pipeline):
+        return list(obj.steps)
+    if isinstance(obj, FeatureUnion):
+        return list(obj.transformer_list)
+    if isinstance(obj, ColumnTransformer):
+        if fitted:
+            return [(name, t) for name, t, _ in obj.transformers_]
+        return [(name, t) for name, t, _ in obj.transformers] + [
+            ("remainder", obj.remainder)
+        ]
+    if isinstance(obj, TransformedTargetRegressor):
+        if fitted:
+            return [("regressor", obj.regressor_), ("transformer", obj.transformer_)]
+        from sklearn.linear_model import LinearRegression
+        from sklearn.preprocessing import FunctionTransformer
+
+        regressor = LinearRegression() if obj.regressor is None else obj.regressor
+        transformer = obj.transformer
+        if transformer is None:
+            transformer = FunctionTransformer(
+                func=obj.func,
+                inverse_func=obj.inverse_func,
+                check_inverse=obj.check_inverse,
+            )
+        return [("regressor", regressor), ("transformer", transformer)]
+    return _wrapper_children(obj, fitted, path)
+
+
+def _wrapper_children(obj, fitted, path):
+    from sklearn.ensemble import (
+        BaggingClassifier,
+        BaggingRegressor,
+        VotingClassifier,
+        VotingRegressor,
+    )
+    from sklearn.feature_selection import SelectFromModel
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.multioutput import MultiOutputClassifier, MultiOutputRegressor
+
+    kind = type(obj)
+    if kind in (VotingClassifier, VotingRegressor):
+        if fitted:
+            return list(obj.named_estimators_.items())
+        return list(obj.estimators)
+    if kind is SelectFromModel:
+        return (
+            [("estimator_", obj.estimator_)]
+            if fitted
+            else [("estimator", obj.estimator)]
+        )
+    if kind in (OneVsRestClassifier, MultiOutputClassifier, MultiOutputRegressor):
+        if fitted:
+            return [(f"estimators_[{i}]", e) for i, e in enumerate(obj.estimators_)]
+        if _dp_inside(obj) is not None:
+            raise ValueError(
+                f"{path} ({kind.__name__}): how many models it fits depends on "
+                "the labels or outputs, which a search's parameters do not say. "
+                "Search over the DP estimator itself, or record the fitted "
+                "wrapper."
+            )
+        return None
+    if kind in (BaggingClassifier, BaggingRegressor):
+        if _dp_inside(obj) is None:
+            return None
+        if obj.bootstrap:
+            raise ValueError(
+                f"{path} ({kind.__name__}) draws bootstrap samples: one record "
+                "can enter a sub-model many times, so each sub-model's guarantee "
+                "(stated for one copy) does not hold for it. Use bootstrap=False "
+                "(each sub-model then sees a record at most once)."
+            )
+        if fitted:
+            return [(f"estimators_[{i}]", e) for i, e in enumerate(obj.estimators_)]
+        if obj.random_state is not None:
+            raise ValueError(
+                f"{path} ({kind.__name__}) with random_state={obj.random_state!r} "
+                "gives its sub-models the same seeds in every fit of a search, "
+                "so their noise repeats across folds. Leave random_state=None."
+            )
+        return [(f"estimator[{i}]", obj.estimator) for i in range(obj.n_estimators)]
+    return None
+
+
+def _label_set_leak(path, obj):
+    """The leak of a fitted classifier wrapper that learned its label set from y.
+
+    Only the wrappers: a Pipeline's ``classes_`` is its last step's.
+    """
+    from sklearn.ensemble import BaggingClassifier, VotingClassifier
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.multioutput import MultiOutputClassifier
+
+    wrappers = (
+        BaggingClassifier,
+        MultiOutputClassifier,
+        OneVsRestClassifier,
+        VotingClassifier,
+    )
+    if type(obj) in wrappers and hasattr(obj, "classes_"):
+        return (
+            f"{path} ({type(obj).__name__}) learned its label set from the "
+            "training labels (released in classes_): the ledger's total treats "
+            "it as public."
+        )
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The walk
+# ---------------------------------------------------------------------------
+
+
+def _warn_leaks(leaks):
+    """One PrivacyLeakWarning per step that read the data without a guarantee."""
+    for message in leaks:
+        warnings.warn(message, PrivacyLeakWarning, stacklevel=3)
+
+
+def _leak_message(path, estimator):
+    return (
+        f"{path} ({type(estimator).__name__}) reads the training data without a "
+        "privacy guarantee: what it learned is released with the model and is "
+        "not covered by the ledger's total. Use a private step (e.g. "
+        "skdp.preprocessing.DPStandardScaler), public parameters, or fit it on "
+        "public data."
+    )
+
+
+def _add_cost(cost, path, costs, leaks):
+    costs.append(cost)
+    for caveat in cost.caveats:
+        leaks[f"{path}: the guarantee assumes {caveat}."] = None
+
+
+def _collect(obj, path, costs, leaks, *, fitted, declared=None):
+    """Append the costs of every fit inside ``obj`` to ``costs``.
+
+    ``leaks`` (a dict used as an ordered set) gathers one message per step
+    that read the data without a guarantee, and per assumption.
+
+    ``fitted=False`` walks an unfitted candidate of a search and charges each
+    DP step its declared budget (``declared(path, estimator)``).
+    """
+    from sklearn.base import BaseEstimator
+    from sklearn.model_selection._search import BaseSearchCV
+    from sklearn.utils.validation import check_is_fitted
+
+    if isinstance(obj, PrivacyCost):
+        _add_cost(obj, path, costs, leaks)
+        return
+    if fitted and isinstance(obj, BaseEstimator):
+        check_is_fitted(obj)
+    if isinstance(obj, BaseSearchCV):
+        if not fitted:
+            raise TypeError(f"{path}: a search inside a search is not supported.")
+        _collect_search(obj, path, costs, leaks)
+        return
+    children = _children(obj, fitted, path)
+    if children is not None:
+        if fitted:
+            leak = _label_set_leak(path, obj) if _dp_inside(obj) is not None else None
+            if leak:
+                leaks[leak] = None
+        for name, child in children:
+            if isinstance(child, str) or child is None:
+                if child not in _SKIPPED_STEPS:
+                    raise TypeError(f"{path}/{name}: unknown step {child!r}.")
+                continue
+            _collect(
+                child,
+                f"{path}/{name}",
+                costs,
+                leaks,
+                fitted=fitted,
+                declared=declared,
+            )
+        return
+    if fitted and hasattr(obj, "privacy_spent_"):
+        cost = obj.privacy_spent_
+        if not isinstance(cost, PrivacyCost):
+            raise TypeError(
+                "record() takes a fitted skdp estimator or a PrivacyCost; got "
+                f"{type(obj).__name__} whose privacy_spent_ is not a PrivacyCost."
+            )
+        _add_cost(cost, path, costs, leaks)
+        return
+    if not fitted and is_dp_estimator(obj):
+        _add_cost(declared(path, obj), path, costs, leaks)
+        return
+    if not isinstance(obj, BaseEstimator):
+        raise TypeError(
+            "record() takes a fitted skdp estimator, a fitted scikit-learn "
+            f"composite or a PrivacyCost; got {type(obj).__name__}."
+        )
+    inner = _dp_inside(obj)
+    if inner is not None:
+        raise ValueError(
+            f"{path} ({type(obj).__name__}) holds a DP estimator "
+            f"({type(inner).__name__}) but fits it in a way the ledger cannot "
+            "count (how many times, on which rows: internal cross-validation, "
+            "bootstrap duplicates, refits it does not keep, or a wrapper it "
+            "does not know), so no total would be honest. Put the DP estimator "
+            "in a Pipeline, a Voting ensemble, OneVsRestClassifier, "
+            "MultiOutput*, SelectFromModel or bagging without bootstrap, or "
+            "record its fits yourself."
+        )
+    if not _reads_only_shape(obj):
+        leaks[_leak_message(path, obj)] = None
+
+
+# ---------------------------------------------------------------------------
+# Splitters: how many training parts hold one record, or a refusal
+# ---------------------------------------------------------------------------
+
+
+def training_parts_per_record(cv, n_splits, *, classifier, owner):
+    """Most training parts of ``cv``'s splits that one record can be in.
+
+    Refuses (ValueError) a splitter that assigns records to folds from the
+    data: changing one record's label or group then moves other records
+    between folds, so the fits on neighbouring data sets differ in many
+    records and no per-fit guarantee adds up to a total. Refuses unknown
+    splitters for the same reason: they may.
+
+    Parameters
+    ----------
+    cv : None, int, splitter or iterable of (train, test)
+        As given to the search or to ``cross_validate``.
+    n_splits : int
+        The number of splits that were made.
+    classifier : bool
+        Whether the estimator is a classifier (an integer ``cv`` is then
+        ``StratifiedKFold``).
+    owner : str
+        Who split, for the messages.
+    """
+    from sklearn.model_selection import (
+        KFold,
+        LeaveOneOut,
+        LeavePOut,
+        PredefinedSplit,
+        RepeatedKFold,
+        ShuffleSplit,
+        TimeSeriesSplit,
+    )
+
+    if cv is None or (isinstance(cv, numbers.Integral) and not isinstance(cv, bool)):
+        if classifier:
+            _refuse_splitter(
+                owner, f"cv={cv!r} on a classifier (StratifiedKFold)", n_splits
+            )
+        return n_splits - 1  # KFold: one test fold per record
+    kind = type(cv)
+    if kind in (KFold, LeaveOneOut):
+        return n_splits - 1
+    if kind is RepeatedKFold:
+        return n_splits - cv.n_repeats
+    if kind in (ShuffleSplit, LeavePOut, TimeSeriesSplit, PredefinedSplit):
+        return n_splits
+    if isinstance(cv, (list, tuple)):
+        uses = {}
+        for train, _ in cv:
+            for i in set(int(j) for j in train):
+                uses[i] = uses.get(i, 0) + 1
+        return max(uses.values(), default=0)
+    _refuse_splitter(owner, kind.__name__, n_splits)
+
+
+def _refuse_splitter(owner, splitter, n_splits):
+    k = max(int(n_splits), 2)
+    raise ValueError(
+        f"{owner} splits with {splitter}, which assigns records to folds from "
+        "the data (the labels or groups), or may: changing one record can move "
+        "many others between folds, so the fits on neighbouring data sets differ "
+        "in many records and no per-fit guarantee adds up to a total. Use a "
+        f"data-independent splitter: cv=KFold(n_splits={k}, shuffle=True, "
+        "random_state=0) (its folds depend only on n and its own seed)."
+    )
+
+
+# ---------------------------------------------------------------------------
+# Searches and cross_validate
+# ---------------------------------------------------------------------------
+
+
+def _collect_search(search, path, costs, leaks):
+    """Costs of every fit of a fitted search; see :meth:`PrivacyLedger.record`."""
+    from sklearn.base import clone, is_classifier
+
+    per_record = training_parts_per_record(
+        search.cv,
+        int(search.n_splits_),
+        classifier=is_classifier(search.estimator),
+        owner=f"{path} ({type(search).__name__})",
+    )
+    refit_costs = []
+    achieved = {}  # (class, budget adjacency) -> adjacency the refit reported
+    has_refit = hasattr(search, "best_estimator_")
+    if has_refit:
+        _collect(search.best_estimator_, path, refit_costs, leaks, fitted=True)
+        _achieved_adjacencies(search.best_estimator_, path, achieved)
+
+    def declared(step_path, estimator):
+        seed = estimator.get_params(deep=False).get("random_state")
+        if seed is not None:
+            raise ValueError(
+                f"{step_path} ({type(estimator).__name__}) has random_state="
+                f"{seed!r}: the search gives that seed to every fold fit and to "
+                "the refit, so they all draw the same noise, which their "
+                "releases together can cancel. Leave random_state=None in a "
+                "search."
+            )
+        budget = estimator.privacy_budget()
+        key = (type(estimator), budget.adjacency)
+        if key in achieved:
+            adjacency = achieved[key]
+        elif budget.adjacency == REPLACE_ONE_USER:
+            raise ValueError(
+                f"{step_path} ({type(estimator).__name__}): without a refit the "
+                "ledger cannot tell whether user ids reached the fits (with "
+                "metadata routing off they do not, and each fit protects one "
+                "row, not one user). Search with refit=True."
+            )
+        else:
+            adjacency = budget.adjacency
+        return replace(
+            budget,
+            adjacency=adjacency,
+            mechanism=f"declared budget of {type(estimator).__name__} ({step_path})",
+        )
+
+    # The refitted model must not have spent more than its declared budget,
+    # or the declared costs of the other fits would not bound theirs. Every
+    # skdp fit checks this itself; a refit that says otherwise was tampered
+    # with or is not an skdp estimator.
+    if has_refit:
+        best = clone(search.estimator).set_params(**search.best_params_)
+        check = []
+        _collect(best, path, check, {}, fitted=False, declared=declared)
+        actual = [c for c in refit_costs if c.mu is not None]
+        bound = [c for c in check if c.mu is not None]
+        if actual and bound:
+            mu_actual = math.sqrt(sum(c.mu**2 for c in actual))
+            mu_bound = math.sqrt(sum(c.mu**2 for c in bound))
+            if mu_actual > mu_bound * (1.0 + 1e-9):
+                raise ValueError(
+                    f"{path}: the refitted model spent more (mu={mu_actual:.6g}) "
+                    f"than its declared budget (mu={mu_bound:.6g}); the other "
+                    "fits cannot be bounded from their parameters."
+                )
+
+    candidate_costs = []
+    for params in search.cv_results_["params"]:
+        candidate = clone(search.estimator).set_params(**params)
+        _collect(
+            candidate, path, candidate_costs, leaks, fitted=False, declared=declared
+        )
+    costs.extend(candidate_costs * per_record)
+    costs.extend(refit_costs)
+    leaks[
+        f"{path} ({type(search).__name__}) chose its best candidate by scores "
+        "computed on the private training data (cv_results_, best_score_, "
+        "best_params_): that selection is not covered by the ledger's total, "
+        "which counts only the fits. skdp.model_selection.DPRandomSearchCV "
+        "makes the selection private too."
+    ] = None
+
+
+def _achieved_adjacencies(obj, path, found):
+    """Map (class, budget adjacency) of each DP step in ``obj`` to what it reported."""
+    children = _children(obj, fitted=True, path=path)
+    if children is not None:
+        for name, child in children:
+            if not isinstance(child, str) and child is not None:
+                _achieved_adjacencies(child, f"{path}/{name}", found)
+        return
+    cost = getattr(obj, "privacy_spent_", None)
+    if not isinstance(cost, PrivacyCost):
+        return
+    if not callable(getattr(obj, "privacy_budget", None)):
+        raise ValueError(
+            f"{path} ({type(obj).__name__}) reports privacy_spent_ but declares "
+            "no privacy_budget(), so the search's other fits cannot be bounded "
+            "from their parameters."
+        )
+    found.setdefault((type(obj), obj.privacy_budget().adjacency), cost.adjacency)
+
+
+def _collect_cross_validate(result, cv, costs, leaks):
+    """Costs of the fold models of ``cross_validate(..., return_estimator=True)``."""
+    from sklearn.base import is_classifier
+
+    if "estimator" not in result:
+        raise TypeError(
+            "record() takes the result of cross_validate(..., "
+            "return_estimator=True); this dict has no 'estimator' entry."
+        )
+    estimators = list(result["estimator"])
+    if cv is None:
+        raise ValueError(
+            "Pass the splitter the folds came from: record(result, cv=cv). A "
+            "splitter that assigns folds from the data makes the fold models' "
+            "own guarantees meaningless for the data set as a whole."
+        )
+    training_parts_per_record(
+        cv,
+        len(estimators),
+        classifier=bool(estimators) and is_classifier(estimators[0]),
+        owner="cross_validate",
+    )
+    # Every fold model is charged in full: a record is in all but one of a
+    # partition's training parts, so this overcounts by at most one fold.
+    for i, estimator in enumerate(estimators):
+        _collect(estimator, f"cross_validate/estimator[{i}]", costs, leaks, fitted=True)
