@@ -15,6 +15,7 @@ so the lists stay honest.
 
 import inspect
 
+from pytest import mark
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -78,3 +79,99 @@ def test_every_estimator_is_discovered():
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# --------------------------------------------------------------------------
+# The privacy contract every DP estimator keeps (skdp._base.private_fit)
+# --------------------------------------------------------------------------
+
+
+def small_fit_data(estimator):
+    """Data every exported estimator accepts, with a public label set."""
+    import numpy as np
+    from sklearn.base import is_classifier
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(60, 3))
+    if type(estimator).__name__ == "DPBradleyTerry":
+        from skdp.ranking import pairs_to_design
+
+        pairs = rng.choice(6, size=(60, 2), replace=True)
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        return pairs_to_design(pairs, n_items=6), (rng.random(len(pairs)) < 0.5)
+    y = (X[:, 0] > 0).astype(int) if is_classifier(estimator) else X[:, 0]
+    return X, y
+
+
+@mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_every_estimator_declares_and_keeps_its_budget(cls):
+    """A fit spends no more than privacy_budget(), seeds are stamped."""
+    import warnings
+
+    import pytest
+
+    from skdp import PrivacyLeakWarning
+    from skdp.mechanisms import noise_seed_id
+
+    estimator = cls(epsilon=2.0, delta=1e-6)
+    if "classes" in estimator.get_params():
+        estimator.set_params(classes=[0, 1])
+    budget = estimator.privacy_budget()
+    assert (budget.epsilon, budget.delta) == (2.0, 1e-6)
+    X, y = small_fit_data(estimator)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        spent = estimator.fit(X, y).privacy_spent_
+    if budget.mu is not None:
+        assert spent.mu <= budget.mu * (1 + 1e-9)
+    else:
+        assert spent.epsilon <= 2.0 * (1 + 1e-9) and spent.delta <= 1e-6
+    assert spent.noise_seeds == ()
+    assert spent.caveats == ()
+    estimator.set_params(random_state=3)
+    with pytest.warns(PrivacyLeakWarning, match="random_state=3 seeds"):
+        seeded = estimator.fit(X, y).privacy_spent_
+    assert seeded.noise_seeds == (noise_seed_id(3),)
+
+
+@mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_a_fit_that_overspends_releases_nothing(cls, monkeypatch):
+    """private_fit refuses a fit whose report exceeds its declared budget."""
+    import warnings
+    from dataclasses import replace
+
+    import pytest
+
+    from skdp import MechanismFailedError, PrivacyLeakWarning
+
+    estimator = cls(epsilon=2.0, delta=1e-6)
+    if "classes" in estimator.get_params():
+        estimator.set_params(classes=[0, 1])
+    X, y = small_fit_data(estimator)
+    budget = estimator.privacy_budget()
+    inflated = replace(
+        budget,
+        epsilon=3 * budget.epsilon,
+        mu=None if budget.mu is None else 3 * budget.mu,
+    )
+    monkeypatch.setattr(cls, "privacy_budget", lambda self: replace(budget))
+    original = cls.fit.__wrapped__
+
+    def overspending_fit(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.privacy_spent_ = replace(self.privacy_spent_, **_spend(inflated))
+        return self
+
+    from skdp._base import private_fit
+
+    monkeypatch.setattr(cls, "fit", private_fit(overspending_fit))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(MechanismFailedError, match="more than its declared"):
+            estimator.fit(X, y)
+    assert not hasattr(estimator, "privacy_spent_")
+    assert [k for k in vars(estimator) if k.endswith("_")] == []
+
+
+def _spend(cost):
+    return {"epsilon": cost.epsilon, "delta": cost.delta, "mu": cost.mu}

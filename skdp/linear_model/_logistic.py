@@ -101,10 +101,14 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         The label set, declared in advance. If None it is inferred from ``y``
         and counts as public (a :class:`~skdp.PrivacyLeakWarning` says so).
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the noise. None draws fresh operating-system entropy: use it in
-        production, since a known seed makes the noise predictable. A
-        ``numpy.random.Generator`` is used (and advanced) as is; note that
-        ``sklearn.base.clone`` copies it, so clones draw the same noise.
+        Seeds the noise; use None in production (a known seed makes the
+        noise predictable). The rule
+        is the same for every skdp estimator: None (the default)
+        draws fresh operating-system entropy for every fit; a seed makes the
+        noise reproducible, so every fit given it (clones in a search or
+        cross-validation, sibling steps, a sweep) draws the same noise: the
+        fit warns, and :class:`~skdp.PrivacyLedger` refuses to total fits
+        that share a seed. A ``Generator`` seeds a child stream.
     verbose : int, default=0
         1: a line stating the guarantee being spent and the noise scale,
         about ten progress lines and a summary; 2: one line per step.

@@ -109,8 +109,14 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
         ``p ≳ n`` and ``T ≳ n/40``).
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the random weights and, through an independent stream, the
-        noise. None draws fresh operating-system entropy: use it in
-        production, since a known seed makes the noise predictable.
+        noise; use None in production (a known seed makes the noise
+        predictable). The rule
+        is the same for every skdp estimator: None (the default)
+        draws fresh operating-system entropy for every fit; a seed makes the
+        noise reproducible, so every fit given it (clones in a search or
+        cross-validation, sibling steps, a sweep) draws the same noise: the
+        fit warns, and :class:`~skdp.PrivacyLedger` refuses to total fits
+        that share a seed. A ``Generator`` seeds a child stream.
     verbose : int, default=0
         1: the guarantee being spent, about ten progress lines and a summary;
         2: one line per step.

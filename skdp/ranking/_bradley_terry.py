@@ -110,8 +110,14 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         :class:`~skdp.PrivacyLeakWarning` says so). Multiclass, continuous
         or non-finite ``y`` is an error either way.
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the noise. None draws fresh operating-system entropy: use it in
-        production, since a known seed makes the noise predictable.
+        Seeds the noise; use None in production (a known seed makes the
+        noise predictable). The rule
+        is the same for every skdp estimator: None (the default)
+        draws fresh operating-system entropy for every fit; a seed makes the
+        noise reproducible, so every fit given it (clones in a search or
+        cross-validation, sibling steps, a sweep) draws the same noise: the
+        fit warns, and :class:`~skdp.PrivacyLedger` refuses to total fits
+        that share a seed. A ``Generator`` seeds a child stream.
 
     Attributes
     ----------
