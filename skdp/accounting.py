@@ -66,15 +66,20 @@ __all__ = [
     "compose",
     "delta_from_mu",
     "epsilon_from_mu",
+    "epsilon_from_rdp",
     "epsilon_from_zcdp",
     "epsilon_from_zcdp_tight",
+    "epsilon_of_private_selection",
     "gaussian_cost",
     "gaussian_noise_multiplier",
     "log_delta_from_mu",
     "mu_from_epsilon",
+    "truncated_negative_binomial_gamma",
+    "truncated_negative_binomial_mean",
     "zcdp_from_epsilon",
     "zcdp_from_epsilon_tight",
     "zcdp_from_pure_dp",
+    "zcdp_of_private_selection",
 ]
 
 #: Neighbouring data sets differ by replacing one record (n is public).
@@ -623,34 +628,174 @@ def zcdp_from_epsilon(epsilon, delta):
     return (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
 
 
+def epsilon_from_rdp(rdp, delta, *, centre):
+    """ε such that a mechanism with Rényi curve ``rdp`` is (ε, δ)-DP.
+
+    (α, τ)-RDP implies (ε, δ)-DP with ``ε = τ + log(1 - 1/α) - (log δ +
+    log α)/(α - 1)`` (Canonne, Kamath & Steinke 2020; Balle et al. 2020, the
+    conversion dp-accounting's RDP accountant uses), for every α > 1. This
+    minimises over α on a log grid around ``α - 1 = centre`` (16 e-folds
+    either side), then refines; every α gives a valid ε, so an imperfect
+    minimisation only loses tightness.
+
+    Parameters
+    ----------
+    rdp : callable
+        ``rdp(alpha)``: the mechanism is (α, rdp(α))-RDP for every α > 1.
+    delta : float
+        Target δ in (0, 1).
+    centre : float
+        A guess of the best ``α - 1`` (> 0).
+    """
+    log_delta = math.log(float(delta))
+
+    def eps_at(log_am1):  # α = 1 + e^log_am1
+        am1 = math.exp(log_am1)
+        alpha = 1.0 + am1
+        return rdp(alpha) + math.log(am1 / alpha) - (log_delta + math.log1p(am1)) / am1
+
+    grid = math.log(centre) + np.linspace(-8.0, 8.0, 65)
+    values = [eps_at(g) for g in grid]
+    best = int(np.argmin(values))
+    lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
+    refined = minimize_scalar(eps_at, bounds=(lo, hi), method="bounded")
+    return min(values[best], float(refined.fun)) if refined.success else values[best]
+
+
 def epsilon_from_zcdp_tight(rho, delta):
     """ε such that ρ-zCDP implies (ε, δ)-DP, optimised over the Rényi order.
 
-    ρ-zCDP is (α, αρ)-RDP for every α > 1, and (α, τ)-RDP implies (ε, δ)-DP
-    with ``ε = τ + log(1 - 1/α) - (log δ + log α)/(α - 1)`` (Canonne, Kamath &
-    Steinke 2020; Balle et al. 2020, the conversion dp-accounting's RDP
-    accountant uses). Every α gives a valid ε, so an imperfect minimisation
-    only loses tightness; the result is also capped by Bun & Steinke's
+    ρ-zCDP is (α, αρ)-RDP for every α > 1, converted by
+    :func:`epsilon_from_rdp`; the result is also capped by Bun & Steinke's
     ``ρ + 2·sqrt(ρ·log(1/δ))`` (the same bound without the two log terms).
     """
     rho, delta = float(rho), float(delta)
     if rho == 0.0:
         return 0.0
-    log_delta = math.log(delta)
-
-    def eps_at(log_am1):  # α = 1 + e^log_am1
-        am1 = math.exp(log_am1)
-        alpha = 1.0 + am1
-        return alpha * rho + math.log(am1 / alpha) - (log_delta + math.log1p(am1)) / am1
-
-    centre = 0.5 * math.log(-log_delta / rho)  # α - 1 ≈ sqrt(log(1/δ)/ρ)
-    grid = centre + np.linspace(-8.0, 8.0, 65)
-    values = [eps_at(g) for g in grid]
-    best = int(np.argmin(values))
-    lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
-    refined = minimize_scalar(eps_at, bounds=(lo, hi), method="bounded")
-    eps = min(values[best], float(refined.fun)) if refined.success else values[best]
+    centre = math.sqrt(-math.log(delta) / rho)  # α - 1 ≈ sqrt(log(1/δ)/ρ)
+    eps = epsilon_from_rdp(lambda alpha: alpha * rho, delta, centre=centre)
     return max(0.0, min(eps, epsilon_from_zcdp(rho, delta)))
+
+
+# ---------------------------------------------------------------------------
+# Private selection: the best of a random number of private runs
+# ---------------------------------------------------------------------------
+
+
+def truncated_negative_binomial_mean(gamma, shape):
+    """E[K] for K truncated negative binomial (η = ``shape``, γ = ``gamma``).
+
+    ``P[K = k] ∝ (1 - γ)^k·Γ(k + η)/(Γ(η)·k!)`` for k ≥ 1 (Papernot &
+    Steinke 2022, Def. 1): ``η(1 - γ)/(γ(1 - γ^η))`` for η > 0, and the
+    logarithmic distribution's ``(1 - γ)/(γ·log(1/γ))`` for η = 0.
+    """
+    gamma, shape = float(gamma), float(shape)
+    if gamma == 1.0:  # K = 1 surely (the limit of both formulas)
+        return 1.0
+    if shape == 0.0:
+        return (1.0 - gamma) / (gamma * -math.log(gamma))
+    # -expm1(η log γ) = 1 - γ^η without cancellation for small η.
+    return shape * (1.0 - gamma) / (gamma * -math.expm1(shape * math.log(gamma)))
+
+
+def truncated_negative_binomial_gamma(mean, shape):
+    """The γ in (0, 1] of the truncated negative binomial with ``E[K] = mean``.
+
+    E[K] decreases from ∞ to 1 as γ goes from 0 to 1: solved by bisection in
+    log γ to ~1e-15 relative.
+    """
+    mean, shape = float(mean), float(shape)
+    if not mean >= 1.0:
+        raise ValueError(f"The mean number of runs must be >= 1; got {mean}.")
+    if mean == 1.0:
+        return 1.0
+    lo, hi = -1.0, -1e-300  # log γ
+    while truncated_negative_binomial_mean(math.exp(lo), shape) < mean:
+        lo *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if truncated_negative_binomial_mean(math.exp(mid), shape) < mean:
+            hi = mid
+        else:
+            lo = mid
+    return math.exp(lo)  # E[K] at γ = e^lo is >= mean: the safe side
+
+
+def epsilon_of_private_selection(rho, delta, *, mean, shape):
+    r"""(ε, δ) of the best of K runs of a ρ-zCDP mechanism, K truncated neg. binomial.
+
+    Papernot & Steinke (2022), Theorem 2: if one run is (λ, ε(λ))-RDP for
+    every λ and K (the number of runs, drawn independently of the data) is
+    truncated negative binomial with shape η and parameter γ, then releasing
+    only the best run is (λ, ε'(λ))-RDP with
+
+    .. math::
+
+        \varepsilon'(\lambda) = \varepsilon(\lambda) + (1 + \eta)\Bigl(
+        (1 - 1/\hat\lambda)\,\varepsilon(\hat\lambda)
+        + \log(1/\gamma)/\hat\lambda\Bigr)
+        + \log(\mathbb{E}[K])/(\lambda - 1)
+
+    for any λ̂ > 1. With ε(λ) = λρ (a ρ-zCDP run, e.g. μ-GDP with ρ = μ²/2)
+    the bracket is ``(λ̂ - 1)ρ + log(1/γ)/λ̂``, minimised at
+    ``λ̂ = sqrt(log(1/γ)/ρ)`` (or just above 1). The RDP curve is converted to
+    (ε, δ) by :func:`epsilon_from_rdp`.
+
+    Parameters
+    ----------
+    rho : float
+        zCDP parameter of one run, > 0.
+    delta : float
+        Target δ in (0, 1).
+    mean : float
+        E[K] >= 1.
+    shape : float
+        η >= 0 (0: logarithmic, 1: geometric).
+    """
+    rho, shape = float(rho), float(shape)
+    gamma = truncated_negative_binomial_gamma(mean, shape)
+    log_inv_gamma = -math.log(gamma)
+    lam_hat = max(math.sqrt(log_inv_gamma / rho), 1.0 + 1e-9)
+    c = (1.0 + shape) * ((lam_hat - 1.0) * rho + log_inv_gamma / lam_hat)
+    log_mean = math.log(truncated_negative_binomial_mean(gamma, shape))
+
+    def rdp(alpha):
+        return alpha * rho + c + log_mean / (alpha - 1.0)
+
+    centre = math.sqrt((-math.log(delta) + log_mean) / rho)
+    return epsilon_from_rdp(rdp, delta, centre=centre)
+
+
+def zcdp_of_private_selection(epsilon, delta, *, mean, shape):
+    """Largest ρ of one run such that :func:`epsilon_of_private_selection` <= ε.
+
+    Bisection in log ρ; the result errs low (the safe side).
+
+    Raises
+    ------
+    MechanismFailedError
+        If no ρ >= 1e-300 fits the budget.
+    """
+
+    def spends(rho):
+        return epsilon_of_private_selection(rho, delta, mean=mean, shape=shape)
+
+    lo, hi = math.log(1e-300), math.log(max(1.0, float(epsilon)) ** 2)
+    while spends(math.exp(hi)) <= epsilon:
+        hi += 2.0
+    if spends(math.exp(lo)) > epsilon:
+        raise MechanismFailedError(
+            f"No run fits in ({epsilon}, {delta})-DP with {mean} expected runs."
+        )
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if spends(math.exp(mid)) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-13:
+            break
+    return math.exp(lo)
 
 
 def zcdp_from_epsilon_tight(epsilon, delta):

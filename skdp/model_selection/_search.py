@@ -1,0 +1,454 @@
+"""Private hyperparameter selection: the best of a random number of private runs."""
+
+import math
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.model_selection import ParameterSampler
+from sklearn.pipeline import Pipeline
+from sklearn.utils import get_tags
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._base import DPEstimatorMixin, private_fit, require_positive_delta
+from .._ledger import _reads_only_shape, is_dp_estimator
+from ..accounting import (
+    REPLACE_ONE,
+    REPLACE_ONE_OUTCOME,
+    PrivacyCost,
+    epsilon_from_mu,
+    epsilon_of_private_selection,
+    zcdp_of_private_selection,
+)
+from ..mechanisms import as_generator, gaussian_noise
+
+__all__ = ["DPRandomSearchCV"]
+
+#: Below this, each candidate's release would be noise (ε ≈ 4e-4 at δ = 1e-5).
+_MIN_CANDIDATE_MU = 1e-4
+_PRIVACY_PARAMS = ("epsilon", "delta", "random_state")
+
+
+def _delegate(method):
+    def check(self):
+        check_is_fitted(self)
+        return hasattr(self.best_estimator_, method)
+
+    return check
+
+
+class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
+    """Random search whose whole run, selection included, is (ε, δ)-DP.
+
+    Private selection with a random number of runs (Papernot & Steinke 2022,
+    Theorem 2; Liu & Talwar 2019): the number of candidates ``K`` is drawn
+    from a truncated negative binomial distribution with mean ``n_iter``,
+    independently of the data. Each run draws one candidate from
+    ``param_distributions``, trains it with its own private budget on a
+    training part, and scores it on a disjoint validation part with Gaussian
+    noise; only the best run (its model, parameters and noisy score) is
+    released. Each candidate's budget is calibrated from the total
+    (``epsilon``, ``delta``) so that the whole run spends at most that.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A DP estimator (a classifier or regressor with ``privacy_budget``), or
+        a :class:`~sklearn.pipeline.Pipeline` of DP steps and steps that read
+        only the shape of the data. Its DP steps' ``epsilon``, ``delta`` and
+        ``random_state`` are set by the search: the grid must not contain
+        them.
+    param_distributions : dict or list of dicts
+        As :class:`~sklearn.model_selection.RandomizedSearchCV`: lists are
+        sampled uniformly, distributions with ``rvs``. Each run draws one
+        candidate independently (with replacement).
+    n_iter : float, default=10
+        Expected number of candidates, ``E[K] >= 1``.
+    n_iter_shape : float, default=0.0
+        Shape η of the truncated negative binomial (0: logarithmic
+        distribution, 1: geometric). Smaller is cheaper for the same mean.
+    epsilon : float, default=1.0
+        Total privacy budget ε of the whole search.
+    delta : float, default=1e-5
+        Total δ of the whole search (and of each candidate's calibration).
+    scoring : {"accuracy", "neg_mean_squared_error", \
+            "neg_mean_absolute_error"} or None, default=None
+        Per-record score averaged over the validation part; None means
+        ``"accuracy"`` for classifiers, ``"neg_mean_squared_error"`` for
+        regressors. Only bounded per-record scores have a known sensitivity.
+    score_bound : float or None, default=None
+        Regression only, required there: a public bound ``b`` on one
+        record's loss. Each record's squared (or absolute) error is clipped
+        to ``b`` before averaging, so replacing one validation record moves
+        the mean by at most ``b/m``.
+    validation_fraction : float, default=0.2
+        Share of the rows (chosen at random, independently of the data) that
+        score the candidates; the rest trains them.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the split, the number of runs, the candidates and the score
+        noise. Use None for anything released (see
+        :func:`skdp.mechanisms.as_generator`); the candidates' own noise is
+        always fresh.
+
+    Attributes
+    ----------
+    best_estimator_ : estimator
+        The winning candidate, trained on the training part only.
+    best_params_ : dict
+        Its parameters from ``param_distributions``.
+    best_score_ : float
+        Its noisy validation score (released).
+    cv_results_ : dict
+        Only what is released: ``params``, ``mean_test_score`` and
+        ``rank_test_score`` of the winner. The number of runs and the other
+        candidates stay secret: revealing them would void the bound.
+    candidate_budget_ : PrivacyCost
+        What each run spends (μ-GDP; training and scoring use disjoint rows).
+    privacy_spent_ : PrivacyCost
+        The guarantee of the whole search: (``epsilon``, ``delta``)-DP or
+        less, under the adjacency of the estimator's DP steps.
+
+    Notes
+    -----
+    **Guarantee.** The split is a uniformly random permutation of the rows
+    (n is public). A record is in exactly one part, and under replace-one
+    adjacency it moves either the training (the model, and the score as its
+    post-processing) or one term of the validation mean, never both: so each
+    run is μ_c-GDP, with the DP steps' budgets composing to μ_c and the score
+    released with noise ``Δ/μ_c``, ``Δ = (score range)/m``. A μ_c-GDP run is
+    (λ, λμ_c²/2)-RDP; Papernot & Steinke's Theorem 2 bounds the release of
+    the best of K runs in RDP, which :func:`skdp.accounting.epsilon_from_rdp`
+    converts to (ε, δ). μ_c is the largest with that ε at most ``epsilon``
+    (:func:`skdp.accounting.zcdp_of_private_selection`). Pipelines split
+    μ_c equally among their DP steps.
+
+    **Deviations.** There is no refit on all the data (it would cost another
+    budget): the released model is the winner as trained. Run time depends on
+    K, which is random and independent of the data.
+
+    References
+    ----------
+    .. [1] N. Papernot, T. Steinke. "Hyperparameter tuning with Renyi
+       differential privacy". ICLR 2022.
+    .. [2] J. Liu, K. Talwar. "Private selection from private candidates".
+       STOC 2019.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skdp import DPLogisticRegression
+    >>> from skdp.model_selection import DPRandomSearchCV
+    >>> X, y = make_classification(n_samples=3000, random_state=0)
+    >>> search = DPRandomSearchCV(
+    ...     DPLogisticRegression(classes=[0, 1]),
+    ...     {"clip_norm": [0.1, 1.0, 10.0]},
+    ...     n_iter=5, epsilon=2.0, delta=1e-5,
+    ... ).fit(X, y)
+    >>> round(search.privacy_spent_.epsilon, 6) <= 2.0
+    True
+    >>> sorted(search.cv_results_)
+    ['mean_test_score', 'params', 'rank_test_score']
+    """
+
+    _parameter_constraints = {
+        "estimator": [object],
+        "param_distributions": [dict, list],
+        "n_iter": [Interval(Real, 1, None, closed="left")],
+        "n_iter_shape": [Interval(Real, 0, None, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "scoring": [
+            StrOptions(
+                {"accuracy", "neg_mean_squared_error", "neg_mean_absolute_error"}
+            ),
+            None,
+        ],
+        "score_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        param_distributions,
+        *,
+        n_iter=10,
+        n_iter_shape=0.0,
+        epsilon=1.0,
+        delta=1e-5,
+        scoring=None,
+        score_bound=None,
+        validation_fraction=0.2,
+        random_state=None,
+    ):
+        self.estimator = estimator
+        self.param_distributions = param_distributions
+        self.n_iter = n_iter
+        self.n_iter_shape = n_iter_shape
+        self.epsilon = epsilon
+        self.delta = delta
+        self.scoring = scoring
+        self.score_bound = score_bound
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+
+    # -- the contract ------------------------------------------------------
+
+    def _budget_is_gdp(self):
+        return False
+
+    def _budget_adjacency(self):
+        adjacencies = {s.privacy_budget().adjacency for _, s in self._dp_steps()}
+        return adjacencies.pop() if len(adjacencies) == 1 else REPLACE_ONE
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.estimator_type = inner.estimator_type
+        tags.input_tags.sparse = inner.input_tags.sparse
+        return tags
+
+    # -- checks before any fit ---------------------------------------------
+
+    def _steps(self):
+        if isinstance(self.estimator, Pipeline):
+            return [(f"{name}__", step) for name, step in self.estimator.steps]
+        return [("", self.estimator)]
+
+    def _dp_steps(self):
+        return [(p, s) for p, s in self._steps() if is_dp_estimator(s)]
+
+    def _check_estimator(self):
+        """The candidates' structure: DP steps only, Gaussian, one adjacency."""
+        for prefix, step in self._steps():
+            if step in ("passthrough", None) or is_dp_estimator(step):
+                continue
+            if not _reads_only_shape(step):
+                raise TypeError(
+                    f"{type(step).__name__} ({prefix.rstrip('_') or 'estimator'}) "
+                    "is not a DP estimator: it would read the data without a "
+                    "guarantee. DPRandomSearchCV takes DP estimators, or a "
+                    "Pipeline of DP steps and steps that read only the shape."
+                )
+        dp_steps = self._dp_steps()
+        if not dp_steps:
+            raise TypeError("The estimator contains no DP estimator.")
+        final = self._steps()[-1][1]
+        if not hasattr(final, "predict"):
+            raise TypeError(
+                f"The last step ({type(final).__name__}) must predict: the "
+                "search scores candidates on held-out rows."
+            )
+        for _, step in dp_steps:
+            budget = step.privacy_budget()
+            if budget.mu is None:
+                raise TypeError(
+                    f"{type(step).__name__} is not all-Gaussian (its budget is "
+                    "not μ-GDP); the private search composes Gaussian candidates."
+                )
+            if budget.adjacency not in (REPLACE_ONE, REPLACE_ONE_OUTCOME):
+                raise TypeError(
+                    f"{type(step).__name__} protects '{budget.adjacency}'; the "
+                    "search's split and score protect one record."
+                )
+        return dp_steps
+
+    def _check_grid(self, dp_steps):
+        grids = self.param_distributions
+        grids = [grids] if isinstance(grids, dict) else list(grids)
+        if not grids or any(not g for g in grids):
+            raise ValueError("param_distributions is empty: nothing to search.")
+        reserved = {p + name for p, _ in dp_steps for name in _PRIVACY_PARAMS}
+        for grid in grids:
+            taken = reserved.intersection(grid)
+            if taken:
+                raise ValueError(
+                    f"param_distributions sets {sorted(taken)}, which the search "
+                    "sets itself from its total budget (and fresh noise)."
+                )
+
+    def _scorer(self):
+        scoring = self.scoring
+        classifier = is_classifier(self.estimator)
+        if scoring is None:
+            scoring = "accuracy" if classifier else "neg_mean_squared_error"
+        if scoring == "accuracy":
+            return scoring, 1.0
+        if self.score_bound is None:
+            raise ValueError(
+                f"scoring={scoring!r} needs score_bound: a public bound on one "
+                "record's loss (e.g. the squared range of y), so that the score's "
+                "sensitivity is known."
+            )
+        return scoring, float(self.score_bound)
+
+    def _calibrate(self, n_dp_steps):
+        """(μ of one run, the per-step ε) for the total budget."""
+        rho = zcdp_of_private_selection(
+            self.epsilon, self.delta, mean=self.n_iter, shape=self.n_iter_shape
+        )
+        mu = math.sqrt(2.0 * rho)
+        if mu < _MIN_CANDIDATE_MU:
+            raise ValueError(
+                f"The budget (epsilon={self.epsilon:g}, delta={self.delta:g}) is "
+                f"too small for a private search with n_iter={self.n_iter:g}: "
+                f"each candidate would get mu={mu:.3g}, a release of pure noise. "
+                "Raise epsilon or lower n_iter."
+            )
+        # Err low by 1e-9 so that each step's calibrated μ stays below its share.
+        step_mu = mu / math.sqrt(n_dp_steps) * (1.0 - 1e-9)
+        return mu, epsilon_from_mu(step_mu, self.delta)
+
+    # -- fit ---------------------------------------------------------------
+
+    @private_fit
+    def fit(self, X, y):
+        """Run the private search.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : DPRandomSearchCV
+        """
+        self._validate_params()
+        require_positive_delta(self)
+        dp_steps = self._check_estimator()
+        self._check_grid(dp_steps)
+        scoring, score_range = self._scorer()
+        mu, step_epsilon = self._calibrate(len(dp_steps))
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            accept_sparse="csr",
+            dtype=None,
+            ensure_all_finite=False,
+            reset=True,
+        )
+        n = X.shape[0]
+        m = round(self.validation_fraction * n)
+        if m < 1 or n - m < 2:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves "
+                f"{m} validation and {n - m} training rows of {n}."
+            )
+        rng = as_generator(self.random_state)
+        order = rng.permutation(n)  # data-independent: n is public
+        valid, train = order[:m], order[m:]
+        n_runs = _draw_truncated_negative_binomial(rng, self.n_iter, self.n_iter_shape)
+        privacy = {
+            p + name: value
+            for p, _ in dp_steps
+            for name, value in (
+                ("epsilon", step_epsilon),
+                ("delta", float(self.delta)),
+                ("random_state", None),
+            )
+        }
+        noise_std = score_range / m / mu
+        best = None
+        for _ in range(n_runs):  # a loop over candidates, never over records
+            params = next(
+                iter(
+                    ParameterSampler(
+                        self.param_distributions, 1, random_state=_seed(rng)
+                    )
+                )
+            )
+            candidate = clone(self.estimator).set_params(**params, **privacy)
+            candidate.fit(X[train], y[train])
+            score = _score(candidate, X[valid], y[valid], scoring, score_range)
+            noisy = score + float(gaussian_noise(rng, noise_std, ()))
+            if best is None or noisy > best[0]:
+                best = (noisy, params, candidate)
+        self.best_score_, self.best_params_, self.best_estimator_ = best
+        self.cv_results_ = {
+            "params": [self.best_params_],
+            "mean_test_score": np.array([self.best_score_]),
+            "rank_test_score": np.array([1], dtype=np.int32),
+        }
+        if is_classifier(self.estimator):
+            self.classes_ = self.best_estimator_.classes_
+        self.candidate_budget_ = PrivacyCost.from_gdp(
+            mu,
+            delta=self.delta,
+            adjacency=self._budget_adjacency(),
+            mechanism="one run: training and a noisy validation score on disjoint rows",
+        )
+        epsilon = epsilon_of_private_selection(
+            mu * mu / 2.0, self.delta, mean=self.n_iter, shape=self.n_iter_shape
+        )
+        self.privacy_spent_ = PrivacyCost(
+            epsilon,
+            float(self.delta),
+            None,
+            self._budget_adjacency(),
+            f"DPRandomSearchCV: the best of K ~ TNB(mean={self.n_iter:g}, "
+            f"shape={self.n_iter_shape:g}) runs of a mu={mu:.4g}-GDP candidate "
+            "(Papernot & Steinke 2022, Thm. 2)",
+        )
+        return self
+
+    # -- delegation ----------------------------------------------------------
+
+    @available_if(_delegate("predict"))
+    def predict(self, X):
+        """Predict with the winning candidate."""
+        return self.best_estimator_.predict(X)
+
+    @available_if(_delegate("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of the winning candidate."""
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_delegate("decision_function"))
+    def decision_function(self, X):
+        """Decision function of the winning candidate."""
+        return self.best_estimator_.decision_function(X)
+
+    @available_if(_delegate("transform"))
+    def transform(self, X):
+        """Transform with the winning candidate."""
+        return self.best_estimator_.transform(X)
+
+    def score(self, X, y):
+        """The winning candidate's ``score`` on (X, y)."""
+        check_is_fitted(self)
+        return self.best_estimator_.score(X, y)
+
+
+def _seed(rng):
+    return int(rng.integers(2**32))
+
+
+def _score(candidate, X, y, scoring, bound):
+    """Mean bounded per-record score: its range is [0, 1] or [-bound, 0]."""
+    prediction = candidate.predict(X)
+    if scoring == "accuracy":
+        return float(np.mean(prediction == y))
+    error = np.asarray(prediction, dtype=float) - np.asarray(y, dtype=float)
+    loss = error**2 if scoring == "neg_mean_squared_error" else np.abs(error)
+    loss = np.where(np.isfinite(loss), loss, bound)
+    return -float(np.mean(np.minimum(loss, bound)))
+
+
+def _draw_truncated_negative_binomial(rng, mean, shape):
+    """K >= 1 with Papernot & Steinke's truncated negative binomial law."""
+    from ..accounting import truncated_negative_binomial_gamma
+
+    gamma = truncated_negative_binomial_gamma(mean, shape)
+    if gamma >= 1.0:
+        return 1
+    if shape == 0.0:
+        return int(rng.logseries(1.0 - gamma))
+    while True:  # NB(η, γ) conditioned on K >= 1: P(reject) = γ^η
+        k = int(rng.negative_binomial(shape, gamma))
+        if k >= 1:
+            return k

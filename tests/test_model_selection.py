@@ -1,0 +1,204 @@
+"""DPRandomSearchCV: the whole search, selection included, is (ε, δ)-DP."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event, rdp
+from scipy import stats
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skdp import (
+    DPLogisticRegression,
+    DPRandomFeaturesRegressor,
+    PrivacyLeakWarning,
+    PrivacyLedger,
+)
+from skdp.accounting import truncated_negative_binomial_gamma
+from skdp.mechanisms import as_generator
+from skdp.model_selection import DPRandomSearchCV
+from skdp.model_selection._search import _draw_truncated_negative_binomial
+from skdp.preprocessing import DPStandardScaler
+
+DELTA = 1e-6
+ORDERS = (
+    [1 + x / 50 for x in range(1, 500)]
+    + [11 + x / 5 for x in range(1000)]
+    + list(range(212, 5000, 4))
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(n_samples=600, n_features=4, random_state=0)
+    return X, y
+
+
+def search(**params):
+    defaults = dict(
+        estimator=DPLogisticRegression(classes=[0, 1]),
+        param_distributions={"clip_norm": [0.1, 1.0, 10.0]},
+        n_iter=4,
+        epsilon=2.0,
+        delta=DELTA,
+    )
+    return DPRandomSearchCV(**{**defaults, **params})
+
+
+def dp_accounting_epsilon(mu, mean, shape, delta):
+    """Papernot & Steinke's Theorem 2 as dp-accounting implements it."""
+    accountant = rdp.RdpAccountant(orders=ORDERS)
+    event = dp_event.RepeatAndSelectDpEvent(
+        dp_event.GaussianDpEvent(1.0 / mu), mean, shape
+    )
+    return accountant.compose(event).get_epsilon(delta)
+
+
+@pytest.mark.parametrize(
+    "epsilon, mean, shape", [(2.0, 4, 0.0), (1.0, 10, 1.0), (4.0, 3, 0.5)]
+)
+def test_total_matches_an_independent_accountant(data, epsilon, mean, shape):
+    X, y = data
+    fitted = search(epsilon=epsilon, n_iter=mean, n_iter_shape=shape).fit(X, y)
+    # One run's μ, read off what the winner actually spent: its DP step's
+    # budget is at most the run's share (the score uses the same μ on
+    # disjoint rows).
+    mu = fitted.candidate_budget_.mu
+    assert fitted.best_estimator_.privacy_spent_.mu <= mu
+    oracle = dp_accounting_epsilon(mu, mean, shape, DELTA)
+    spent = fitted.privacy_spent_
+    # dp-accounting optimises over a grid of orders: at most a hair above.
+    assert spent.epsilon <= oracle * (1 + 1e-9)
+    assert spent.epsilon == pytest.approx(oracle, rel=1e-4)
+    assert spent.epsilon <= epsilon * (1 + 1e-9)
+    assert spent.epsilon == pytest.approx(epsilon, rel=1e-6)  # the budget is used
+    assert spent.delta == DELTA
+
+
+def test_pipelines_split_the_run_equally_among_dp_steps(data):
+    X, y = data
+    pipe = make_pipeline(
+        DPStandardScaler(bounds=(-5.0, 5.0)), DPLogisticRegression(classes=[0, 1])
+    )
+    fitted = search(
+        estimator=pipe,
+        param_distributions={"dplogisticregression__clip_norm": [0.5, 1.0]},
+    ).fit(X, y)
+    mus = [step.privacy_spent_.mu for step in fitted.best_estimator_]
+    mu = fitted.candidate_budget_.mu
+    assert math.hypot(*mus) <= mu
+    assert math.hypot(*mus) == pytest.approx(mu, rel=1e-6)
+
+
+def test_only_released_quantities_and_an_exact_ledger_entry(data):
+    X, y = data
+    fitted = search().fit(X, y)
+    assert set(fitted.cv_results_) == {"params", "mean_test_score", "rank_test_score"}
+    assert fitted.cv_results_["params"] == [fitted.best_params_]
+    assert fitted.cv_results_["mean_test_score"][0] == fitted.best_score_
+    assert not hasattr(fitted, "n_candidates_")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # no selection warning
+        ledger = PrivacyLedger(delta=DELTA).record(fitted)
+    assert ledger.costs == (fitted.privacy_spent_,)
+    assert ledger.total().epsilon == pytest.approx(fitted.privacy_spent_.epsilon)
+    np.testing.assert_array_equal(fitted.predict(X), fitted.best_estimator_.predict(X))
+
+
+@pytest.mark.parametrize("mean, shape", [(4.0, 0.0), (10.0, 1.0), (3.0, 0.5)])
+def test_the_number_of_runs_has_the_theorems_law(mean, shape):
+    # Independent pmf: scipy's logarithmic / negative binomial, truncated at 1.
+    gamma = truncated_negative_binomial_gamma(mean, shape)
+    if shape == 0.0:
+        pmf = stats.logser(1.0 - gamma).pmf
+    else:
+
+        def pmf(k):
+            return stats.nbinom(shape, gamma).pmf(k) / stats.nbinom(shape, gamma).sf(0)
+
+    ks = np.arange(1, 400)
+    assert np.sum(ks * pmf(ks)) == pytest.approx(mean, rel=1e-3)
+    rng = np.random.default_rng(0)
+    draws = np.array(
+        [_draw_truncated_negative_binomial(rng, mean, shape) for _ in range(20000)]
+    )
+    assert draws.min() >= 1
+    # Chi-square goodness of fit over cells k = 1..9 and k >= 10 (level 1e-3).
+    cells = np.minimum(draws, 10)
+    observed = np.bincount(cells, minlength=11)[1:]
+    expected = np.append(pmf(np.arange(1, 10)), 1 - pmf(np.arange(1, 10)).sum())
+    statistic = np.sum((observed - 20000 * expected) ** 2 / (20000 * expected))
+    assert stats.chi2(9).sf(statistic) > 1e-3
+
+
+def test_the_score_noise_has_the_calibrated_scale(data):
+    # White box: n_iter=1 means one run; with the search's seed the split
+    # can be replayed, so the noise of each released score is observable.
+    X, y = data
+    n, m = X.shape[0], round(0.2 * X.shape[0])
+    residuals = []
+    for seed in range(300):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            fitted = search(n_iter=1, random_state=seed).fit(X, y)
+        valid = as_generator(seed).permutation(n)[:m]
+        exact = np.mean(fitted.best_estimator_.predict(X[valid]) == y[valid])
+        residuals.append(fitted.best_score_ - exact)
+    expected = 1.0 / m / fitted.candidate_budget_.mu  # Δ = 1/m for accuracy
+    # 300 draws: the sample sd is within ~12% (3 standard errors) of σ.
+    assert np.std(residuals) == pytest.approx(expected, rel=0.12)
+    assert abs(np.mean(residuals)) < 3 * expected / math.sqrt(300)
+
+
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        ({"param_distributions": {}}, ValueError, "empty"),
+        ({"param_distributions": [{}]}, ValueError, "empty"),
+        ({"estimator": LogisticRegression()}, TypeError, "not a DP estimator"),
+        (
+            {
+                "estimator": make_pipeline(
+                    StandardScaler(), DPLogisticRegression(classes=[0, 1])
+                ),
+                "param_distributions": {"dplogisticregression__clip_norm": [1.0]},
+            },
+            TypeError,
+            "StandardScaler",
+        ),
+        ({"param_distributions": {"epsilon": [1.0, 2.0]}}, ValueError, "epsilon"),
+        ({"epsilon": 1e-9}, ValueError, "too small"),
+        (
+            {
+                "estimator": DPRandomFeaturesRegressor(),
+                "param_distributions": {"n_features": [10]},
+            },
+            ValueError,
+            "score_bound",
+        ),
+    ],
+    ids=[
+        "empty",
+        "empty-dict",
+        "non-dp",
+        "non-dp-step",
+        "epsilon-grid",
+        "tiny",
+        "no-bound",
+    ],
+)
+def test_bad_input_fails_before_any_fit(data, monkeypatch, params, error, match):
+    X, y = data
+    fits = []
+    monkeypatch.setattr(
+        DPLogisticRegression, "fit", lambda self, *a, **k: fits.append(1)
+    )
+    est = search(**params)
+    with pytest.raises(error, match=match):
+        est.fit(X, y)
+    assert fits == []
+    assert [k for k in vars(est) if k.endswith("_")] == []
