@@ -1,6 +1,8 @@
 """Private hyperparameter selection: the best of a random number of private runs."""
 
 import math
+import warnings
+from copy import deepcopy
 from numbers import Real
 
 import numpy as np
@@ -87,10 +89,10 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         Share of the rows (chosen at random, independently of the data) that
         score the candidates; the rest trains them.
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the split, the number of runs, the candidates and the score
-        noise. Use None for anything released (see
-        :func:`skdp.mechanisms.as_generator`); the candidates' own noise is
-        always fresh.
+        Seeds the split, the number of runs, the candidates, the score noise
+        and (with a distinct seed each) the candidates' own noise. Use None
+        for anything released (see :func:`skdp.mechanisms.as_generator`):
+        every draw is then fresh.
 
     Attributes
     ----------
@@ -208,6 +210,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         inner = get_tags(self.estimator)
         tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = deepcopy(inner.classifier_tags)
+        tags.regressor_tags = deepcopy(inner.regressor_tags)
         tags.input_tags.sparse = inner.input_tags.sparse
         return tags
 
@@ -329,15 +333,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             y,
             accept_sparse="csr",
             dtype=None,
-            ensure_all_finite=False,
             reset=True,
         )
         n = X.shape[0]
         m = round(self.validation_fraction * n)
         if m < 1 or n - m < 2:
             raise ValueError(
-                f"validation_fraction={self.validation_fraction} leaves "
-                f"{m} validation and {n - m} training rows of {n}."
+                f"n_samples={n} is too few: validation_fraction="
+                f"{self.validation_fraction} leaves {m} validation and {n - m} "
+                "training rows."
             )
         rng = as_generator(self.random_state)
         order = rng.permutation(n)  # data-independent: n is public
@@ -346,12 +350,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         privacy = {
             p + name: value
             for p, _ in dp_steps
-            for name, value in (
-                ("epsilon", step_epsilon),
-                ("delta", float(self.delta)),
-                ("random_state", None),
-            )
+            for name, value in (("epsilon", step_epsilon), ("delta", float(self.delta)))
         }
+        # A seeded search (reproducible on request, and it warned) seeds each
+        # candidate from its own stream: distinct seeds, so no two fits of
+        # one search share noise. Unseeded, every candidate draws fresh noise.
+        seeded = self.random_state is not None
         noise_std = score_range / m / mu
         best = None
         for _ in range(n_runs):  # a loop over candidates, never over records
@@ -362,8 +366,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                     )
                 )
             )
-            candidate = clone(self.estimator).set_params(**params, **privacy)
-            candidate.fit(X[train], y[train])
+            seeds = {
+                p + "random_state": _seed(rng) if seeded else None for p, _ in dp_steps
+            }
+            candidate = clone(self.estimator).set_params(**params, **privacy, **seeds)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
+                candidate.fit(X[train], y[train])
             score = _score(candidate, X[valid], y[valid], scoring, score_range)
             noisy = score + float(gaussian_noise(rng, noise_std, ()))
             if best is None or noisy > best[0]:
