@@ -41,7 +41,8 @@ from threadpoolctl import threadpool_limits
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
-    atomic_fit,
+    DPEstimatorMixin,
+    private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
 )
@@ -453,7 +454,11 @@ def _top_eigenvectors(M, k):
 
 
 class DPFedRep(
-    RegressorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    DPEstimatorMixin,
+    RegressorMixin,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    BaseEstimator,
 ):
     """User-level differentially private FedRep: a shared linear representation.
 
@@ -730,7 +735,12 @@ class DPFedRep(
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    @atomic_fit
+    def _budget_adjacency(self):
+        # Without user ids each row is its own user: the fit then reports
+        # record-level adjacency, which private_fit accepts for this budget.
+        return REPLACE_ONE_USER
+
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, groups=None):
         """Learn the shared representation with user-level (ε, δ)-DP.

@@ -11,7 +11,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
-    atomic_fit,
+    DPEstimatorMixin,
+    private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
 )
@@ -91,7 +92,7 @@ def clipped_moments(X, center, radius):
     return U.mean(axis=0), (U.T @ U) / n
 
 
-class DPGaussianSampler(BaseEstimator):
+class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
     """Differentially private samples from a multivariate Gaussian.
 
     Two mechanisms, chosen by ``method``:
@@ -127,7 +128,10 @@ class DPGaussianSampler(BaseEstimator):
         Gaussian-DP curve; ``"paper"`` uses the classical calibration
         ``σ = Δ·sqrt(2 log(2/δ'))/ε'`` at (ε/2, δ/2) per release (textbook,
         more noise; ``privacy_spent_`` reports the exact guarantee of the
-        noise used). ``"unbounded"``: no effect (no noise is calibrated; the
+        noise used). The classical bound is only valid for ε/2 <= 1 and
+        falls below the exact multiplier from ε ≈ 45, so the larger of the two
+        is used: never less noise than the declared budget needs.
+        ``"unbounded"``: no effect (no noise is calibrated; the
         paper's own PTR constants are not certifiable, see Notes).
     center : float, array-like of shape (n_features,) or None, default=None
         ``"bounded"``: centre of the clipping ball (None: the origin). Public.
@@ -334,7 +338,11 @@ class DPGaussianSampler(BaseEstimator):
         tags.non_deterministic = self.method == "unbounded"
         return tags
 
-    @atomic_fit
+    def _budget_is_gdp(self):
+        # The unbounded mode's PTR and StableMean are not Gaussian.
+        return self.method == "bounded"
+
+    @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Run the mechanism on X, spending (``epsilon``, ``delta``).
@@ -370,10 +378,13 @@ class DPGaussianSampler(BaseEstimator):
         center = self._center(d)
         C = float(self.radius)
         mean, second = clipped_moments(X, center, C)
-        if self.accounting == "exact":
-            z = gaussian_noise_multiplier(self.epsilon, self.delta, n_steps=2)
-        else:
-            z = classical_gaussian_noise_multiplier(self.epsilon, self.delta, 2)
+        z = gaussian_noise_multiplier(self.epsilon, self.delta, n_steps=2)
+        if self.accounting == "paper":
+            # The classical calibration is only valid for ε' = ε/2 <= 1 and
+            # falls below the exact multiplier from ε ≈ 45: never add less
+            # noise than the declared budget needs.
+            paper = classical_gaussian_noise_multiplier(self.epsilon, self.delta, 2)
+            z = max(z, paper)
         rng = as_generator(self.random_state)
         mean_sens = 2.0 * C / n
         moment_sens = math.sqrt(2.0) * C**2 / n
