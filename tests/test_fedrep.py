@@ -9,7 +9,10 @@ from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
+from skdp import PrivacyLedger
+from skdp.accounting import REPLACE_ONE, REPLACE_ONE_USER
 from skdp.audit import UserCanary, audit_estimator
+from skdp.exceptions import PrivacyLeakWarning
 from skdp.fedrep import DPFedRep
 from skdp.fedrep import _fedrep as fr
 
@@ -174,14 +177,32 @@ def test_batched_pseudo_inverse_solve_matches_numpy(k):
         )
 
 
-@pytest.mark.parametrize("shuffle", [False, True])
-def test_shards_keep_every_user_whole(shuffle):
-    """Threads split the users, never a user's rows: each shard holds whole
-    users with their split, and grouped data is viewed, not copied."""
-    X, y, groups, _, _ = make_users(50, 4, 3, 2, seed=12, ragged=True)
-    if shuffle:
-        perm = np.random.default_rng(0).permutation(len(y))
-        X, y, groups = X[perm], y[perm], groups[perm]
+def rearranged(X, y, groups, layout):
+    """The rows grouped by user, shuffled, or grouped but for three swapped
+    pairs of rows (a layout that crashed the threaded fit: a shard whose
+    first and last rows span its row count took another shard's rows)."""
+    if layout == "grouped":
+        return X, y, groups
+    rng = np.random.default_rng(0)
+    if layout == "shuffled":
+        perm = rng.permutation(len(y))
+    else:
+        perm = np.arange(len(y))
+        pairs = rng.choice(len(y), size=(3, 2), replace=False)
+        perm[pairs[:, 0]], perm[pairs[:, 1]] = pairs[:, 1], pairs[:, 0]
+    return X[perm], y[perm], groups[perm]
+
+
+LAYOUTS = ["grouped", "shuffled", "swapped"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("seed", range(5))
+def test_shards_keep_every_user_whole(layout, seed):
+    """Threads split the users, never a user's rows: each shard holds exactly
+    its users' rows with their split, and grouped data is viewed, not copied."""
+    X, y, groups, _, _ = make_users(50, 4, 3, 2, seed=12 + seed, ragged=True)
+    X, y, groups = rearranged(X, y, groups, layout)
     counts = np.bincount(groups)
     v_half = fr._split_halves(groups, counts, np.random.default_rng(1))
     shards = fr._shard(X, y, groups, 50, v_half, 3)
@@ -189,21 +210,24 @@ def test_shards_keep_every_user_whole(shuffle):
     assert sum(s.n_users for s in shards) == 50
     np.testing.assert_array_equal(np.concatenate([s.counts for s in shards]), counts)
     assert max(len(s.y) for s in shards) <= len(y) / 3 + counts.max()
+    # each shard's rows, user by user, are the rows of its users in X
     order = np.argsort(groups, kind="stable")
-    np.testing.assert_array_equal(np.vstack([s.X for s in shards]), X[order])
+    by_user = [s.X[np.argsort(s.codes, kind="stable")] for s in shards]
+    np.testing.assert_array_equal(np.vstack(by_user), X[order])
     np.testing.assert_array_equal(
         np.concatenate([s.half_sums[0] for s in shards]),
         fr._Users(X, y, groups, 50, v_half).half_sums[0],
     )
-    assert all(np.shares_memory(s.X, X) for s in shards) == (not shuffle)
+    if layout == "grouped":
+        assert all(np.shares_memory(s.X, X) for s in shards)
+    if layout == "shuffled":
+        assert not any(np.shares_memory(s.X, X) for s in shards)
 
 
-@pytest.mark.parametrize("shuffle", [False, True])
-def test_threads_give_the_one_thread_fit(shuffle):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_threads_give_the_one_thread_fit(layout):
     X, y, groups, _, _ = make_users(300, 6, 5, 2, seed=11, ragged=True)
-    if shuffle:
-        perm = np.random.default_rng(0).permutation(len(y))
-        X, y, groups = X[perm], y[perm], groups[perm]
+    X, y, groups = rearranged(X, y, groups, layout)
     used = []
     real_shard = fr._shard
 
@@ -711,6 +735,43 @@ def test_grid_search_with_group_kfold_routes_groups(routing, monkeypatch):
     assert seen == [400] * 6 + [600]  # GroupKFold: 2/3 of the users per fit
     # cold start on unseen users: the shared mean head is ~0 here, R² ≈ 0
     assert np.all(np.abs(search.cv_results_["mean_test_score"]) < 0.2)
+
+
+def test_without_groups_the_guarantee_is_per_record_and_says_so():
+    X, y, groups, _, _ = make_users(200, 5, 4, 2, seed=3)
+    with pytest.warns(PrivacyLeakWarning, match="set_fit_request"):
+        rows = DPFedRep(2).fit(X, y)
+    assert rows.privacy_spent_.adjacency == REPLACE_ONE
+    users = DPFedRep(2).fit(X, y, groups)  # PrivacyLeakWarning is an error here
+    assert users.privacy_spent_.adjacency == REPLACE_ONE_USER
+    # same noise either way: only the unit the guarantee names changes
+    assert rows.privacy_spent_.mu == users.privacy_spent_.mu
+
+
+@pytest.mark.filterwarnings("error::skdp.exceptions.PrivacyLeakWarning")
+def test_users_reach_a_search_only_with_metadata_routing():
+    """Without routing, a search passes ``groups`` to the splitter alone: its
+    fits saw one user per row and must not claim a user-level guarantee (a
+    real 20-row user was audited at μ̂ = 0.78 against a claimed μ = 0.268)."""
+    X, y, groups, _, _ = make_users(300, 6, 5, 2, seed=5)
+    grid = {"learning_rate": [0.5, 1.0]}
+    cv = KFold(3, shuffle=True, random_state=0)
+    for splitter in (GroupKFold(3), cv):
+        with pytest.warns(PrivacyLeakWarning, match="metadata routing"):
+            plain = GridSearchCV(DPFedRep(2), grid, cv=splitter)
+            plain.fit(X, y, groups=groups)
+        assert plain.best_estimator_.privacy_spent_.adjacency == REPLACE_ONE
+    with pytest.warns(PrivacyLeakWarning, match="chose its best candidate"):
+        ledger = PrivacyLedger(delta=1e-5).record(plain)
+    assert list(ledger.totals()) == [REPLACE_ONE]
+
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = DPFedRep(2).set_fit_request(groups=True).set_score_request(groups=True)
+        routed = GridSearchCV(est, grid, cv=cv).fit(X, y, groups=groups)
+    assert routed.best_estimator_.privacy_spent_.adjacency == REPLACE_ONE_USER
+    with pytest.warns(PrivacyLeakWarning, match="chose its best candidate"):
+        ledger = PrivacyLedger(delta=1e-5).record(routed)
+    assert list(ledger.totals()) == [REPLACE_ONE_USER]
 
 
 def test_within_user_splits_measure_personalisation(routing):

@@ -17,6 +17,7 @@ term, never change another user's.
 """
 
 import math
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import cached_property
@@ -47,8 +48,13 @@ from .._base import (
     warn_if_delta_is_large,
 )
 from .._dpgd import _Progress, row_norms
-from ..accounting import REPLACE_ONE_USER, gaussian_cost, gaussian_noise_multiplier
-from ..exceptions import MechanismFailedError
+from ..accounting import (
+    REPLACE_ONE,
+    REPLACE_ONE_USER,
+    gaussian_cost,
+    gaussian_noise_multiplier,
+)
+from ..exceptions import MechanismFailedError, PrivacyLeakWarning
 from ..mechanisms import as_generator, gaussian_noise
 
 
@@ -156,8 +162,9 @@ def _shard(X, y, codes, n_users, v_half, n_shards):
 
     Every user's rows go to one group (each group's per-user sums are
     complete, so the groups can be processed in parallel and their clipped
-    sums added). A group whose rows are contiguous in X (data grouped by
-    user) views them; otherwise its rows are copied once.
+    sums added). A group whose rows fill a contiguous block of X (data
+    grouped by user, in any order within the block) views that block;
+    otherwise its rows are copied once.
     """
     if n_shards == 1:
         return [_Users(X, y, codes, n_users, v_half)]
@@ -171,8 +178,11 @@ def _shard(X, y, codes, n_users, v_half, n_shards):
     shards = []
     for first, stop in pairwise(cuts):
         rows = order[row_starts[first] : row_starts[stop]]
-        if rows[-1] - rows[0] + 1 == len(rows):  # distinct rows: a range
-            rows = slice(rows[0], rows[-1] + 1)
+        low, high = rows.min(), rows.max()
+        # Distinct rows spanning exactly len(rows) positions are that range
+        # (in any order: the per-user sums do not depend on the row order).
+        if high - low + 1 == len(rows):
+            rows = slice(low, high + 1)
         shards.append(
             _Users(X[rows], y[rows], codes[rows] - first, stop - first, v_half[rows])
         )
@@ -638,9 +648,14 @@ class DPFedRep(
     **Routing.** ``groups`` (one user id per row) is metadata: enable
     scikit-learn's metadata routing and call ``set_fit_request(groups=True)``
     (and ``set_predict_request``/``set_score_request``) to use the estimator
-    in a ``Pipeline`` or ``GridSearchCV``. ``GroupKFold`` holds out whole
-    users, so it measures the cold-start model; within-user splits (e.g.
-    ``KFold(shuffle=True)``) measure personalisation. Scores computed on the
+    in a ``Pipeline`` or ``GridSearchCV``. Without routing, scikit-learn
+    passes ``groups`` only to the splitter and every fit runs with
+    ``groups=None``: one user per row, a record-level guarantee, and a
+    warning. ``GroupKFold`` holds out whole users, so it measures the
+    cold-start model, but its folds depend on the user ids (private here),
+    so :class:`skdp.PrivacyLedger` refuses to total it; within-user splits
+    (``KFold(shuffle=True, random_state=0)``) measure personalisation and
+    are totalled. Scores computed on the
     private data, and the choice among candidates, are not DP; every fit
     spends its budget (compose with :class:`skdp.PrivacyLedger`). Upstream
     steps fitted on the data (e.g. ``StandardScaler``) make each user's input
@@ -740,6 +755,18 @@ class DPFedRep(
         # record-level adjacency, which private_fit accepts for this budget.
         return REPLACE_ONE_USER
 
+    def _warn_without_users(self):
+        warnings.warn(
+            "DPFedRep.fit got no groups: every row is its own user, so the "
+            "guarantee holds for one record ('replace one record'), not for one "
+            "user. Pass fit(X, y, groups). In a Pipeline or a search, scikit-"
+            "learn passes groups only to the splitter unless metadata routing is "
+            "on: call sklearn.set_config(enable_metadata_routing=True) and "
+            "estimator.set_fit_request(groups=True).",
+            PrivacyLeakWarning,
+            stacklevel=5,  # the caller of fit (through fit's two decorators)
+        )
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, groups=None):
@@ -753,7 +780,11 @@ class DPFedRep(
             Targets (on a public scale, centred by a public constant).
         groups : array-like of shape (n_samples,), default=None
             The user id of every row: the privacy unit. None makes every row
-            its own user.
+            its own user: the guarantee is then per record
+            (``privacy_spent_.adjacency`` is "replace one record") and a
+            :class:`~skdp.exceptions.PrivacyLeakWarning` says so, since a
+            search or Pipeline drops ``groups`` silently without metadata
+            routing.
 
         Returns
         -------
@@ -774,6 +805,8 @@ class DPFedRep(
                 "has at most as many directions as there are features."
             )
         users, codes = _encode_groups(groups, n_rows)
+        if groups is None:
+            self._warn_without_users()
         n = len(users)
         warn_if_delta_is_large(self, n)
         clip, init_clip, cold_clip = self._clips(d)
@@ -785,7 +818,7 @@ class DPFedRep(
             z,
             n_iter,
             delta=self.delta,
-            adjacency=REPLACE_ONE_USER,
+            adjacency=REPLACE_ONE if groups is None else REPLACE_ONE_USER,
             mechanism=(
                 f"Private FedRep: {n_iter} Gaussian releases (init="
                 f"{self.init if isinstance(self.init, str) else 'public array'}, "
