@@ -947,6 +947,14 @@ def gaussian_cost(noise_multiplier, n_steps, *, delta, adjacency, mechanism=""):
     )
 
 
+def _suggested_delta(spent):
+    """A round δ above ``spent`` that leaves the Gaussian parts room: 10×
+    ``spent``, rounded up to one significant digit."""
+    target = 10.0 * spent
+    scale = 10.0 ** math.floor(math.log10(target))
+    return math.ceil(target / scale - 1e-9) * scale
+
+
 def compose(costs: Iterable[PrivacyCost], *, delta=None):
     """Compose the guarantees of several releases on the same data.
 
@@ -996,8 +1004,10 @@ def compose(costs: Iterable[PrivacyCost], *, delta=None):
         gdp_delta = float(delta) - other_delta
         if gdp_delta < 0 or (gdp and gdp_delta <= 0 < mu):
             raise ValueError(
-                f"delta={delta} is too small: the non-Gaussian parts alone "
-                f"spend delta={other_delta}."
+                f"delta={delta:g} is too small for this total: {len(other)} of the "
+                f"releases are (epsilon, delta) guarantees (not Gaussian) whose "
+                f"deltas alone add up to {other_delta:g}. Total them at a larger "
+                f"delta, e.g. PrivacyLedger(delta={_suggested_delta(other_delta):g})."
             )
     if not other:
         return replace(

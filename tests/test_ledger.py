@@ -346,6 +346,33 @@ def test_search_without_refit_is_charged_the_declared_budgets(data):
     assert total.epsilon == pytest.approx(epsilon_from_mu(total.mu, DELTA))
 
 
+def test_search_without_refit_of_non_gaussian_fits_names_the_delta_to_pass():
+    # A sparse GLM's guarantee is an (epsilon, delta) pair: composing four of
+    # them spends 4 deltas, which a ledger at delta=1e-6 cannot hold. The
+    # error names the delta to pass instead of failing from deep inside.
+    from sklearn.datasets import make_regression
+
+    from skdp import DPSparseGLM
+
+    X, y = make_regression(300, 10, random_state=0)
+    search = GridSearchCV(
+        DPSparseGLM(delta=1e-5),
+        {"epsilon": [0.5, 1.0]},
+        cv=KFold(3, shuffle=True, random_state=0),
+        refit=False,
+    ).fit(X, y)
+    too_small = PrivacyLedger(delta=1e-6)
+    record_quietly(too_small, search)
+    with pytest.raises(ValueError, match=r"add up to 4e-05.*delta=0.0004\)"):
+        too_small.total()
+    ledger = PrivacyLedger(delta=4e-4)
+    record_quietly(ledger, search)
+    # each record is in 2 of the 3 training parts: 2 fits per candidate
+    total = ledger.total()
+    assert total.epsilon == pytest.approx(2 * (0.5 + 1.0), rel=1e-12)
+    assert total.delta == pytest.approx(4e-5, rel=1e-12)
+
+
 def test_search_refuses_a_refit_that_spent_more_than_declared(data):
     # The totals of a search rest on each candidate spending its declared
     # budget; the refit is the one fit that can be checked, and a refit that
