@@ -287,6 +287,49 @@ def test_search_counts_follow_the_splitter(data, cv):
     assert ledger.total().mu == pytest.approx(math.sqrt(expected), rel=1e-9)
 
 
+def test_halving_search_over_epsilon_and_clip_is_totalled_from_its_fits(
+    data, monkeypatch
+):
+    # HalvingGridSearchCV trains candidates on data-independent subsamples
+    # of each training part, iteration after iteration. Count by hand what
+    # every fit spent on every record (rows identified by their bytes), and
+    # check that the ledger's total covers the worst-hit record and equals
+    # its count: each cv_results_ row once per training part, plus the refit.
+    from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+    from sklearn.model_selection import HalvingGridSearchCV
+
+    X, y = data
+    row_of = {row.tobytes(): i for i, row in enumerate(X)}
+    spent = np.zeros(len(X))
+    real_fit = DPLogisticRegression.fit
+
+    def spy(self, X_fit, y_fit):
+        fitted = real_fit(self, X_fit, y_fit)
+        rows = [row_of[row.tobytes()] for row in np.asarray(X_fit)]
+        spent[rows] += fitted.privacy_spent_.mu**2
+        return fitted
+
+    monkeypatch.setattr(DPLogisticRegression, "fit", spy)
+    cv = KFold(3, shuffle=True, random_state=0)
+    search = HalvingGridSearchCV(
+        DPLogisticRegression(delta=DELTA, classes=[0, 1]),
+        {"epsilon": [0.5, 1.0, 2.0], "clip_norm": [0.5, 2.0]},
+        cv=cv,
+        factor=2,
+        min_resources=300,
+        random_state=0,
+    ).fit(X, y)
+    assert len(search.n_resources_) > 1  # subsamples, then more data
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, search)
+    total = ledger.total().mu ** 2
+    assert total >= spent.max() * (1 - 1e-9)
+    uses = _uses_per_record(cv, X, y)
+    by_hand = uses * sum(mu(p["epsilon"]) ** 2 for p in search.cv_results_["params"])
+    by_hand += mu(search.best_params_["epsilon"]) ** 2
+    assert total == pytest.approx(by_hand, rel=1e-9)
+
+
 def test_search_with_an_unknown_splitter_counts_every_split(data):
     # ShuffleSplit's training parts overlap arbitrarily: a record may be in
     # all of them.
