@@ -15,6 +15,7 @@ so the lists stay honest.
 
 import inspect
 
+import pytest
 from pytest import mark
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -132,6 +133,47 @@ def test_every_estimator_declares_and_keeps_its_budget(cls):
     with pytest.warns(PrivacyLeakWarning, match="random_state=3 seeds"):
         seeded = estimator.fit(X, y).privacy_spent_
     assert seeded.noise_seeds == (noise_seed_id(3),)
+
+
+@mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_every_estimator_in_a_search_over_epsilon_is_totalled_exactly(cls):
+    """GridSearchCV over epsilon: the ledger composes each candidate once per
+    training part that holds a record (2 of 3 folds) plus the refit, recounted
+    here from the fits' own declared budgets."""
+    import math
+    import warnings
+
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    from skdp import PrivacyLeakWarning, PrivacyLedger
+
+    estimator = cls(delta=1e-6)
+    if "classes" in estimator.get_params():
+        estimator.set_params(classes=[0, 1])
+    X, y = small_fit_data(estimator)
+    grid = {"epsilon": [1.0, 2.0]}
+    search = GridSearchCV(
+        estimator,
+        grid,
+        cv=KFold(3, shuffle=True, random_state=0),
+        scoring=lambda est, X, y=None: 0.0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, y)
+        total = PrivacyLedger(delta=1e-3).record(search).total()
+    budgets = [
+        estimator.set_params(epsilon=e).privacy_budget() for e in grid["epsilon"]
+    ]
+    refit = search.best_estimator_.privacy_spent_
+    if refit.mu is not None:
+        expected = math.sqrt(2 * sum(b.mu**2 for b in budgets) + refit.mu**2)
+        assert total.mu == pytest.approx(expected, rel=1e-12)
+    else:
+        expected = 2 * sum(b.epsilon for b in budgets) + refit.epsilon
+        assert total.epsilon == pytest.approx(expected, rel=1e-12)
+        assert total.delta == pytest.approx(5 * 1e-6, rel=1e-12)
+    assert total.adjacency == refit.adjacency
 
 
 @mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
