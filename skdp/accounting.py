@@ -42,6 +42,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable
@@ -698,6 +699,7 @@ def truncated_negative_binomial_mean(gamma, shape):
     return shape * (1.0 - gamma) / (gamma * -math.expm1(shape * math.log(gamma)))
 
 
+@functools.lru_cache(maxsize=256)  # pure; solved by bisection, used per ρ
 def truncated_negative_binomial_gamma(mean, shape):
     """The γ in (0, 1] of the truncated negative binomial with ``E[K] = mean``.
 
@@ -766,6 +768,7 @@ def epsilon_of_private_selection(rho, delta, *, mean, shape):
     return epsilon_from_rdp(rdp, delta, centre=centre)
 
 
+@functools.lru_cache(maxsize=256)  # pure; every search fit calibrates anew
 def zcdp_of_private_selection(epsilon, delta, *, mean, shape):
     """Largest ρ of one run such that :func:`epsilon_of_private_selection` <= ε.
 

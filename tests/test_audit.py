@@ -390,6 +390,48 @@ def test_noise_divided_by_ten_is_caught(make, data, break_noise, monkeypatch):
     assert broken.mu_hat > 3 * broken.claimed_mu
 
 
+def _private_search():
+    """A private search whose candidates are the tight DP-GD of the audit
+    above, without an intercept: on all-zero base rows only the canary's
+    gradient moves the model, so the random split adds no variance of its own."""
+    from skdp.model_selection import DPRandomSearchCV
+
+    candidate = DPLogisticRegression(
+        classes=[0, 1],
+        solver="gd",
+        learning_rate=1e-4,
+        alpha=0.0,
+        fit_intercept=False,
+    )
+    return DPRandomSearchCV(
+        candidate,
+        {"max_iter": [5, 10]},
+        n_iter=1.5,
+        epsilon=EPSILON,
+        delta=DELTA,
+        validation_fraction=0.1,
+    )
+
+
+def test_private_search_audit_does_not_refute_its_total_and_has_power(monkeypatch):
+    """The whole search (random split, random number of runs, noisy scores,
+    the winner released) audited with its estimator's canary: its total is
+    not refuted, and the same audit of a search whose candidates add a tenth
+    of the noise, claiming the same total, refutes it."""
+    X, y = np.zeros((50, 3)), np.arange(50) % 2
+    correct = audit_estimator(_private_search(), X, y, n_trials=400, random_state=6)
+    print(correct)
+    assert correct.canary == "SearchCanary()"
+    assert correct.claimed_epsilon == pytest.approx(EPSILON, rel=1e-9)
+    assert correct.claimed_mu is None
+    assert not correct.refuted
+    _divide_engine_noise(monkeypatch)
+    broken = audit_estimator(_private_search(), X, y, n_trials=400, random_state=6)
+    print(broken)
+    assert broken.claimed_epsilon == correct.claimed_epsilon
+    assert broken.refuted
+
+
 def _sparse_glm(epsilon):
     return DPSparseGLM(
         sparsity=1,

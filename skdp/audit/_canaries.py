@@ -51,6 +51,7 @@ __all__ = [
     "Canary",
     "GLMCanary",
     "OutcomeCanary",
+    "SearchCanary",
     "default_canary",
     "register_canary",
 ]
@@ -512,6 +513,43 @@ class UserCanary(Canary):
         return float(np.sum((fitted.components_ @ self.direction_) ** 2))
 
 
+class SearchCanary(Canary):
+    """The canary of a private search's estimator, scored on its winner.
+
+    Audits :class:`~skdp.model_selection.DPRandomSearchCV` as a whole: the
+    neighbouring data sets are those of ``canary`` (default: the canary
+    registered for the search's estimator), every trial runs the whole
+    search (its random split, number of runs, candidates and noisy scores),
+    and the statistic scores the released ``best_estimator_``. The record
+    lands in the training part or the validation part as the search's split
+    falls; the claim tested is the search's total.
+
+    Parameters
+    ----------
+    canary : Canary, optional
+        The canary of the search's estimator.
+    """
+
+    def __init__(self, canary=None):
+        self.canary = canary
+
+    @property
+    def adjacencies(self):
+        inner = getattr(self, "canary_", self.canary)
+        return (REPLACE_ONE,) if inner is None else inner.adjacencies
+
+    def build(self, estimator, X, y):
+        inner = estimator.estimator
+        self.canary_ = self.canary if self.canary is not None else default_canary(inner)
+        return self.canary_.build(inner, X, y)
+
+    def statistic(self, fitted):
+        return self.canary_.statistic(fitted.best_estimator_)
+
+    def loss(self, fitted):
+        return self.canary_.loss(fitted.best_estimator_)
+
+
 def register_canary(estimator_class, factory):
     """Make ``factory(estimator) -> Canary`` the default canary of a class."""
     _DEFAULTS[estimator_class] = factory
@@ -532,6 +570,7 @@ def default_canary(estimator):
 def _register_landed():
     from ..gaussian import DPGaussianSampler
     from ..linear_model import DPLogisticRegression, DPSparseGLM
+    from ..model_selection import DPRandomSearchCV
     from ..preprocessing import DPStandardScaler
     from ..random_features import DPRandomFeaturesRegressor
     from ..ranking import DPBradleyTerry
@@ -542,6 +581,7 @@ def _register_landed():
     register_canary(DPGaussianSampler, lambda est: BallCanary())
     register_canary(DPSparseGLM, lambda est: GLMCanary())
     register_canary(DPStandardScaler, lambda est: ExtremeRecordCanary())
+    register_canary(DPRandomSearchCV, lambda est: SearchCanary())
 
 
 _register_landed()

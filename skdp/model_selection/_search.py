@@ -385,10 +385,11 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         }
         if is_classifier(self.estimator):
             self.classes_ = self.best_estimator_.classes_
+        adjacency = self._budget_adjacency()
         self.candidate_budget_ = PrivacyCost.from_gdp(
             mu,
             delta=self.delta,
-            adjacency=self._budget_adjacency(),
+            adjacency=adjacency,
             mechanism="one run: training and a noisy validation score on disjoint rows",
         )
         epsilon = epsilon_of_private_selection(
@@ -398,7 +399,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             epsilon,
             float(self.delta),
             None,
-            self._budget_adjacency(),
+            adjacency,
             f"DPRandomSearchCV: the best of K ~ TNB(mean={self.n_iter:g}, "
             f"shape={self.n_iter_shape:g}) runs of a mu={mu:.4g}-GDP candidate "
             "(Papernot & Steinke 2022, Thm. 2)",
