@@ -110,6 +110,21 @@ def test_only_released_quantities_and_an_exact_ledger_entry(data):
     np.testing.assert_array_equal(fitted.predict(X), fitted.best_estimator_.predict(X))
 
 
+def test_a_label_set_read_from_y_is_the_searchs_caveat(data):
+    # The winner's classes_ is released: a label set its candidates read from
+    # y is the search's assumption too, in its report and the ledger's total.
+    from skdp._base import PUBLIC_LABELS
+
+    X, y = data
+    inferred = search(estimator=DPLogisticRegression()).fit(X, y)
+    assert inferred.privacy_spent_.caveats == (PUBLIC_LABELS,)
+    ledger = PrivacyLedger(delta=DELTA)
+    with pytest.warns(PrivacyLeakWarning, match="label set"):
+        ledger.record(inferred)
+    assert ledger.total().caveats == (PUBLIC_LABELS,)
+    assert search().fit(X, y).privacy_spent_.caveats == ()
+
+
 @pytest.mark.parametrize("mean, shape", [(4.0, 0.0), (10.0, 1.0), (3.0, 0.5)])
 def test_the_number_of_runs_has_the_theorems_law(mean, shape):
     # Independent pmf: scipy's logarithmic / negative binomial, truncated at 1.

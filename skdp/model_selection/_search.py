@@ -3,6 +3,7 @@
 import math
 import warnings
 from copy import deepcopy
+from dataclasses import replace
 from numbers import Real
 
 import numpy as np
@@ -205,6 +206,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     def _budget_adjacency(self):
         adjacencies = {s.privacy_budget().adjacency for _, s in self._dp_steps()}
         return adjacencies.pop() if len(adjacencies) == 1 else REPLACE_ONE
+
+    def privacy_budget(self):
+        budget = super().privacy_budget()
+        # The winner's assumptions are the search's (a label set read from y
+        # shows in the released model's classes_).
+        inner = (c for _, s in self._dp_steps() for c in s.privacy_budget().caveats)
+        return replace(budget, caveats=tuple(dict.fromkeys((*budget.caveats, *inner))))
+
+    privacy_budget.__doc__ = DPEstimatorMixin.privacy_budget.__doc__
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
