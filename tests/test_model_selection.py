@@ -19,7 +19,7 @@ from skdp import (
     PrivacyLeakWarning,
     PrivacyLedger,
 )
-from skdp.accounting import truncated_negative_binomial_gamma
+from skdp.accounting import mu_from_epsilon, truncated_negative_binomial_gamma
 from skdp.mechanisms import as_generator
 from skdp.model_selection import DPRandomSearchCV
 from skdp.model_selection._search import _draw_truncated_negative_binomial
@@ -149,6 +149,20 @@ def test_the_number_of_runs_has_the_theorems_law(mean, shape):
     expected = np.append(pmf(np.arange(1, 10)), 1 - pmf(np.arange(1, 10)).sum())
     statistic = np.sum((observed - 20000 * expected) ** 2 / (20000 * expected))
     assert stats.chi2(9).sf(statistic) > 1e-3
+
+
+def test_one_run_is_calibrated_as_one_fit(data):
+    # n_iter=1 draws K = 1 always: nothing is selected, so the run gets the
+    # whole budget as one mu-GDP release (the selection bound would give it
+    # less: mu 0.2472 instead of 0.2681 at epsilon=1, delta=1e-5).
+    X, y = data
+    fitted = search(n_iter=1).fit(X, y)
+    whole = mu_from_epsilon(2.0, DELTA)
+    assert fitted.candidate_budget_.mu == pytest.approx(whole, rel=1e-12)
+    assert fitted.privacy_spent_.mu == fitted.candidate_budget_.mu
+    assert fitted.privacy_spent_.epsilon <= 2.0
+    model = fitted.best_estimator_.privacy_spent_
+    assert model.mu <= whole and model.mu == pytest.approx(whole, rel=1e-6)
 
 
 def test_the_score_noise_has_the_calibrated_scale(data):

@@ -23,6 +23,7 @@ from ..accounting import (
     PrivacyCost,
     epsilon_from_mu,
     epsilon_of_private_selection,
+    mu_from_epsilon,
     zcdp_of_private_selection,
 )
 from ..mechanisms import as_generator, gaussian_noise
@@ -68,7 +69,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         sampled uniformly, distributions with ``rvs``. Each run draws one
         candidate independently (with replacement).
     n_iter : float, default=10
-        Expected number of candidates, ``E[K] >= 1``.
+        Expected number of candidates, ``E[K] >= 1``. ``n_iter=1`` runs one
+        candidate, calibrated as one fit (μ_c-GDP at (ε, δ), nothing to
+        select).
     n_iter_shape : float, default=0.0
         Shape η of the truncated negative binomial (0: logarithmic
         distribution, 1: geometric). Smaller is cheaper for the same mean.
@@ -301,10 +304,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _calibrate(self, n_dp_steps):
         """(μ of one run, the per-step ε) for the total budget."""
-        rho = zcdp_of_private_selection(
-            self.epsilon, self.delta, mean=self.n_iter, shape=self.n_iter_shape
-        )
-        mu = math.sqrt(2.0 * rho)
+        if self.n_iter == 1:  # K = 1 always: one run, nothing to select
+            mu = mu_from_epsilon(self.epsilon, self.delta)
+        else:
+            rho = zcdp_of_private_selection(
+                self.epsilon, self.delta, mean=self.n_iter, shape=self.n_iter_shape
+            )
+            mu = math.sqrt(2.0 * rho)
         if mu < _MIN_CANDIDATE_MU:
             raise ValueError(
                 f"The budget (epsilon={self.epsilon:g}, delta={self.delta:g}) is "
@@ -402,6 +408,11 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             adjacency=adjacency,
             mechanism="one run: training and a noisy validation score on disjoint rows",
         )
+        if self.n_iter == 1:
+            self.privacy_spent_ = replace(
+                self.candidate_budget_, mechanism="DPRandomSearchCV: one run"
+            )
+            return self
         epsilon = epsilon_of_private_selection(
             mu * mu / 2.0, self.delta, mean=self.n_iter, shape=self.n_iter_shape
         )
