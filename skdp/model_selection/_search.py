@@ -132,7 +132,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
 
     **Deviations.** There is no refit on all the data (it would cost another
     budget): the released model is the winner as trained. Run time depends on
-    K, which is random and independent of the data.
+    K, which is random and independent of the data, but the bound assumes K
+    stays secret: do not publish the run time or a log of the runs.
 
     References
     ----------
