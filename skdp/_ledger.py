@@ -151,7 +151,11 @@ class PrivacyLedger:
         so the charge bounds each fit; the refit's report is checked again
         here. A step whose budget is user-level (``DPFedRep``) is charged at
         the adjacency the refitted instance achieved: without metadata
-        routing the fits get no user ids and are record-level. A candidate
+        routing the fits get no user ids and are record-level. With user ids
+        (a user-level guarantee) the search, and ``cross_validate``, are
+        refused: replacing one user may change the number of rows, and with
+        it every fold a splitter draws (``GroupKFold``'s folds follow the
+        private user ids), so no per-fit guarantee adds up to a total. A candidate
         is charged once per split whose training part can hold a given
         record: ``k - 1`` times for ``KFold``, ``LeaveOneOut`` and an integer
         or default ``cv`` of a regressor; ``n_repeats·(k - 1)`` for
@@ -644,6 +648,7 @@ def _collect_search(search, path, costs, leaks):
     if has_refit:
         _collect(search.best_estimator_, path, refit_costs, leaks, fitted=True)
         _achieved_adjacencies(search.best_estimator_, path, achieved)
+        _refuse_user_level_splits(f"{path} ({type(search).__name__})", refit_costs)
 
     def declared(step_path, estimator):
         seed = estimator.get_params(deep=False).get("random_state")
@@ -664,7 +669,8 @@ def _collect_search(search, path, costs, leaks):
                 f"{step_path} ({type(estimator).__name__}): without a refit the "
                 "ledger cannot tell whether user ids reached the fits (with "
                 "metadata routing off they do not, and each fit protects one "
-                "row, not one user). Search with refit=True."
+                "row, not one user; with them, the search is refused). Search "
+                "with refit=True."
             )
         else:
             adjacency = budget.adjacency
@@ -755,5 +761,28 @@ def _collect_cross_validate(result, cv, costs, leaks):
     )
     # Every fold model is charged in full: a record is in all but one of a
     # partition's training parts, so this overcounts by at most one fold.
+    fold_costs = []
     for i, estimator in enumerate(estimators):
-        _collect(estimator, f"cross_validate/estimator[{i}]", costs, leaks, fitted=True)
+        path = f"cross_validate/estimator[{i}]"
+        _collect(estimator, path, fold_costs, leaks, fitted=True)
+    _refuse_user_level_splits("cross_validate", fold_costs)
+    costs.extend(fold_costs)
+
+
+def _refuse_user_level_splits(owner, costs):
+    """Refuse splits of the data under a user-level guarantee.
+
+    Replacing one user (however many rows) may change n, and with it every
+    fold of a row-level splitter; a group splitter's folds follow the user
+    ids, which are private. Either way the fits on neighbouring data sets
+    differ in many users.
+    """
+    if any(c.adjacency == REPLACE_ONE_USER for c in costs):
+        raise ValueError(
+            f"{owner} split the data of a user-level DP fit: replacing one user "
+            "may change the number of rows, and with it every fold a splitter "
+            "draws (GroupKFold's folds follow the private user ids), so the fits "
+            "on neighbouring data sets differ in many users and no per-fit "
+            "guarantee adds up to a total. Tune on public or synthetic users, "
+            "then fit once on the private users with groups and record that fit."
+        )

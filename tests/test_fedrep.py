@@ -5,7 +5,7 @@ import pytest
 import sklearn
 from dp_accounting import dp_event, pld
 from joblib import effective_n_jobs
-from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
+from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, cross_validate
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
@@ -769,9 +769,32 @@ def test_users_reach_a_search_only_with_metadata_routing():
         est = DPFedRep(2).set_fit_request(groups=True).set_score_request(groups=True)
         routed = GridSearchCV(est, grid, cv=cv).fit(X, y, groups=groups)
     assert routed.best_estimator_.privacy_spent_.adjacency == REPLACE_ONE_USER
-    with pytest.warns(PrivacyLeakWarning, match="chose its best candidate"):
-        ledger = PrivacyLedger(delta=1e-5).record(routed)
-    assert list(ledger.totals()) == [REPLACE_ONE_USER]
+
+
+def test_user_level_fits_on_split_data_are_not_totalled():
+    """A row-level splitter puts most users in every training part (the k-1
+    per candidate that holds for records undercounts users), and replacing
+    one user may change n and so every fold: the ledger refuses searches and
+    cross_validate over user-level fits rather than total them too low."""
+    X, y, groups, _, _ = make_users(300, 6, 5, 2, seed=5)
+    cv = KFold(3, shuffle=True, random_state=0)
+    parts_per_user = np.zeros(300, dtype=int)
+    for train, _ in cv.split(X):
+        parts_per_user[np.unique(groups[train])] += 1
+    assert np.mean(parts_per_user == 3) > 0.9  # by hand: k, not k - 1
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = DPFedRep(2).set_fit_request(groups=True).set_score_request(groups=True)
+        routed = GridSearchCV(est, {"learning_rate": [0.5, 1.0]}, cv=cv)
+        routed.fit(X, y, groups=groups)
+        folds = cross_validate(
+            est, X, y, params={"groups": groups}, cv=cv, return_estimator=True
+        )
+    assert routed.best_estimator_.privacy_spent_.adjacency == REPLACE_ONE_USER
+    for spent, kwargs in ((routed, {}), (folds, {"cv": cv})):
+        ledger = PrivacyLedger(delta=1e-5)
+        with pytest.raises(ValueError, match="user-level DP fit"):
+            ledger.record(spent, **kwargs)
+        assert len(ledger) == 0
 
 
 def test_within_user_splits_measure_personalisation(routing):
