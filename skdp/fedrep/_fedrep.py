@@ -638,12 +638,17 @@ class DPFedRep(
     **Routing.** ``groups`` (one user id per row) is metadata: enable
     scikit-learn's metadata routing and call ``set_fit_request(groups=True)``
     (and ``set_predict_request``/``set_score_request``) to use the estimator
-    in a ``Pipeline`` or ``GridSearchCV``. ``GroupKFold`` holds out whole
-    users, so it measures the cold-start model; within-user splits (e.g.
-    ``KFold(shuffle=True)``) measure personalisation. Scores computed on the
-    private data, and the choice among candidates, are not DP; every fit
-    spends its budget (compose with :class:`skdp.PrivacyLedger`). Upstream
-    steps fitted on the data (e.g. ``StandardScaler``) make each user's input
+    in a ``Pipeline`` or ``GridSearchCV``; with routing off, a search hands
+    ``groups`` to its splitter only and every fit protects one row, not one
+    user. ``GroupKFold`` holds out whole users, so it measures the cold-start
+    model; within-user splits (e.g. ``KFold(shuffle=True)``) measure
+    personalisation. Run such searches on public or synthetic users: on the
+    private ones :class:`skdp.PrivacyLedger` refuses ``GroupKFold`` (it
+    assigns users to folds from the data), and a within-user split puts
+    every user in every training part. Then fit once on the private users,
+    with ``groups``, and record that fit. Scores computed on the private
+    data, and the choice among candidates, are not DP. Upstream steps
+    fitted on the data (e.g. ``StandardScaler``) make each user's input
     depend on all users and void the per-user bound.
 
     **Caveats.** Noise is drawn with numpy floating point, which is not
@@ -676,7 +681,7 @@ class DPFedRep(
     >>> X = rng.standard_normal((n_users * m, d))
     >>> y = np.einsum("ij,ij->i", X @ U_true, V_true[groups])
     >>> est = DPFedRep(n_components=k, epsilon=4.0, delta=1e-6,
-    ...                learning_rate=1.0, random_state=0).fit(X, y, groups)
+    ...                learning_rate=1.0).fit(X, y, groups)
     >>> est.components_.shape, est.n_iter_, est.privacy_spent_.adjacency
     ((2, 10), 12, 'replace one user')
     >>> round(est.privacy_spent_.epsilon, 6)
