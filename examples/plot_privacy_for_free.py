@@ -187,7 +187,7 @@ plt.show()
 # The trends of the paper's Figure 3 (first panel) come out:
 #
 # * The non-private minimum-norm solution has the double-descent peak at
-#   p = n: its test MSE is about 180 at p = 1995 (the paper prints 151 there)
+#   p = n: its test MSE is in the hundreds at p = 1995 (the paper prints 151)
 #   and comes back down to about 0.39 for p ≥ 5·10⁴ (paper: 0.37–0.38).
 # * DP-GD has no peak at p = n. Its error falls from about 0.78 at p = 50 to
 #   about 0.45 near p = 10³ and then stays flat up to p = 2·10⁵: the
@@ -202,5 +202,8 @@ plt.show()
 #   0.05 of the paper-accounting curve (the paper's gap: 0.05–0.06) and by
 #   about 0.015 of the exact-accounting one.
 #
-# These numbers are from one run with 3 seeds; with so few seeds the spread
-# band is rough (the paper averages 10 runs and shows a 95% interval).
+# These numbers are from one run over 3 data sets, with fresh random weights
+# and fresh noise in every fit, so a rerun moves them a little (the min-norm
+# peak near p = n, which depends strongly on the weights, by much more). With
+# so few runs the spread band is rough (the paper averages 10 runs and shows a
+# 95% interval).
