@@ -27,8 +27,10 @@ trained on 2000 records for 500 noisy steps, three times per setting.
 #
 # The paper's grid is ``p = int(logspace(1.5, 5.3, 20))`` without p < 50. We
 # keep 13 of its 19 points, every point near p = n and the largest ones, to
-# keep the run to a few minutes. Each of three seeds redraws u, the data, the
-# random weights V and the noise, as the paper's repeated runs do.
+# keep the run to a few minutes. Each of three seeds redraws u and the data,
+# as the paper's repeated runs do; every fit draws its own random weights V
+# and its own noise (``random_state=None``), so the numbers move a little from
+# run to run.
 #
 # δ = 1/n is the paper's setting, but it is weak: a mechanism that is (ε,
 # 1/n)-DP may publish one whole record in expectation. skdp warns about it
@@ -108,8 +110,12 @@ def min_norm_test_predictions(X, y, X_test, weights, block=4096):
 #   500 steps are (ε, δ)-DP, from the exact Gaussian-DP composition. Same
 #   guarantee, less noise (the paper's bound is loose by a factor of 2–3).
 #
-# Both fits of a seed share the random weights (same ``random_state``);
-# ``solver="auto"`` runs the exact kernel form of Algorithm 1 when p ≳ n.
+# The two fits of a data set leave ``random_state=None``: it seeds both the
+# random weights and the privacy noise, and two fits on the same records given
+# one seed would add the same noise, which a comparison of their releases
+# cancels. So each fit draws its own weights; the non-private reference reuses
+# those of the last private fit. ``solver="auto"`` runs the exact kernel form
+# of Algorithm 1 when p ≳ n.
 
 methods = ["paper", "exact", "min-norm"]
 mse = {method: np.empty((len(seeds), len(n_components_grid))) for method in methods}
@@ -122,7 +128,6 @@ for i, seed in enumerate(seeds):
                 epsilon=epsilon,
                 delta=delta,
                 accounting=accounting,
-                random_state=seed,
             ).fit(X, y)
             mse[accounting][i, j] = np.mean((reg.predict(X_test) - y_test) ** 2)
         prediction = min_norm_test_predictions(X, y, X_test, reg.random_weights_)
@@ -182,7 +187,7 @@ plt.show()
 # The trends of the paper's Figure 3 (first panel) come out:
 #
 # * The non-private minimum-norm solution has the double-descent peak at
-#   p = n: its test MSE is about 180 at p = 1995 (the paper prints 151 there)
+#   p = n: its test MSE is in the hundreds at p = 1995 (the paper prints 151)
 #   and comes back down to about 0.39 for p ≥ 5·10⁴ (paper: 0.37–0.38).
 # * DP-GD has no peak at p = n. Its error falls from about 0.78 at p = 50 to
 #   about 0.45 near p = 10³ and then stays flat up to p = 2·10⁵: the
@@ -197,5 +202,8 @@ plt.show()
 #   0.05 of the paper-accounting curve (the paper's gap: 0.05–0.06) and by
 #   about 0.015 of the exact-accounting one.
 #
-# These numbers are from one run with 3 seeds; with so few seeds the spread
-# band is rough (the paper averages 10 runs and shows a 95% interval).
+# These numbers are from one run over 3 data sets, with fresh random weights
+# and fresh noise in every fit, so a rerun moves them a little (the min-norm
+# peak near p = n, which depends strongly on the weights, by much more). With
+# so few runs the spread band is rough (the paper averages 10 runs and shows a
+# 95% interval).

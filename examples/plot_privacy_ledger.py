@@ -18,8 +18,13 @@ square root of ``k`` too, rather than like ``k``.
 # Fitting three models on the same data
 # --------------------------------------
 # The features are standardised with a non-private scaler, to keep the example
-# short (see :ref:`logistic_preprocessing`). Seeds are fixed for
-# reproducibility only.
+# short (see :ref:`logistic_preprocessing`). Seeds fix the data and the
+# split only. Each fit leaves ``random_state=None``, so it draws fresh noise:
+# fits that shared one seed would add the *same* noise, which a combination of
+# their releases cancels, and the ledger refuses to total them. ``classes`` is
+# given because the label set is known in advance; left to None, it would be
+# read from ``y`` and every guarantee would carry the caveat that the label
+# set is public.
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -39,7 +44,7 @@ ledger = PrivacyLedger()
 
 for clip_norm in (0.3, 1.0, 3.0):
     clf = DPLogisticRegression(
-        epsilon=epsilon, delta=delta, clip_norm=clip_norm, random_state=0
+        epsilon=epsilon, delta=delta, clip_norm=clip_norm, classes=[0, 1]
     ).fit(X_train, y_train)
     ledger.record(clf)
     print(
@@ -61,7 +66,9 @@ print(f"naive sum of epsilons: {3 * epsilon:g} at delta {3 * delta:g}")
 # %%
 # Picking the best of the three by its validation accuracy reads the
 # validation records: that choice is not covered by the ledger. Use public or
-# separately budgeted validation data if the choice itself must be private.
+# separately budgeted validation data if the choice itself must be private, or
+# :class:`~skdp.model_selection.DPRandomSearchCV`, which makes the choice
+# private too.
 #
 # Many more fits
 # --------------

@@ -17,7 +17,11 @@ over the same pipeline shows how many fits a search really pays for.
 # Data with raw, badly scaled features
 # ------------------------------------
 # Every feature is multiplied by 10^U(-2, 2) and shifted by U(-100, 100), so
-# a pipeline has to standardise it. Seeds are fixed for reproducibility only.
+# a pipeline has to standardise it. Seeds fix the data, the train/test split
+# and the folds below, never the privacy noise: every DP step keeps
+# ``random_state=None``, so each fit draws fresh noise and the accuracies
+# printed below vary a little from run to run. (A seeded DP step would share
+# its noise with every clone a search fits, and the ledger would refuse it.)
 
 import math
 import warnings
@@ -25,7 +29,7 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import make_classification
-from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.model_selection import GridSearchCV, KFold, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -51,7 +55,7 @@ delta = 1e-6
 
 leaky = make_pipeline(
     StandardScaler(),
-    DPLogisticRegression(epsilon=1.0, delta=delta, classes=[0, 1], random_state=0),
+    DPLogisticRegression(epsilon=1.0, delta=delta, classes=[0, 1]),
 ).fit(X_train, y_train)
 
 with warnings.catch_warnings(record=True) as caught:
@@ -72,10 +76,8 @@ mu = mu_from_epsilon(1.0, delta)
 eps_scaler = epsilon_from_mu(math.sqrt(0.25) * mu, delta)
 eps_model = epsilon_from_mu(math.sqrt(0.75) * mu, delta)
 private = make_pipeline(
-    DPStandardScaler(epsilon=eps_scaler, delta=delta, random_state=0),
-    DPLogisticRegression(
-        epsilon=eps_model, delta=delta, classes=[0, 1], random_state=0
-    ),
+    DPStandardScaler(epsilon=eps_scaler, delta=delta),
+    DPLogisticRegression(epsilon=eps_model, delta=delta, classes=[0, 1]),
 ).fit(X_train, y_train)
 
 ledger = PrivacyLedger(delta=delta).record(private)  # silent: nothing leaks
@@ -86,12 +88,21 @@ print(f"accuracy {private.score(X_test, y_test):.3f}; total: {ledger.total()}")
 # What a grid search really costs
 # -------------------------------
 # Three candidates, 3 folds: every record is in 2 of the 3 training folds, so
-# it is used by 2 x 3 candidate fits, plus the refit on all the data. The
-# ledger counts them (each candidate from ``cv_results_["params"]``) and warns
-# that choosing the best by private validation scores is not covered.
+# it is used by 2 x 3 candidate fits, plus the refit on all the data, and each
+# fit releases both steps. The ledger counts them (each candidate from
+# ``cv_results_["params"]``) and warns that choosing the best by private
+# validation scores is not covered
+# (:class:`~skdp.model_selection.DPRandomSearchCV` makes that choice private).
+#
+# The folds must not depend on the data. ``cv=3`` on a classifier means
+# ``StratifiedKFold``, which assigns records to folds by their labels: changing
+# one record's label can move other records between folds, so the ledger
+# refuses it. An explicit ``KFold`` depends only on n and its own seed.
 
 search = GridSearchCV(
-    private, {"dplogisticregression__clip_norm": [0.5, 1.0, 2.0]}, cv=3
+    private,
+    {"dplogisticregression__clip_norm": [0.5, 1.0, 2.0]},
+    cv=KFold(n_splits=3, shuffle=True, random_state=0),
 ).fit(X_train, y_train)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")

@@ -652,12 +652,14 @@ class DPFedRep(
     passes ``groups`` only to the splitter and every fit runs with
     ``groups=None``: one user per row, a record-level guarantee, and a
     warning. ``GroupKFold`` holds out whole users, so it measures the
-    cold-start model, but its folds depend on the user ids (private here),
-    so :class:`skdp.PrivacyLedger` refuses to total it; within-user splits
-    (``KFold(shuffle=True, random_state=0)``) measure personalisation and
-    are totalled. Scores computed on the
-    private data, and the choice among candidates, are not DP; every fit
-    spends its budget (compose with :class:`skdp.PrivacyLedger`). Upstream
+    cold-start model; within-user splits (e.g. ``KFold(shuffle=True)``)
+    measure personalisation. Run such searches on public or synthetic
+    users: on the private ones :class:`skdp.PrivacyLedger` refuses to total
+    them (``GroupKFold`` assigns users to folds from their ids, a within-user
+    split puts most users in every training part, and replacing one user
+    may change the number of rows and so every fold). Then fit once on the
+    private users, with ``groups``, and record that fit. Scores computed on
+    the private data, and the choice among candidates, are not DP. Upstream
     steps fitted on the data (e.g. ``StandardScaler``) make each user's input
     depend on all users and void the per-user bound.
 
@@ -691,7 +693,7 @@ class DPFedRep(
     >>> X = rng.standard_normal((n_users * m, d))
     >>> y = np.einsum("ij,ij->i", X @ U_true, V_true[groups])
     >>> est = DPFedRep(n_components=k, epsilon=4.0, delta=1e-6,
-    ...                learning_rate=1.0, random_state=0).fit(X, y, groups)
+    ...                learning_rate=1.0).fit(X, y, groups)
     >>> est.components_.shape, est.n_iter_, est.privacy_spent_.adjacency
     ((2, 10), 12, 'replace one user')
     >>> round(est.privacy_spent_.epsilon, 6)

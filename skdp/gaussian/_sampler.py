@@ -279,7 +279,7 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.multivariate_normal([1.0, -1.0], [[1.0, 0.5], [0.5, 2.0]], 20000)
     >>> model = DPGaussianSampler(
-    ...     epsilon=1.0, delta=1e-6, center=[0, 0], radius=8.0, random_state=0
+    ...     epsilon=1.0, delta=1e-6, center=[0, 0], radius=8.0
     ... ).fit(X)
     >>> np.round(model.mean_, 1)
     array([ 1., -1.])

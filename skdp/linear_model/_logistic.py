@@ -202,7 +202,7 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     >>> X, y = make_classification(n_samples=5000, n_features=5, random_state=0)
     >>> X = StandardScaler().fit_transform(X)
     >>> clf = DPLogisticRegression(
-    ...     epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0
+    ...     epsilon=1.0, delta=1e-6, classes=[0, 1]
     ... ).fit(X, y)
     >>> clf.coef_.shape, clf.n_iter_
     ((1, 5), 50)

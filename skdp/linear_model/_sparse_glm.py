@@ -510,7 +510,7 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     ...     n_samples=20000, n_features=200, n_informative=5, random_state=0
     ... )
     >>> model = DPSparseGLM(
-    ...     sparsity=5, epsilon=1.0, delta=1e-6, random_state=0
+    ...     sparsity=5, epsilon=1.0, delta=1e-6
     ... ).fit(X, y)
     >>> int(model.support_.sum()), model.n_iter_
     (5, 6)

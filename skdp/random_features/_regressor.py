@@ -211,7 +211,7 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
     >>> X = rng.standard_normal((1000, 20))
     >>> y = np.sign(X @ rng.standard_normal(20))
     >>> reg = DPRandomFeaturesRegressor(
-    ...     n_components=4000, epsilon=2.0, delta=1e-6, random_state=0
+    ...     n_components=4000, epsilon=2.0, delta=1e-6
     ... ).fit(X, y)
     >>> reg.coef_.shape, reg.n_iter_, reg.solver_
     ((4000,), 100, 'kernel')

@@ -244,7 +244,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     ... )
     >>> model = make_pipeline(
     ...     PairsEncoder(n_items=20),
-    ...     DPBradleyTerry(epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0),
+    ...     DPBradleyTerry(epsilon=1.0, delta=1e-6, classes=[0, 1]),
     ... ).fit(pairs, y)
     >>> bt = model[-1]
     >>> bt.scores_.shape, bt.n_iter_, bt.privacy_spent_.adjacency
