@@ -289,8 +289,10 @@ def _reads_only_shape(estimator):
             and estimator.func is not None
             and estimator.inverse_func is not None
         )
-    if type(estimator) in (Normalizer, Binarizer, PolynomialFeatures):
-        return True
+    from .ranking import PairsEncoder
+
+    if type(estimator) in (Normalizer, Binarizer, PolynomialFeatures, PairsEncoder):
+        return True  # PairsEncoder: n_items is a parameter; fit only checks ids
     if type(estimator) in (OneHotEncoder, OrdinalEncoder):
         return (
             not isinstance(estimator.categories, str)

@@ -168,6 +168,19 @@ def test_the_shape_only_list_is_explicit(step, silent):
         assert _reads_only_shape(step) is silent
 
 
+def test_the_pairs_encoder_reads_only_the_shape():
+    # skdp's own first step of a ranking pipeline learns nothing (n_items is
+    # a parameter): recording the pipeline warns of nothing.
+    from skdp import DPBradleyTerry
+    from skdp.datasets import make_btl_comparisons
+    from skdp.ranking import PairsEncoder
+
+    pairs, y, _ = make_btl_comparisons(10, 1.0, 2, random_state=0)
+    pipe = make_pipeline(PairsEncoder(10), DPBradleyTerry(classes=[0, 1]))
+    assert record_quietly(PrivacyLedger(), pipe.fit(pairs, y)) == []
+    assert _reads_only_shape(PairsEncoder(10))
+
+
 def test_column_transformer_feature_union_and_target_transformer(data):
     X, _ = data
     ct = ColumnTransformer(
