@@ -301,6 +301,20 @@ def test_peel_without_noise_is_the_exact_top_k_and_bad_k_raises():
         peel_top_k(u, 2, noise="gaussian", scale=1.0, rng=rng)
 
 
+@pytest.mark.parametrize("k", [2, 5, 50])
+def test_peel_without_noise_is_the_exact_top_k_of_many_scores(k):
+    # Many distinct scores, in random order: the partial sort must keep the
+    # whole top k, in order.
+    rng = np.random.default_rng(k)
+    for noise in ("gumbel", "laplace"):
+        for _ in range(5):
+            u = rng.permutation(1000).astype(float)
+            expected = np.argsort(-u)[:k]
+            np.testing.assert_array_equal(
+                peel_top_k(u, k, noise=noise, scale=0.0, rng=rng), expected
+            )
+
+
 # --------------------------------------------------------------------------
 # Privacy: sensitivity, noise scales and the reported composition
 # --------------------------------------------------------------------------
