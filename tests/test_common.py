@@ -9,16 +9,16 @@ as soon as it is exported. Each is checked twice:
   separately, at sizes where it must hold);
 * at ``epsilon=1e4``, where nothing may fail.
 
-``xfail_strict`` is on: an expected failure that starts passing is an error,
-so the lists stay honest.
+``xfail_strict`` is on, on every supported scikit-learn (tests/_sklearn_compat.py):
+an expected failure that starts passing is an error, so the lists stay honest.
 """
 
 import inspect
 
 import pytest
+from _sklearn_compat import parametrize_with_checks
 from pytest import mark
 from sklearn.base import BaseEstimator
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skdp
 
@@ -76,7 +76,6 @@ def test_every_estimator_is_discovered():
 @parametrize_with_checks(
     list(instances()),
     expected_failed_checks=expected_failed_checks,
-    xfail_strict=True,
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

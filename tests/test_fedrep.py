@@ -596,7 +596,7 @@ def test_cold_start_model_is_the_pooled_least_squares_fit():
         2, epsilon=1e9, delta=1e-5, cold_start_clip_norm=1e3, random_state=0
     ).fit(X, y, groups)
     np.testing.assert_allclose(
-        est.cold_start_coef_, np.linalg.lstsq(X, y)[0], rtol=1e-2, atol=1e-3
+        est.cold_start_coef_, np.linalg.lstsq(X, y, rcond=None)[0], rtol=1e-2, atol=1e-3
     )
 
 
@@ -627,7 +627,10 @@ def test_synthetic_experiment_trends():
             mse[accounting, eps] = population_mse(est.fit(X, y, groups), U, V)
     # local-only: per-user minimum-norm least squares in R^d on all 10 rows
     W = np.stack(
-        [np.linalg.lstsq(X[groups == i], y[groups == i])[0] for i in range(50)]
+        [
+            np.linalg.lstsq(X[groups == i], y[groups == i], rcond=None)[0]
+            for i in range(50)
+        ]
     )
     local = np.mean(np.sum((W - V[:50] @ U.T) ** 2, axis=1))
     for accounting in ["exact", "paper"]:
@@ -669,7 +672,7 @@ def test_personalize_and_cold_start():
     assert len(est.users_) == 500
     for u in [400, 457, 499]:  # each new head: least squares on the fixed U
         rows = groups == u
-        v = np.linalg.lstsq(X[rows] @ Uhat, y[rows])[0]
+        v = np.linalg.lstsq(X[rows] @ Uhat, y[rows], rcond=None)[0]
         np.testing.assert_allclose(est.user_coef_[u], v, atol=1e-10)
     assert est.score(X[~train], y[~train], groups[~train]) > 0.9
     np.testing.assert_allclose(est.transform(X[:5]), X[:5] @ Uhat)

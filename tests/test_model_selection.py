@@ -5,13 +5,13 @@ import warnings
 
 import numpy as np
 import pytest
+from _sklearn_compat import parametrize_with_checks
 from dp_accounting import dp_event, rdp
 from scipy import stats
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp import (
     DPLogisticRegression,

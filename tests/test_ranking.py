@@ -8,6 +8,7 @@ import dp_accounting
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _sklearn_compat import parametrize_with_checks
 from scipy.optimize import minimize
 from scipy.special import expit
 from scipy.stats import kendalltau
@@ -16,7 +17,6 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.utils._param_validation import InvalidParameterError
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.validation import check_is_fitted
 
 from skdp import PrivacyLeakWarning

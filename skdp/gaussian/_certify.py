@@ -35,7 +35,16 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
-from scipy.special import betaincc
+
+try:
+    from scipy.special import betaincc
+except ImportError:  # scipy < 1.11: the same Boost ibetac, through scipy.stats
+    from scipy.stats import beta as _beta
+
+    def betaincc(a, b, x):
+        with np.errstate(all="ignore"):  # an underflow to 0 warns here only
+            return _beta.sf(x, a, b)
+
 
 __all__ = ["SamplerPlan", "certify", "plan", "ptr_threshold", "required_n_samples"]
 

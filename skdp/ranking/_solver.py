@@ -138,7 +138,8 @@ def _newton_direction(X, weights, alpha, gradient):
     jacobi = LinearOperator((n_items, n_items), matvec=lambda v: v / diagonal)
     # An inexact Newton step (CG's default relative residual 1e-5) is still
     # a descent direction; the line search and the outer loop do the rest.
-    direction, _ = cg(operator, -gradient, M=jacobi, maxiter=10 * n_items)
+    # atol=0 is scipy's default since 1.12; scipy < 1.12 warns without it.
+    direction, _ = cg(operator, -gradient, M=jacobi, maxiter=10 * n_items, atol=0.0)
     return direction
 
 
