@@ -56,7 +56,7 @@ REPRODUCE_COMMAND = "python benchmarks/bench_model_selection.py"
 EPSILONS = (1.0, 2.0, 4.0)
 DELTA = 1e-5
 N_JOBS = 2
-FULL_REPEATS = {"logistic": 10, "random_features": 5}
+FULL_REPEATS = {"logistic": 10, "random_features": 10}
 QUICK_REPEATS = {"logistic": 2, "random_features": 2}
 QUICK_EPSILONS = (2.0,)
 
