@@ -536,9 +536,38 @@ def test_cross_validate_results_are_recorded_with_their_splitter(data):
         PrivacyLedger().record({"test_score": [0.5]}, cv=kfold)
 
 
+def test_cross_validate_of_a_regressor_and_of_a_leaking_pipeline(data):
+    # An integer cv is KFold for a regressor (not refused), and a plain
+    # scaler in the fold pipelines is named once; the totals honour the
+    # ledger's delta, per adjacency too.
+    X, y = data
+    reg = DPRandomFeaturesRegressor(50, delta=DELTA)
+    folds = cross_validate(reg, X, y.astype(float), cv=3, return_estimator=True)
+    ledger = PrivacyLedger(delta=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        ledger.record(folds, cv=3)
+    assert len(ledger) == 3
+    (total,) = ledger.totals().values()
+    assert total.delta == 1e-6 == ledger.total().delta
+    assert total.mu == pytest.approx(math.sqrt(3) * mu(1.0), rel=1e-9)
+    leaky = make_pipeline(StandardScaler(), dp_model())
+    kfold = KFold(3, shuffle=True, random_state=0)
+    folds = cross_validate(leaky, X, y, cv=kfold, return_estimator=True)
+    with pytest.warns(PrivacyLeakWarning, match="standardscaler \\(StandardScaler\\)"):
+        PrivacyLedger().record(folds, cv=kfold)
+
+
 # --------------------------------------------------------------------------
 # Wrappers: every DP fit inside counted, or a refusal; never 0 (finding 3)
 # --------------------------------------------------------------------------
+
+
+def test_a_wrapper_that_learned_its_label_set_is_named(data):
+    X, y = data
+    voting = VotingClassifier([("a", dp_model()), ("b", dp_model(0.5))]).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="learned its label set"):
+        PrivacyLedger(delta=DELTA).record(voting)
 
 
 def dp_model(epsilon=1.0):
