@@ -774,6 +774,25 @@ def test_users_reach_a_search_only_with_metadata_routing():
     assert routed.best_estimator_.privacy_spent_.adjacency == REPLACE_ONE_USER
 
 
+def test_a_search_over_a_pipeline_is_charged_what_its_refit_achieved():
+    # Routing off: the refitted pipeline's DPFedRep got no groups and reports
+    # a record-level guarantee; the ledger finds it inside the pipeline and
+    # charges every candidate at that adjacency.
+    X, y, groups, _, _ = make_users(120, 5, 4, 2, seed=9)
+    pipe = make_pipeline(FunctionTransformer(), DPFedRep(2))
+    search = GridSearchCV(
+        pipe,
+        {"dpfedrep__learning_rate": [0.5, 1.0]},
+        cv=KFold(3, shuffle=True, random_state=0),
+    )
+    with pytest.warns(PrivacyLeakWarning, match="no groups"):
+        search.fit(X, y, groups=groups)
+    with pytest.warns(PrivacyLeakWarning, match="chose its best candidate"):
+        ledger = PrivacyLedger(delta=1e-5).record(search)
+    assert len(ledger) == 2 * 2 + 1
+    assert {c.adjacency for c in ledger.costs} == {REPLACE_ONE}
+
+
 def test_user_level_fits_on_split_data_are_not_totalled():
     """A row-level splitter puts most users in every training part (the k-1
     per candidate that holds for records undercounts users), and replacing
