@@ -7,7 +7,7 @@ import warnings
 import dp_accounting
 import numpy as np
 import pytest
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.datasets import make_classification
@@ -644,6 +644,31 @@ def test_wrappers_the_ledger_cannot_count_are_refused(data, wrapper):
     with pytest.raises(ValueError, match=r"bootstrap|cannot count"):
         ledger.record(fitted)
     assert len(ledger) == 0
+
+
+class _TwoFits(ClassifierMixin, BaseEstimator):
+    """A user's own wrapper: two DP fits on halves of the data, kept in a list."""
+
+    def __init__(self, estimator=None):
+        self.estimator = estimator
+
+    def fit(self, X, y):
+        half = len(y) // 2
+        self.fits_ = [
+            clone(self.estimator).fit(X[:half], y[:half]),
+            clone(self.estimator).fit(X[half:], y[half:]),
+        ]
+        self.classes_ = self.fits_[0].classes_
+        return self
+
+
+def test_a_users_own_wrapper_holding_dp_fits_is_refused(data):
+    # Not a scikit-learn class: found by walking its fitted state, never
+    # counted as zero.
+    X, y = data
+    fitted = _TwoFits(dp_model()).fit(X, y)
+    with pytest.raises(ValueError, match="cannot count"):
+        PrivacyLedger(delta=DELTA).record(fitted)
 
 
 def test_search_over_bagging_charges_every_sub_model(data):
