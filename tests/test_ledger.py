@@ -365,6 +365,36 @@ def test_search_with_an_unknown_splitter_counts_every_split(data):
     assert ledger.total().mu == pytest.approx(math.sqrt(expected), rel=1e-9)
 
 
+def test_search_candidates_inside_composites_are_charged(data):
+    # Candidates are rebuilt from the parameters (unfitted): the DP steps
+    # inside a TransformedTargetRegressor and a ColumnTransformer are found
+    # and charged once per training part, plus the refit.
+    X, y = data
+    cv = KFold(3, shuffle=True, random_state=0)
+    target = TransformedTargetRegressor(
+        regressor=DPRandomFeaturesRegressor(50, delta=DELTA)
+    )
+    columns = make_pipeline(
+        ColumnTransformer(
+            [("dp", DPStandardScaler(delta=DELTA), [0, 1])], remainder="drop"
+        ),
+        DPLogisticRegression(delta=DELTA, classes=[0, 1]),
+    )
+    for estimator, grid in (
+        (target, {"regressor__epsilon": [0.5, 1.0]}),
+        (columns, {"columntransformer__dp__epsilon": [0.5, 1.0]}),
+    ):
+        target_y = y.astype(float) if estimator is target else y
+        search = GridSearchCV(estimator, grid, cv=cv).fit(X, target_y)
+        ledger = PrivacyLedger(delta=DELTA)
+        record_quietly(ledger, search)
+        best = next(iter(search.best_params_.values()))
+        expected = 2 * (mu(0.5) ** 2 + mu(1.0) ** 2) + mu(best) ** 2
+        if estimator is columns:  # the model's ε = 1 in every fit
+            expected += 5 * mu(1.0) ** 2
+        assert ledger.total().mu == pytest.approx(math.sqrt(expected), rel=1e-9)
+
+
 def test_search_names_leaking_steps_once(data):
     X, y = data
     search = GridSearchCV(
