@@ -701,6 +701,45 @@ def test_a_users_own_wrapper_holding_dp_fits_is_refused(data):
         PrivacyLedger(delta=DELTA).record(fitted)
 
 
+def test_searches_over_known_wrappers_are_charged_or_refused(data):
+    # Unfitted candidates of a search: a VotingClassifier's two DP models and
+    # SelectFromModel's one (plus its refit's second fit, recorded from the
+    # fitted refit) are charged per training part; a OneVsRestClassifier's
+    # model count depends on the labels, so the search is refused.
+    X, y = data
+    cv = KFold(3, shuffle=True, random_state=0)
+    voting = GridSearchCV(
+        VotingClassifier([("a", dp_model()), ("b", dp_model(0.5))]),
+        {"a__epsilon": [0.5, 1.0]},
+        cv=cv,
+    ).fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, voting)
+    best = voting.best_params_["a__epsilon"]
+    expected = 2 * (mu(0.5) ** 2 + mu(1.0) ** 2 + 2 * mu(0.5) ** 2)
+    expected += mu(best) ** 2 + mu(0.5) ** 2
+    assert ledger.total().mu == pytest.approx(math.sqrt(expected), rel=1e-9)
+
+    select = GridSearchCV(
+        make_pipeline(SelectFromModel(dp_model()), dp_model()),
+        {"selectfrommodel__estimator__epsilon": [0.5, 1.0]},
+        cv=cv,
+    ).fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, select)
+    assert len(ledger) == 2 * 2 * 2 + 2  # 2 fits per candidate and part, refit
+    refit = [c.mu for c in ledger.costs[8:]]
+    expected = 2 * (mu(0.5) ** 2 + mu(1.0) ** 2 + 2 * mu(1.0) ** 2)
+    expected += sum(m**2 for m in refit)
+    assert ledger.total().mu == pytest.approx(math.sqrt(expected), rel=1e-9)
+
+    ovr = GridSearchCV(
+        OneVsRestClassifier(dp_model()), {"estimator__epsilon": [0.5, 1.0]}, cv=cv
+    ).fit(X, y)
+    with pytest.raises(ValueError, match="depends on the labels"):
+        PrivacyLedger(delta=DELTA).record(ovr)
+
+
 def test_search_over_bagging_charges_every_sub_model(data):
     X, y = data
     cv = KFold(3, shuffle=True, random_state=0)
