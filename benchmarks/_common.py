@@ -1,8 +1,17 @@
 """Helpers shared by the benchmark scripts (reporting and machine description)."""
 
 import os
+import sys
 
 import numpy as np
+
+
+def use_checkout(repo_root):
+    """Import skdp from ``repo_root`` here and in joblib's worker processes."""
+    sys.path.insert(0, str(repo_root))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(repo_root), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
 
 
 def markdown_table(header, rows):

@@ -38,6 +38,7 @@ from _common import (
     load_average,
     markdown_table,
     mean_std,
+    use_checkout,
 )
 from joblib import Parallel, delayed
 from sklearn.datasets import (
@@ -391,11 +392,7 @@ def parse_args(argv=None):
 
 
 def import_skdp():
-    sys.path.insert(0, str(REPO_ROOT))
-    # joblib's worker processes import skdp from this checkout as well.
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
+    use_checkout(REPO_ROOT)
     try:
         import skdp
         from skdp import DPLogisticRegression

@@ -41,7 +41,13 @@ from pathlib import Path
 import numpy as np
 import scipy
 import sklearn
-from _common import cpu_model_name, load_average, markdown_table, mean_std
+from _common import (
+    cpu_model_name,
+    load_average,
+    markdown_table,
+    mean_std,
+    use_checkout,
+)
 from joblib import Parallel, delayed
 from scipy.stats import loguniform
 from sklearn.datasets import make_classification, make_friedman1
@@ -413,11 +419,7 @@ def parse_args(argv=None):
 
 
 def import_skdp():
-    sys.path.insert(0, str(REPO_ROOT))
-    # joblib's worker processes import skdp from this checkout as well.
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
+    use_checkout(REPO_ROOT)
     import skdp
 
     return skdp
