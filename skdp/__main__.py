@@ -350,23 +350,79 @@ def demo(seed=0, file=sys.stdout):
     return rows
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m skdp", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo_parser = sub.add_parser("demo", help="privacy/utility table on generated data")
+#: ``python -m skdp --help``: plain text (argparse prints it as is).
+DESCRIPTION = """\
+skdp command line: a privacy/utility demo and empirical privacy audits.
+
+commands:
+  demo    fit every skdp estimator on generated data at several privacy
+          levels; print a table next to the non-private scikit-learn model
+  audit   run an empirical privacy audit of one estimator and print its
+          report (does the observed privacy loss refute the claimed epsilon?)
+
+Run "python -m skdp COMMAND --help" for a command's options."""
+
+EPILOG = """\
+examples:
+  python -m skdp demo
+  python -m skdp audit DPLogisticRegression --epsilon 1"""
+
+DEMO_DESCRIPTION = """\
+Fit every skdp estimator on generated data at several privacy levels
+(epsilon = {eps}) and print a privacy/utility table next to the
+non-private scikit-learn model.
+
+--seed fixes the generated data only: every private fit draws fresh noise
+(fits that shared a seed would share their noise), so the private scores
+vary a little from run to run.""".format(eps=", ".join(f"{e:g}" for e in DEMO_EPSILONS))
+
+DEMO_EPILOG = """\
+example:
+  python -m skdp demo --seed 1"""
+
+
+def build_parser():
+    """The ``python -m skdp`` argument parser (plain-text help)."""
+    from skdp.audit._cli import AUDIT_DESCRIPTION, AUDIT_EPILOG, add_audit_arguments
+
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="python -m skdp",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo_parser = sub.add_parser(
+        "demo",
+        help="privacy/utility table on generated data",
+        description=DEMO_DESCRIPTION,
+        epilog=DEMO_EPILOG,
+        formatter_class=raw,
+    )
     demo_parser.add_argument(
         "--seed",
         type=int,
         default=0,
         help="seed of the generated data (the privacy noise is always fresh)",
     )
-    from skdp.audit._cli import add_audit_arguments, run_audit
-
     add_audit_arguments(
-        sub.add_parser("audit", help="empirical privacy audit of one estimator")
+        sub.add_parser(
+            "audit",
+            help="empirical privacy audit of one estimator",
+            description=AUDIT_DESCRIPTION,
+            epilog=AUDIT_EPILOG,
+            formatter_class=raw,
+        )
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     if args.command == "audit":
+        from skdp.audit._cli import run_audit
+
         return run_audit(args)
     if args.command == "demo":
         np.set_printoptions(precision=4)

@@ -1,0 +1,59 @@
+"""``python -m skdp --help``: plain text, every command listed, one example each."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from skdp.__main__ import build_parser
+from skdp.audit._cli import ESTIMATORS
+
+# reST roles (:mod:`x`), inline literals (``x``) and directives (.. note::).
+REST_MARKUP = re.compile(r"``|:[a-z]+:`|^\s*\.\. ", re.MULTILINE)
+
+
+def help_text(*argv):
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([*argv, "--help"])
+    assert exit_info.value.code == 0
+    return exit_info
+
+
+@pytest.mark.parametrize("argv", [(), ("demo",), ("audit",)])
+def test_help_is_plain_text_with_an_example(argv, capsys):
+    help_text(*argv)
+    text = capsys.readouterr().out
+    assert not REST_MARKUP.search(text), text
+    assert re.search(r"^examples?:\n  python -m skdp ", text, re.MULTILINE), text
+    # Every example runs through the parser as written.
+    for line in re.findall(r"^  (python -m skdp .*)$", text, re.MULTILINE):
+        args = build_parser().parse_args(line.split()[3:])
+        assert args.command == line.split()[3]
+
+
+def test_top_level_help_lists_every_command(capsys):
+    help_text()
+    text = capsys.readouterr().out
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert sorted(commands) == ["audit", "demo"]
+    for name in commands:
+        assert re.search(rf"^  {name} ", text, re.MULTILINE), (name, text)
+
+
+def test_audit_help_lists_the_estimators(capsys):
+    help_text("audit")
+    text = " ".join(capsys.readouterr().out.split())
+    for name in ESTIMATORS:
+        assert name in text
+
+
+def test_module_entry_point_prints_the_same_help():
+    result = subprocess.run(
+        [sys.executable, "-m", "skdp", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.startswith("usage: python -m skdp")
+    assert not REST_MARKUP.search(result.stdout)
