@@ -3,9 +3,11 @@
 :func:`audit_estimator` fits an estimator many times on two data sets that are
 neighbours under the adjacency it claims (one record, or one comparison
 outcome, replaced by a canary), scores every fit and returns an
-:class:`AuditReport`: a Clopper–Pearson lower bound on ε, the Gaussian-DP
-estimate μ̂ of Nasr et al. (2023), AUROC and TPR at low FPR. An audit can
-refute a privacy claim; it can never certify one.
+:class:`AuditReport`: a Clopper–Pearson lower bound on ε (as in Jagielski
+et al. [1]_), the Gaussian-DP estimate μ̂ of Nasr et al. [2]_, AUROC and TPR
+at low FPR. The score attack of Cai, Wang & Zhang [3]_ gives the white-box
+statistic of the GLM and Bradley–Terry estimators. An audit can refute a
+privacy claim; it can never certify one.
 
 References
 ----------
