@@ -95,7 +95,7 @@ class DPEstimatorMixin:
         is Gaussian, else the pair (``epsilon``, ``delta``); under the
         adjacency the fit states its guarantee for. Every fit checks its
         ``privacy_spent_`` against this and refuses to release more
-        (:func:`private_fit`), so that a search can be totalled from its
+        (``skdp._base.private_fit``), so that a search can be totalled from its
         candidates' parameters.
 
         Returns

@@ -203,7 +203,9 @@ class PrivacyLedger:
         return {a: compose(c, delta=self.delta) for a, c in groups.items()}
 
     def total(self):
-        """The composed cost of everything recorded (see :func:`compose`).
+        """The composed cost of everything recorded.
+
+        See :func:`~skdp.accounting.compose`.
 
         Releases stated under different adjacencies are composed only where
         every guarantee also holds under one of them (a record-level

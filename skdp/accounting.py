@@ -846,8 +846,9 @@ class PrivacyCost:
         See ``epsilon``.
     mu : float or None
         If not None, the release is mu-GDP, which implies (ε, δ(ε; μ))-DP for
-        *every* ε (see :func:`delta_from_mu`); ``(epsilon, delta)`` is one point
-        of that curve. None when a part of the release is not Gaussian.
+        *every* ε (see :func:`~skdp.accounting.delta_from_mu`);
+        ``(epsilon, delta)`` is one point of that curve. None when a part of
+        the release is not Gaussian.
     adjacency : str
         The neighbouring relation the guarantee is stated for, e.g.
         ``"replace one record"``.
@@ -865,8 +866,9 @@ class PrivacyCost:
 
     Notes
     -----
-    Costs compose with ``+`` (see :func:`compose`). Costs stated for different
-    adjacencies refuse to compose, and so do costs that share a noise seed.
+    Costs compose with ``+`` (see :func:`~skdp.accounting.compose`). Costs
+    stated for different adjacencies refuse to compose, and so do costs that
+    share a noise seed.
 
     Examples
     --------

@@ -180,7 +180,7 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
     everything the loop saw) is drawn once from its exact conditional law at
     the end. The joint law of the run and θ_T is that of Algorithm 1, so the
     guarantee is the same; only θ_T is released, never the n-indexed
-    coefficients. The proof is in :mod:`skdp.random_features._kernel`.
+    coefficients. The proof is in ``skdp/random_features/_kernel.py``.
 
     **Utility.** [1]_ assumes inputs of norm about ``sqrt(d)`` (standardised
     features) and bounded labels; then the pre-activations are of order one.
