@@ -878,3 +878,29 @@ def test_collapsing_duplicate_rows_changes_nothing_but_the_work(form):
 )
 def test_sklearn_compatible_comparison_unit(estimator, check):
     check(estimator)
+
+
+def test_win_counts_canary_recovers_the_release_with_per_item_penalties():
+    """The audit's OutcomeCanary(kind="win_counts") recovers the released
+    counts c̃ from the scores. With per-item penalties the unreleased mean m
+    of θ̂ shifts the recovery by m·alpha_, which is not orthogonal to a row
+    whose two items have different penalties: the statistic must be c̃·v
+    with v the row made orthogonal to alpha_ (seeded draw, exact to the
+    solver's tolerance)."""
+    from skdp.audit import OutcomeCanary
+
+    X, y, _, pairs = btl_design(30, 0.3, 1, seed=0)
+    seed = 5
+    model = fit_bt(X, y, epsilon=1.0, delta=1e-6, random_state=seed)
+    alpha = model.alpha_
+    i, j = pairs[0]
+    assert abs(alpha[i] - alpha[j]) > 0.1 * alpha.mean()  # the case at stake
+    draw = np.random.default_rng(seed).normal(
+        0.0, model.noise_multiplier_ * SQRT2, X.shape[1]
+    )
+    released = X.T @ y + draw
+    canary = OutcomeCanary(kind="win_counts", index=0)
+    canary.build(model, X, y)
+    row = X[0].toarray()[0]
+    v = row - (row @ alpha) / (alpha @ alpha) * alpha
+    assert canary.statistic(model) == pytest.approx(released @ v, abs=1e-6)
