@@ -642,9 +642,9 @@ def test_pairs_pipeline_in_grid_search():
 def test_comparison_unit_through_the_engine_costs_utility():
     # At ε = 1e4 both units approach the same penalised MLE (50 Adam steps
     # of the engine: measured ℓ2 distance 0.22 between the two fits, ℓ2
-    # errors 0.590 and 0.619). At ε = 1 the comparison unit pays for twice
-    # the sensitivity and 50 steps (measured mean ℓ2 error over 3 seeds
-    # 1.01 vs 0.60 for the default unit on this design).
+    # errors 0.590 and 0.619). At ε = 1 the comparison unit pays for sqrt(3)
+    # times the sensitivity and 50 steps (measured mean ℓ2 error over 3 seeds
+    # 0.93 vs 0.61 for the default unit on this design; 1.01 with 2·sqrt(2)).
     X, y, scores, _ = btl_design(100, 1.0, 20, seed=0)
     outcome = fit_bt(X, y, epsilon=1e4)
     comparison = fit_bt(X, y, epsilon=1e4, privacy_unit="comparison")
