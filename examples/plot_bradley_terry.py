@@ -90,7 +90,11 @@ by_epsilon = sweep(
 pairs, y, truth = make_btl_comparisons(N_ITEMS, 0.4, 10, random_state=0)
 fit = private(pairs_to_design(pairs, N_ITEMS), y, 1.0)
 print(f"{len(y)} comparisons; one fit at ε = 1: {fit.privacy_spent_}")
-print(f"alpha_ = {fit.alpha_:.3g}, noise_multiplier_ = {fit.noise_multiplier_:.4g}")
+# One penalty per item, from its number of comparisons (public design).
+print(
+    f"alpha_ from {fit.alpha_.min():.3g} to {fit.alpha_.max():.3g}, "
+    f"noise_multiplier_ = {fit.noise_multiplier_:.4g}"
+)
 
 # %%
 # Error against the number of comparisons
@@ -148,8 +152,8 @@ plt.show()
 # squared error falls like 1/(p²ε²) while the statistical one falls like
 # 1/p, dominates; with more comparisons the two curves meet.
 #
-# The comparison unit protects more (the pairs too) and pays for it: twice
-# the sensitivity, and its budget split over some 50 noisy gradient steps, so
+# The comparison unit protects more (the pairs too) and pays for it: sqrt(3)
+# times the sensitivity, and its budget split over some 50 noisy gradient steps, so
 # it needs several times the data or the budget for the same accuracy.
 #
 # Printed numbers

@@ -87,6 +87,11 @@ class DPEstimatorMixin:
     def _budget_adjacency(self):
         return REPLACE_ONE
 
+    def _budget_caveats(self):
+        """Assumptions beyond the adjacency that a fit with these parameters
+        may rest on; by default, that a label set read from y is public."""
+        return (PUBLIC_LABELS,) if _reads_label_set(self) else ()
+
     def privacy_budget(self):
         """The most that one ``fit`` with the current parameters spends.
 
@@ -105,7 +110,7 @@ class DPEstimatorMixin:
         epsilon, delta = float(self.epsilon), float(self.delta)
         name = type(self).__name__
         mechanism = f"declared budget of {name}"
-        caveats = (PUBLIC_LABELS,) if _reads_label_set(self) else ()
+        caveats = self._budget_caveats()
         adjacency = self._budget_adjacency()
         if self._budget_is_gdp() and delta > 0:
             return PrivacyCost(

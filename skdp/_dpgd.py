@@ -333,6 +333,7 @@ def dpgd(
     solver="gd",
     average=None,
     adjacency=REPLACE_ONE,
+    sensitivity=None,
     post=None,
     mechanism="full-batch DP gradient descent",
     verbose=0,
@@ -381,6 +382,15 @@ def dpgd(
     adjacency : str, default=REPLACE_ONE
         Neighbouring relation; only ``REPLACE_ONE`` is implemented (the mean
         divides by n, which must be public).
+    sensitivity : float, optional
+        L2 sensitivity of one step's clipped gradient sum, the unit of
+        ``noise_multiplier``. None (the default): ``2·clip_norm`` under
+        replace-one, which holds for any records. A caller may pass a
+        smaller value only when it has proved, for every pair of records it
+        can hand the engine (after its own transformation of them) and every
+        iterate, that their clipped gradients differ by at most this much;
+        :class:`~skdp.ranking.DPBradleyTerry` does so (``sqrt(6)`` for
+        Bradley–Terry comparison rows).
     post : callable, optional
         ``post(coef, intercept) -> (coef, intercept)`` applied after each step;
         it must not read the data (e.g. a projection onto a ball).
@@ -419,7 +429,9 @@ def dpgd(
     row_norm = row_norms(X)
     if fit_intercept:
         row_norm = np.hypot(row_norm, 1.0)
-    noise_std = noise_multiplier * sensitivity_factor(adjacency) * clip_norm
+    if sensitivity is None:
+        sensitivity = sensitivity_factor(adjacency) * clip_norm
+    noise_std = noise_multiplier * sensitivity
     cost = gaussian_cost(
         noise_multiplier,
         n_iter,
@@ -427,6 +439,7 @@ def dpgd(
         adjacency=adjacency,
         mechanism=(
             f"{mechanism}: {n_iter} steps, per-record clip {clip_norm:g}, "
+            f"step sensitivity {sensitivity:.6g}, "
             f"noise multiplier {noise_multiplier:.6g}"
         ),
     )

@@ -602,3 +602,25 @@ def test_progress_header_states_mu_only_when_the_guarantee_is_gdp(capsys):
     gdp_line, other_line = capsys.readouterr().out.splitlines()
     assert "mu = 0.5" in gdp_line and "10 records of 4 features" in gdp_line
     assert "mu" not in other_line and "(1, 1e-05)-DP (replace one record)" in other_line
+
+
+def test_a_proved_sensitivity_replaces_2C_in_the_noise_and_the_report(monkeypatch):
+    """A caller with a proof of a smaller step sensitivity (DPBradleyTerry's
+    sqrt(6) for comparison rows) passes it: the noise std is then
+    noise_multiplier × sensitivity, the guarantee still sqrt(T)/z, and the
+    report names the sensitivity; without it the std is z·2C."""
+    X = np.zeros((5, 2))
+    y = np.zeros(5)
+    draws = []
+
+    def spy(rng, std, shape):
+        draws.append(std)
+        return np.zeros(shape)
+
+    monkeypatch.setattr(_dpgd, "gaussian_noise", spy)
+    _, _, cost = run_dpgd(X, y, noise_multiplier=2.0, n_iter=4, sensitivity=2.5)
+    _, _, default = run_dpgd(X, y, noise_multiplier=2.0, n_iter=4)
+    assert draws == [5.0] * 4 + [4.0] * 4
+    assert cost.mu == pytest.approx(1.0, rel=1e-15) and default.mu == cost.mu
+    assert "step sensitivity 2.5" in cost.mechanism
+    assert "step sensitivity 2," in default.mechanism

@@ -237,13 +237,17 @@ class OutcomeCanary(Canary):
     multiple of ``θ̂_i − θ̂_j``. ``kind="win_counts"`` (for
     ``privacy_unit="outcome"``): the released noisy win counts, recovered
     from the fitted scores by the optimality condition of the penalised
-    likelihood, ``c̃ = X̃ᵀσ(X̃θ̂) + α·θ̂`` (exact up to the solver's
-    tolerance, unless ``score_bound`` clipped a score; the centring only
-    moves c̃ along the all-ones vector, orthogonal to ``x_r``), projected on
-    the canary's row ``x_r``. It is the likelihood-ratio statistic of the
-    Gaussian release, so its μ̂ measures the claimed ``1/noise_multiplier_``
-    exactly. :meth:`loss` is the log-probability of the canary outcome under
-    the fitted model.
+    likelihood, ``c̃ = X̃ᵀσ(X̃θ̂) + α⊙θ̂`` (exact up to the solver's
+    tolerance, unless ``score_bound`` clipped a score), projected on the
+    canary's row ``x_r``. The released scores are θ̂ less its (unreleased)
+    mean m, which moves the recovered c̃ by ``m·α``: orthogonal to ``x_r``
+    for one penalty for every item; with per-item penalties (``alpha_`` an
+    array) the projection is on ``x_r`` made orthogonal to ``α``, which
+    removes ``m`` and keeps ``(x_r·v)/||v||`` of the shift (all of it when
+    the two items' penalties are equal). It is the likelihood-ratio
+    statistic of the Gaussian release, so its μ̂ measures the claimed
+    ``1/noise_multiplier_`` (times that factor, ≤ 1). :meth:`loss` is the
+    log-probability of the canary outcome under the fitted model.
     """
 
     adjacencies = (REPLACE_ONE_OUTCOME, REPLACE_ONE)
@@ -276,7 +280,11 @@ class OutcomeCanary(Canary):
                 self.design_ = glm_view(fitted).features(self.X_)  # clipped rows
             scores = fitted.scores_
             counts = self.design_.T @ expit(self.design_ @ scores)
-            return float((counts + fitted.alpha_ * scores) @ self.record_[0])
+            alpha = np.broadcast_to(np.asarray(fitted.alpha_, float), scores.shape)
+            direction = self.record_[0]
+            if np.ptp(alpha) > 0:  # the unknown mean of θ̂ moves c̃ along α
+                direction = direction - (direction @ alpha) / (alpha @ alpha) * alpha
+            return float((counts + alpha * scores) @ direction)
         return float(
             score_attack(fitted, self.record_, [self.label_in_], self.theta_ref)[0]
         )

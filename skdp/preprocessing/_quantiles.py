@@ -10,7 +10,13 @@ histograms:
    of the bulk: the first interval is ``[-M, M]``;
 2. ``_ZOOM_ROUNDS`` histograms with ``_ZOOM_BINS`` equal bins on the
    interval found by the round before, each of which narrows it to the bins
-   that hold the bulk.
+   that hold the bulk. A feature whose bulk fitted in ``_NARROW_RUN`` bins
+   or fewer is narrower than the grid: its next round uses ``_FINE_BINS``
+   equal bins (with a higher signal threshold, ``_FINE_SIGNAL_SDS``, for the
+   larger number of empty bins), so that a large offset with a small spread
+   (10⁵ and 10⁻³: a ratio of 10⁸) is resolved in the same number of rounds
+   instead of ending ~64³ times coarser than the offset. The choice reads
+   only earlier noisy counts.
 
 In every round the bulk is a run of bins grown greedily from the bin with
 the largest noisy count, one neighbour at a time (the larger first), until
@@ -27,10 +33,12 @@ of the tails at a small cost in resolution.
 The constants were chosen on Gaussian features with offsets and scales from
 1e-2 to 5e4, n from 1000 to 50000, d = 5 and 30, at ε = 1.
 
-Every round is one joint Gaussian release of the ``d x bins`` count matrix.
-Replacing one record moves it from one bin to another in every feature: two
-counts per feature change by one, so the L2 sensitivity is ``sqrt(2 d)``
-under replace-one adjacency, whatever the data. Each round's grid depends on
+Every round is one joint Gaussian release of the ``d x bins`` count matrix
+(``bins`` the largest grid of the round; the columns beyond a feature's own
+grid hold no records, and their noise is never read). Replacing one record
+moves it from one bin to another in every feature: two counts per feature
+change by one, so the L2 sensitivity is ``sqrt(2 d)`` under replace-one
+adjacency, whatever the data and whatever the grid sizes. Each round's grid depends on
 the data only through earlier noisy releases, so the rounds compose
 adaptively, and the bounds are post-processing. Nothing else (no count of
 clipped values, no minimum or maximum) is read or kept.
@@ -49,6 +57,15 @@ _DECADES = 12
 _PER_DECADE = 4
 #: Equal-width bins of each zoom round.
 _ZOOM_BINS = 64
+#: Equal-width bins of a zoom round that follows a round whose bulk fitted in
+#: ``_NARROW_RUN`` bins or fewer: the data are narrower than the grid, and a
+#: finer one keeps the rounds from running out of resolution before they
+#: reach the spread of a feature with a large offset (issue 20, item 11).
+_FINE_BINS = 4096
+_NARROW_RUN = 2
+#: Signal threshold (in noise standard deviations) of a fine round: with
+#: 4096 empty bins, the largest noise exceeds 5.5 with probability 8e-5.
+_FINE_SIGNAL_SDS = 5.5
 #: Zoom rounds after the log-grid round.
 _ZOOM_ROUNDS = 3
 #: Tail mass the bounds may leave out on each side.
@@ -85,21 +102,23 @@ def bin_counts(bins, n_bins):
     return np.bincount(flat.ravel(), minlength=d * n_bins).reshape(d, n_bins)
 
 
-def bulk_window(noisy_counts, target, noise_std):
+def bulk_window(noisy_counts, target, noise_std, signal_sds=None):
     """Bins ``[a, b)`` per feature holding the bulk of the data (see module doc).
 
     Grown from the largest noisy count, one neighbour at a time (the larger
     first), until the run's noisy count is at least
     ``target - _MARGIN_SDS · noise_std · sqrt(b - a)``. A feature whose
-    largest count does not exceed ``_SIGNAL_SDS · noise_std`` keeps the whole
-    grid. Vectorised over features; the loop is over bins.
+    largest count does not exceed ``signal_sds · noise_std`` (default
+    ``_SIGNAL_SDS``) keeps the whole grid. Vectorised over features; the
+    loop is over bins.
     """
+    signal_sds = _SIGNAL_SDS if signal_sds is None else signal_sds
     d, n_bins = noisy_counts.shape
     rows = np.arange(d)
     a = np.argmax(noisy_counts, axis=1)
     b = a + 1
     mass = noisy_counts[rows, a].astype(float)
-    no_signal = mass <= _SIGNAL_SDS * noise_std
+    no_signal = mass <= signal_sds * noise_std
     done = no_signal | (mass >= target - _MARGIN_SDS * noise_std)
     for _ in range(n_bins - 1):  # a loop over bins, never over samples
         if done.all():
@@ -158,18 +177,36 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     _, hi = bulk_window(noisy, (1.0 - _TAIL) * n, noise_std)
     upper = edges[hi]
     lower = -upper
-    steps = np.arange(_ZOOM_BINS + 1) / _ZOOM_BINS
+    fine = np.zeros(d, dtype=bool)  # which features get the fine grid
     for _ in range(_ZOOM_ROUNDS):  # a loop over rounds, never over samples
         width = upper - lower
-        position = (X - lower) / width * _ZOOM_BINS
-        bins = np.clip(np.floor(position), 0, _ZOOM_BINS - 1).astype(np.intp)
-        noisy = release(bin_counts(bins, _ZOOM_BINS))
-        lo, hi = bulk_window(noisy, (1.0 - 2.0 * _TAIL) * n, noise_std)
-        # Post-processing of the noisy counts: the new interval's edges.
-        new_upper = np.where(hi == _ZOOM_BINS, upper, lower + width * steps[hi])
-        lower = lower + width * steps[lo]
+        n_bins = np.where(fine, _FINE_BINS, _ZOOM_BINS)
+        position = (X - lower) / width * n_bins
+        bins = np.clip(np.floor(position), 0, n_bins - 1).astype(np.intp)
+        # One joint release of a d x max-bins count matrix: a record still
+        # moves one count per feature (sensitivity sqrt(2 d)); the columns a
+        # coarse feature does not use hold pure noise and are never read.
+        noisy = release(bin_counts(bins, int(n_bins.max())))
+        lo = np.zeros(d, dtype=np.intp)
+        hi = n_bins.copy()
+        for mode, size, signal_sds in (
+            (~fine, _ZOOM_BINS, _SIGNAL_SDS),
+            (fine, _FINE_BINS, _FINE_SIGNAL_SDS),
+        ):
+            if mode.any():
+                lo[mode], hi[mode] = bulk_window(
+                    noisy[mode, :size],
+                    (1.0 - 2.0 * _TAIL) * n,
+                    noise_std,
+                    signal_sds=signal_sds,
+                )
+        # Post-processing of the noisy counts: the new interval's edges, and
+        # whether the next round needs the fine grid (a narrow run).
+        new_upper = np.where(hi == n_bins, upper, lower + width * (hi / n_bins))
+        lower = lower + width * (lo / n_bins)
         # Rounding must never collapse an interval.
         upper = np.maximum(new_upper, np.nextafter(lower, np.inf))
+        fine = (hi - lo) <= _NARROW_RUN
     # Widen the final interval a little (post-processing): less clipping of
     # the tails, at a small cost in resolution.
     pad = _PAD * (upper - lower)

@@ -5,6 +5,7 @@ import warnings
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -41,8 +42,77 @@ from ._solver import (
 #: Every design row is clipped to this L2 norm, the norm of ``e_i − e_j``.
 ROW_NORM_BOUND = math.sqrt(2.0)
 
+#: L2 sensitivity of one noisy gradient step under ``privacy_unit="comparison"``
+#: (replace one comparison; proof in the class Notes): ``sqrt(6)``, attained in
+#: the limit by two comparisons that share one item.
+COMPARISON_STEP_SENSITIVITY = math.sqrt(6.0)
+
+#: Under ``privacy_unit="comparison"``, rows that are not of the form
+#: ``e_i − e_j`` are clipped to this norm, so that with any other row their
+#: gradients differ by at most ``sqrt(2) + (sqrt(6) − sqrt(2)) = sqrt(6)``.
+OTHER_ROW_NORM_BOUND = COMPARISON_STEP_SENSITIVITY - ROW_NORM_BOUND
+
+#: The caveat of a fit with ``classes=None``: outcomes 0/1 (False/True) are
+#: the model's own declared labels; any other pair is read from y.
+OUTCOME_LABELS = (
+    "outcome labels other than 0 and 1 (False and True) are read from the "
+    "training labels and are public"
+)
+
 # Decay of the moving average of the Adam iterates (privacy_unit="comparison").
 _AVERAGE_DECAY = 0.9
+
+
+def is_comparison_row(X):
+    """Whether each row of ``X`` is exactly ``e_i − e_j`` for some ``i != j``.
+
+    A row is one when it has exactly two non-zero entries whose sum is 0 and
+    whose absolute values sum to 2, i.e. one ``+1`` and one ``−1`` (both
+    tests are exact in floating point for such rows).
+
+    Parameters
+    ----------
+    X : {ndarray, scipy.sparse.csr_matrix} of shape (n_rows, n_items)
+        Canonical (duplicate sparse entries summed), finite.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (n_rows,)
+    """
+    if sp.issparse(X):
+        nonzero = np.diff(X.indptr) - np.bincount(
+            np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[X.data == 0],
+            minlength=X.shape[0],
+        )
+        absolute = abs(X)
+    else:
+        nonzero = np.count_nonzero(X, axis=1)
+        absolute = np.abs(X)
+    row_sum = np.asarray(X.sum(axis=1)).ravel()
+    abs_sum = np.asarray(absolute.sum(axis=1)).ravel()
+    return (nonzero == 2) & (row_sum == 0.0) & (abs_sum == 2.0)
+
+
+def comparison_rows(X):
+    """The rows the ``"comparison"`` unit hands the DP-GD engine.
+
+    Rows ``e_i − e_j`` pass unchanged; every other row is scaled down to L2
+    norm at most ``OTHER_ROW_NORM_BOUND = sqrt(6) − sqrt(2)``. A per-record
+    transformation that reads nothing but the record itself: it is what
+    makes the step sensitivity ``sqrt(6)`` hold for every input (see the
+    Notes of :class:`DPBradleyTerry`).
+
+    Parameters
+    ----------
+    X : {ndarray, scipy.sparse.csr_matrix} of shape (n_rows, n_items)
+        Rows already clipped to norm ``sqrt(2)`` (:func:`clip_rows`).
+
+    Returns
+    -------
+    X_rows : ndarray or scipy.sparse.csr_matrix
+    """
+    bound = np.where(is_comparison_row(X), ROW_NORM_BOUND, OTHER_ROW_NORM_BOUND)
+    return clip_rows(X, bound)
 
 
 class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -82,15 +152,24 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         is private; fitted by noisy gradient descent (the shared DP-GD
         engine), at a utility cost (see Notes).
     alpha : float or "auto", default="auto"
-        L2 penalty ``(alpha/2)·||θ||²`` added to the *summed* negative
-        log-likelihood (γ of (4.4)). It keeps the estimate finite for items
-        that won or lost every comparison and damps the noise on items with
-        few comparisons. ``"auto"``: ``1 + 2·n_items·(Δ/μ)² / n_comparisons``,
-        a unit-variance prior on the scores plus the ratio of the noise
-        variance ``(Δ/μ)²`` to the information per item
-        ``n_comparisons/(2·n_items)`` (Δ: sensitivity, μ: GDP parameter of
-        the fit); it reads only public sizes and (ε, δ). About 1.06 for 100
-        items, 10⁵ comparisons and ε = 1.
+        L2 penalty ``(1/2)·Σ_i alpha_i·θ_i²`` added to the *summed* negative
+        log-likelihood (γ of (4.4), one value per item). It keeps the
+        estimate finite for items that won or lost every comparison and
+        damps the noise on items with few comparisons. A float: the same
+        penalty for every item. ``"auto"``: ``1 + (Δ/μ)²/I_i``, a
+        unit-variance prior on each score plus the ratio of the noise
+        variance ``(Δ/μ)²`` to the information ``I_i`` about the item (Δ:
+        sensitivity, μ: GDP parameter of the fit); to first order this makes
+        each score the posterior mean of a N(0, 1) prior given the noisy
+        counts. With ``privacy_unit="outcome"`` the design is public and
+        ``I_i = max(D_i, 1)/4`` per item, ``D_i`` the item's number of
+        comparisons (``Σ_r x̃_ri²``, the diagonal of ``X̃ᵀX̃``; 1/4 bounds
+        ``σ'(t)``), so that a rarely compared item, whose win count is mostly
+        noise, is shrunk towards 0 instead of landing at the top of the
+        ranking (issue 20, item 7). With ``"comparison"`` the design is
+        private and ``I_i = n_comparisons/(2·n_items)``, the average over
+        items, from public sizes only (see Notes). About 1.06 for every item
+        of 100 items compared 2000 times each at ε = 1.
     score_bound : float or None, default=10.0
         After fitting, the scores are projected onto
         ``{θ : Σθ = 0, ||θ||∞ <= score_bound}`` (post-processing). The
@@ -101,14 +180,18 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         realistic scores. None: centring only.
     classes : array-like of shape (2,), default=None
         The two outcome labels, declared in advance; the second means "the
-        first item of the pair won". Pass ``classes=[0, 1]`` (the coding of
-        :func:`~skdp.datasets.make_btl_comparisons`) to make any other label
-        in ``y`` an error and keep the label set out of the data. If None, ``y`` must
-        hold exactly two labels (any two, as for every scikit-learn binary
-        classifier; the larger one means "the first item won"); they are
-        read from ``y`` and count as public (a
-        :class:`~skdp.PrivacyLeakWarning` says so). Multiclass, continuous
-        or non-finite ``y`` is an error either way.
+        first item of the pair won". Any other label in ``y`` is an error.
+        None: the model's own outcomes, 0 and 1 (False and True for boolean
+        ``y``; the coding of :func:`~skdp.datasets.make_btl_comparisons`),
+        are declared, and nothing about the labels is read: a ``y`` with
+        one outcome only (every first item lost) fits like its neighbours.
+        Only if ``y`` holds other labels (e.g. strings, as scikit-learn's
+        binary classifiers accept) are the two labels read from ``y``
+        (the larger one means "the first item won"); they are then public:
+        a :class:`~skdp.PrivacyLeakWarning` says so, and
+        ``privacy_spent_.caveats`` states it for every fit with
+        ``classes=None``. Multiclass, continuous or non-finite ``y`` is an
+        error either way.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise; use None in production (a known seed makes the
         noise predictable). The rule
@@ -127,18 +210,19 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         Item indices from best (highest score) to worst.
     classes_ : ndarray of shape (2,)
         Outcome labels; ``classes_[1]`` means the first item won.
-    alpha_ : float
-        The penalty used (``"auto"`` resolved).
+    alpha_ : float or ndarray of shape (n_items,)
+        The penalty used (``"auto"`` resolved): one value per item with
+        ``alpha="auto"`` and ``privacy_unit="outcome"``, else a float.
     n_iter_ : int
         Number of Gaussian releases composed: 1 for ``"outcome"`` (the win
         counts, released once; the solver only post-processes them), the
         number of noisy gradient steps for ``"comparison"``.
     noise_multiplier_ : float
         Noise standard deviation divided by the L2 sensitivity of one
-        release: ``sqrt(2)`` for ``"outcome"``, ``2·sqrt(2)`` for
-        ``"comparison"`` (replace-one, each gradient clipped to
-        ``sqrt(2)``). To recompute the guarantee with dp-accounting,
-        compose ``GaussianDpEvent(noise_multiplier_)`` ``n_iter_`` times.
+        release: ``sqrt(2)`` for ``"outcome"``, ``sqrt(6)`` for
+        ``"comparison"`` (replace one comparison; see Notes). To recompute
+        the guarantee with dp-accounting, compose
+        ``GaussianDpEvent(noise_multiplier_)`` ``n_iter_`` times.
     privacy_spent_ : PrivacyCost
         The exact guarantee: ``epsilon``, ``delta``,
         ``mu = sqrt(n_iter_) / noise_multiplier_``, adjacency and mechanism.
@@ -168,25 +252,48 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     μ-GDP with ``μ = 1/noise_multiplier_`` (Dong, Roth & Su 2022), i.e.
     (ε, δ)-DP for the reported pair; the noise is calibrated against
     ``δ·(1 − 1e-9)``. The scores solve
-    ``min_θ Σ_r log(1 + exp(x̃_r·θ)) − c̃·θ + (alpha/2)·||θ||²``, which is
+    ``min_θ Σ_r log(1 + exp(x̃_r·θ)) − c̃·θ + (1/2)·Σ_i alpha_i·θ_i²``, which is
     the objective-perturbation estimator (4.4) of the paper without its
     constraint set, then are centred and projected onto the ``score_bound``
     box: all post-processing of ``c̃``, so they are private whatever the
-    solver or its tolerance (the review of the spec, §2b).
+    solver or its tolerance (the review of the spec, §2b). The per-item
+    penalties of ``alpha="auto"`` read only the design (public under this
+    unit) and (ε, δ), never y, so they do not change the guarantee.
 
     **Guarantee, comparison unit** (``privacy_unit="comparison"``).
     Neighbours differ in one whole comparison (pair and outcome; adjacency
     ``"replace one record"``); only the number of comparisons and of items
-    are public. Fitted by the shared DP-GD engine: each comparison's
-    gradient ``(σ(x̃·θ) − y)·x̃`` has norm ≤ ``sqrt(2)`` (it is clipped there),
-    so replacing one moves each step's gradient sum by ≤ ``2·sqrt(2)``; the
-    ``n_iter_`` steps compose exactly to ``μ = sqrt(n_iter_)/noise_multiplier_``.
-    Utility cost: twice the sensitivity, and the budget split over
-    ``n_iter_`` releases instead of one (each gradient sum gets about
-    ``2·sqrt(n_iter_)`` times the noise of the default unit's single
-    release), plus the optimisation error of a fixed number of steps; in
-    ``benchmarks/bench_bradley_terry.py`` its ℓ₂ error is 1.3–2.2 times the
-    default unit's at ε ∈ {0.5, 1, 2}.
+    are public. Fitted by the shared DP-GD engine, whose every step releases
+    the gradient sum ``Σ_r (σ(x_r·θ) − y_r)·x_r`` plus Gaussian noise of std
+    ``noise_multiplier_·sqrt(6)``. Rows ``e_i − e_j`` are used as they are;
+    every other row (after the ``sqrt(2)`` clip) is scaled down to norm
+    ``sqrt(6) − sqrt(2)``, a transformation of each record alone. Replacing
+    record ``(x, y)`` by ``(x', y')`` moves the sum by
+    ``a·x − b·x'`` with ``a = σ(x·θ) − y`` and ``b = σ(x'·θ) − y'`` in
+    ``[−1, 1]``, the same θ for both. Its norm is at most ``sqrt(6)``:
+
+    * same pair, same order (``x' = x``): ``a − b = y' − y``, norm ≤ ``sqrt(2)``;
+    * same pair, reversed (``x' = −x``): ``σ(−t) = 1 − σ(t)`` gives
+      ``a·x − b·x' = (1 − y − y')·x``, norm ≤ ``sqrt(2)``;
+    * one item shared (``x·x' = ±1``):
+      ``||a·x − b·x'||² = 2a² + 2b² ∓ 2ab ≤ 6``;
+    * no item shared (``x·x' = 0``): ``2a² + 2b² ≤ 4``;
+    * a row not of the form ``e_i − e_j``: by the triangle inequality
+      ``≤ sqrt(2) + (sqrt(6) − sqrt(2)) = sqrt(6)`` (two such rows: ≤ 2.07).
+
+    The bound is tight: for items 0, 1, 2, records ``(e_0 − e_1, 0)`` and
+    ``(e_0 − e_2, 1)`` at ``θ = t·(1, −1, 2)`` differ by ``sqrt(6)`` as
+    ``t → ∞``. (The engine's generic bound, ``2·sqrt(2)``, would add 15%
+    more noise than needed.) So each step is ``1/noise_multiplier_``-GDP and
+    the ``n_iter_`` adaptively chosen steps compose exactly to
+    ``μ = sqrt(n_iter_)/noise_multiplier_`` (replace-one adjacency).
+    Utility cost: the budget is split over ``n_iter_`` releases instead of
+    one, and ``sqrt(6)`` replaces ``sqrt(2)`` (each gradient sum gets about
+    ``sqrt(3·n_iter_)`` times the noise of the default unit's single
+    release), plus the optimisation error of a fixed number of Adam steps,
+    which does not shrink as ε grows: at large ε it dominates, so the excess
+    error over the default unit grows with ε (measured in
+    ``benchmarks/bench_bradley_terry.py``; see ``docs/benchmarks.md``).
 
     **Why not the paper's calibration.** Prop. 4.3 calibrates σ to a
     sensitivity ``2·sqrt(n)`` under *item-level* adjacency, but replacing an
@@ -201,9 +308,32 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     protects single comparisons.
 
     **Public.** Always: the number of comparisons and of items (columns of
-    X), the label set (``classes``, or the labels in ``y``). With
+    X), the label set (``classes``; with ``classes=None``, {0, 1}, or the
+    labels in ``y`` if they are others, stated in
+    ``privacy_spent_.caveats``). With
     ``"outcome"``: the design X itself. ``alpha="auto"`` reads only these
-    sizes and (ε, δ). Error messages never quote values from the data.
+    (with ``"outcome"``, the number of comparisons of each item, a function
+    of the public design) and (ε, δ). Error messages never quote values
+    from the data.
+
+    **Rarely compared items under** ``"comparison"``. There the design, and
+    so each item's number of comparisons ``D_i``, is private, and the
+    penalty can only use the average. What is possible: the degree vector
+    ``(D_i)`` has L2 sensitivity 2 under replace-one (a replaced comparison
+    ``(i, j) → (k, l)`` changes four degrees by one), so a share of the
+    budget could release noisy degrees (μ_D² + μ_GD² = μ²) and set
+    per-item penalties from them, at the price of more noise on the
+    gradient steps; at ε = 1 and 200 items the noisy degrees have standard
+    deviation ``2/μ_D`` ≈ 27 for a 10% share (δ = 1e-6), enough to tell an item
+    compared 0-3 times from one compared 100 times, not from one compared
+    20 times. This is not implemented: the comparison unit uses the
+    average-information penalty for every item. Measured on the design of
+    issue 20, item 7 (10 of 200 items compared 0-3 times, ε = 1;
+    ``benchmarks/bench_bradley_terry_issue20.py``), no rarely compared item
+    came first in 10 runs (precision@10 0.76, against 0.86 for the default
+    unit): its gradient coordinate is pure noise, which the Adam step,
+    scaled to the public noise level, turns into a random walk of small
+    steps around its start 0, not into a large score.
 
     **Every input.** Any finite X, dense or CSR, is accepted; rows that are
     not of the form ``e_i − e_j`` (as in scikit-learn's checks) are clipped
@@ -296,6 +426,10 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _budget_adjacency(self):
         return REPLACE_ONE_OUTCOME if self.privacy_unit == "outcome" else REPLACE_ONE
 
+    def _budget_caveats(self):
+        # classes=None declares {0, 1}; only other labels are read from y.
+        return (OUTCOME_LABELS,) if self.classes is None else ()
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -369,21 +503,22 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"(L2 sensitivity sqrt(2)), noise multiplier {noise_multiplier:.6g}"
             ),
         )
-        alpha = self._alpha(X.shape, ROW_NORM_BOUND, cost.mu)
         # Post-processing of the public design and the released counts only.
+        alpha = self._alpha(X.shape, ROW_NORM_BOUND, cost.mu, design=X)
         distinct_rows, multiplicity = collapse_duplicate_rows(X)
         theta, _ = penalised_mle(distinct_rows, noisy_counts, alpha, multiplicity)
         return theta, 1, noise_multiplier, alpha, cost
 
     def _fit_comparison(self, X, won, rng):
         """Noisy gradient descent with every comparison's gradient clipped."""
+        X = comparison_rows(X)
         n_comparisons, n_items = X.shape
         n_iter, horizon, _ = auto_schedule(
             n_comparisons, n_items, mu_from_epsilon(self.epsilon, self.delta)
         )
         noise_multiplier = self._noise_multiplier(n_iter)
         mu = math.sqrt(n_iter) / noise_multiplier
-        alpha = self._alpha(X.shape, 2.0 * ROW_NORM_BOUND, mu)
+        alpha = self._alpha(X.shape, COMPARISON_STEP_SENSITIVITY, mu)
         coef, _, cost = dpgd(
             X,
             won,
@@ -399,6 +534,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             average=_AVERAGE_DECAY,
             delta=self.delta,
             adjacency=REPLACE_ONE,
+            sensitivity=COMPARISON_STEP_SENSITIVITY,
             rng=rng,
             mechanism="DPBradleyTerry noisy gradient descent",
         )
@@ -420,18 +556,37 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         return max(paper, exact)
 
-    def _alpha(self, shape, sensitivity, mu):
-        """The penalty: the parameter, or the public ``"auto"`` rule."""
+    def _alpha(self, shape, sensitivity, mu, design=None):
+        """The penalty: the parameter, or the ``"auto"`` rule (see ``alpha``).
+
+        ``design``: the public (clipped) design under ``"outcome"``, whose
+        column sums of squares give each item's information; None under
+        ``"comparison"``, where only the public sizes may be used.
+        """
         if self.alpha != "auto":
             return float(self.alpha)
         n_comparisons, n_items = shape
         noise_variance = (sensitivity / mu) ** 2
-        information_per_item = n_comparisons / (2.0 * n_items)
-        return 1.0 + noise_variance / information_per_item
+        if design is None:
+            information = n_comparisons / (2.0 * n_items)
+            return 1.0 + noise_variance / information
+        squares = design.multiply(design) if sp.issparse(design) else design**2
+        comparisons = np.asarray(squares.sum(axis=0)).ravel()
+        # An item seen less than once is shrunk as if seen once: the rule
+        # stays finite (at most 1 + 4·noise_variance).
+        information = np.maximum(comparisons, 1.0) / 4.0
+        return 1.0 + noise_variance / information
 
     def _encode_outcomes(self, y):
         """The two outcome labels (declared or public) and y as 0/1."""
-        if self.classes is None:
+        if self.classes is None and np.isin(y, (0, 1)).all():
+            # The model's own outcomes, declared: nothing about the labels is
+            # read, so y = 0 everywhere fits like each of its neighbours.
+            if y.dtype == bool:
+                classes = np.array([False, True])
+            else:
+                classes = np.array([0, 1]).astype(y.dtype)
+        elif self.classes is None:
             warnings.warn(
                 "The label set was inferred from y and is treated as public (it "
                 "is released in classes_). If which outcome labels occur is "
@@ -442,8 +597,9 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             classes = np.unique(y)
             if classes.size != 2:
                 raise ValueError(
-                    "DPBradleyTerry needs both outcomes in y, but y contains only "
-                    "one class; declare the outcome labels with classes=[0, 1]."
+                    "DPBradleyTerry needs both outcomes in y when its labels are "
+                    "not 0 and 1, but y contains only one class; code the "
+                    "outcomes as 0/1 or declare them with classes=[...]."
                 )
         else:
             classes = np.unique(np.asarray(self.classes))

@@ -103,8 +103,9 @@ def collapse_duplicate_rows(X):
 
 
 def _objective(z, theta, b, alpha, weights):
+    # alpha: a scalar or one penalty per item.
     return float(
-        weights @ np.logaddexp(0.0, z) - b @ theta + 0.5 * alpha * theta @ theta
+        weights @ np.logaddexp(0.0, z) - b @ theta + 0.5 * (alpha * theta) @ theta
     )
 
 
@@ -118,7 +119,7 @@ def _dense_hessian(X, weights, alpha):
 
 
 def _newton_direction(X, weights, alpha, gradient):
-    """Solve ``(Xᵀ diag(weights) X + alpha I) d = −gradient``."""
+    """Solve ``(Xᵀ diag(weights) X + diag(alpha)) d = −gradient``."""
     n_items = X.shape[1]
     if n_items <= DENSE_NEWTON_MAX_ITEMS:
         hessian = _dense_hessian(X, weights, alpha)
@@ -144,13 +145,13 @@ def _newton_direction(X, weights, alpha, gradient):
 
 
 def penalised_mle(X, b, alpha, weights=None):
-    """``argmin_θ Σ_r w_r·log(1 + exp(x_r·θ)) − b·θ + (alpha/2)·||θ||²``.
+    """``argmin_θ Σ_r w_r·log(1 + exp(x_r·θ)) − b·θ + (1/2)·Σ_i alpha_i·θ_i²``.
 
     With ``b`` the win-count vector ``Xᵀy`` this is the L2-penalised
     Bradley–Terry (logistic) maximum-likelihood estimate; with ``b`` a noisy
     release of it, the estimator (4.4) of Cai, Wang & Zhang (Score Attack,
     §4.2) without the constraint set. The objective is smooth and
-    ``alpha``-strongly convex, so damped Newton steps (Armijo backtracking)
+    ``min(alpha)``-strongly convex, so damped Newton steps (Armijo backtracking)
     converge to its unique minimiser from ``θ = 0``, quadratically near it.
 
     Parameters
@@ -159,8 +160,8 @@ def penalised_mle(X, b, alpha, weights=None):
         Design rows (public).
     b : ndarray of shape (n_items,)
         Linear term (the released, noisy win counts).
-    alpha : float
-        Penalty, > 0.
+    alpha : float or ndarray of shape (n_items,)
+        Penalty, > 0: one for every item, or one per item.
     weights : ndarray of shape (n_rows,), optional
         Multiplicity ``w_r`` of each row (see :func:`collapse_duplicate_rows`);
         default 1.
