@@ -25,6 +25,8 @@ exact guarantee is printed from ``privacy_spent_``.
 # production, scale with public knowledge of the feature ranges or with
 # separately privatised statistics.
 
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import make_classification
@@ -73,8 +75,11 @@ print(f"non-private LogisticRegression: held-out accuracy {baseline_accuracy:.3f
 # it is read from ``y`` and each guarantee says the label set is public).
 
 delta = 1e-6
-epsilons = np.geomspace(0.05, 10, 8)
-n_repeats = 5
+# The documentation build in CI sets SKDP_EXAMPLES_SMALL=1 to run a smaller
+# version, only to check that the example works.
+SMALL = os.environ.get("SKDP_EXAMPLES_SMALL") == "1"
+epsilons = np.geomspace(0.05, 10, 3 if SMALL else 8)
+n_repeats = 2 if SMALL else 5
 accuracy = np.empty((len(epsilons), n_repeats))
 ledger = PrivacyLedger(delta=delta)
 
