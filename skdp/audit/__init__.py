@@ -24,6 +24,7 @@ from ._canaries import (
     Canary,
     ExtremeRecordCanary,
     GLMCanary,
+    GradientCanary,
     OutcomeCanary,
     SearchCanary,
     UserCanary,
@@ -40,6 +41,7 @@ from ._stats import (
     epsilon_lower_bound,
     gdp_mu_estimate,
     gdp_mu_lower_bound,
+    gdp_mu_lower_bound_paired,
     tpr_at_fpr,
 )
 
@@ -50,6 +52,7 @@ __all__ = [
     "ExtremeRecordCanary",
     "GLMCanary",
     "GLMView",
+    "GradientCanary",
     "OutcomeCanary",
     "SearchCanary",
     "ThresholdTest",
@@ -62,6 +65,7 @@ __all__ = [
     "epsilon_lower_bound",
     "gdp_mu_estimate",
     "gdp_mu_lower_bound",
+    "gdp_mu_lower_bound_paired",
     "glm_view",
     "register_canary",
     "register_glm_view",
