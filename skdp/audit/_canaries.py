@@ -19,19 +19,21 @@ A new estimator needs one canary (often an existing one) registered with
 :func:`register_canary`, and, for the score attack, a GLM view
 (:func:`~skdp.audit.register_glm_view`).
 
-**Worst-case canaries for DP-GD.** :class:`GradientCanary` (the default for
-the estimators that run the DP-GD engine) is a *gradient canary* (Nasr et
-al. 2023, §4): one record's clipped gradient is replaced, at every step, by
-a gradient of norm exactly the clip norm C along one parameter coordinate,
-``−C·e_j`` with the canary and ``+C·e_j`` without it; an all-zero feature
-column appended to the data makes that coordinate one no other record's
-gradient touches. The two transcripts of noisy gradients then differ by
-``2C`` along ``e_j`` at every step, which attains the replace-one
+**Worst-case canaries for DP-GD.** :class:`GradientCanary` (the default of
+DPLogisticRegression and DPRandomFeaturesRegressor, which run the DP-GD
+engine) is a *gradient canary* (Nasr et al. 2023, §4): one record's clipped
+gradient is replaced, at every step, by a gradient of norm exactly the clip
+norm C along a unit direction u of parameter space, ``−C·u`` with the
+canary and ``+C·u`` without it; for logistic regression u is the
+coefficient of an all-zero feature column appended to the data, which no
+other record's gradient touches. The two transcripts of noisy gradients then
+differ by ``2C`` along u at every step, which attains the replace-one
 sensitivity whatever the step rule, the learning rate or the data, and the
-released ``θ_j`` depends on nothing but the canary and the noise on
-coordinate j: for plain gradient steps it is the likelihood-ratio statistic
-of the release and measures the claimed μ exactly (for Adam with iterate
-averaging, the default of DPLogisticRegression, 95% of it, measured).
+released ``θ·u`` depends on nothing but the canary and the noise along u:
+for plain gradient steps it is the likelihood-ratio statistic of the
+release and measures the claimed μ exactly (for Adam with iterate
+averaging, the default of DPLogisticRegression, about 90% of it,
+measured).
 
 **Record canaries.** :class:`GLMCanary` puts one record far
 out along a fixed direction, so that its gradient is clipped to exactly the
@@ -771,9 +773,16 @@ def _register_landed():
     from ..ranking import DPBradleyTerry
 
     register_canary(DPLogisticRegression, lambda est: GradientCanary())
+    # The kernel solver (which "auto" picks for large n_components) computes
+    # the iterates without the engine's clipped sum, so the gradient canary
+    # cannot enter it: those fits keep the record canary.
     register_canary(
         DPRandomFeaturesRegressor,
-        lambda est: GradientCanary(direction="least_used"),
+        lambda est: (
+            GradientCanary(direction="least_used")
+            if est.solver == "primal"
+            else GLMCanary()
+        ),
     )
     _ENGINE_PARAMETERS[DPLogisticRegression] = _logistic_parameters
     _ENGINE_PARAMETERS[DPRandomFeaturesRegressor] = _random_features_parameters
