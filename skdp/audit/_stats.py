@@ -295,8 +295,8 @@ def gdp_mu_estimate(scores_in, scores_out, *, paired=False):
     >>> from skdp.audit import gdp_mu_estimate
     >>> noise = np.random.default_rng(0).normal(size=1000)
     >>> mu_hat, se = gdp_mu_estimate(noise + 0.3, noise, paired=True)
-    >>> round(mu_hat, 3), se < 0.01
-    (0.3, True)
+    >>> bool(abs(mu_hat - 0.3) < 3 * se), se < 0.01
+    (True, True)
     """
     a = _as_scores(scores_in, "scores_in")
     b = _as_scores(scores_out, "scores_out")
