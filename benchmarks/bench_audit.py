@@ -2,7 +2,8 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_audit.py            # full run (~15 min on 2 cores)
+    python benchmarks/bench_audit.py            # full run (~25 min on one core)
+    python benchmarks/bench_audit.py --part random_features   # one estimator
     python benchmarks/bench_audit.py --quick    # smoke run (50 trials)
 
 For each DP-GD estimator at its defaults, :func:`skdp.audit.audit_estimator`
@@ -15,10 +16,10 @@ actually added attains (claimed × factor), the audit's μ̂ and its standard
 error, the ratio μ̂ / actual μ, the ε and μ lower bounds and the verdict.
 
 Data: issue 20, item 12's ``make_classification(500, 5)``, standardised, for
-DPLogisticRegression; for DPRandomFeaturesRegressor 200 standard normal rows
-with 5 features and target ``sign(x_1)``, with ``n_components`` 400 (more
+DPLogisticRegression; for DPRandomFeaturesRegressor 100 standard normal rows
+with 5 features and target ``sign(x_1)``, with ``n_components`` 200 (more
 features than records: the canary's direction is one no other record uses)
-and 100 (fewer: it is only the least-used one), ``solver="primal"`` (the
+and 50 (fewer: it is only the least-used one), ``solver="primal"`` (the
 gradient canary enters the engine's clipped sum, which the kernel solver does
 not run). The "GLMCanary" rows audit the same estimators with the canary the
 default used to be (a record, score attack), for comparison.
@@ -78,12 +79,19 @@ def logistic_data():
 
 
 def random_features_data():
-    X = np.random.default_rng(0).normal(size=(200, 5))
+    X = np.random.default_rng(0).normal(size=(100, 5))
     return X, np.sign(X[:, 0])
 
 
-def cases():
+def cases(part="all"):
     """``(label, estimator, data, canary, factor, budget)``."""
+    if part in ("all", "logistic"):
+        yield from logistic_cases()
+    if part in ("all", "random_features"):
+        yield from random_features_cases()
+
+
+def logistic_cases():
     lr_data = logistic_data()
     for mu in (0.25, 0.5, 1.0, 2.0, 3.0):
         eps = float(epsilon_from_mu(mu, DELTA))
@@ -98,8 +106,11 @@ def cases():
         for factor in (3, 10):
             for canary in ("auto", "record"):
                 yield label, est, lr_data, canary, factor, budget
+
+
+def random_features_cases():
     rf_data = random_features_data()
-    for p in (400, 100):
+    for p in (200, 50):
         est = DPRandomFeaturesRegressor(p, epsilon=1.0, delta=DELTA, solver="primal")
         label = f"DPRandomFeaturesRegressor({p}, epsilon=1)"
         for factor in (1, 10):
@@ -109,10 +120,13 @@ def cases():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="50 trials")
+    parser.add_argument(
+        "--part", choices=("all", "logistic", "random_features"), default="all"
+    )
     args = parser.parse_args(argv)
     n_trials = 50 if args.quick else 500
     rows = []
-    for label, est, (X, y), canary_label, factor, budget in cases():
+    for label, est, (X, y), canary_label, factor, budget in cases(args.part):
         _divide_noise(factor, budget)
         canary = GLMCanary() if canary_label == "record" else "auto"
         started = time.perf_counter()
@@ -143,7 +157,9 @@ def main(argv=None):
             ]
         )
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
-    quick = " --quick" if args.quick else ""
+    quick = (" --quick" if args.quick else "") + (
+        f" --part {args.part}" if args.part != "all" else ""
+    )
     print(f"Command: `python benchmarks/bench_audit.py{quick}`")
     print(
         f"\nMachine: {cpu_model_name()}, Python {platform.python_version()}, "
