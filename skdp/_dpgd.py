@@ -42,8 +42,17 @@ enforced by the code that runs, not assumed of the data:
   contributes nothing, so every contribution is finite and of norm ≤ C;
 * float32 data stay float32 in memory; the sums are accumulated in float64,
   a block of rows at a time.
+
+**Audit hook.** :func:`injected_gradient` (used only by :mod:`skdp.audit`)
+replaces one record's clipped gradient, at every step, by a gradient the
+auditor chooses (a *gradient canary*, Nasr et al. 2023, §4), itself clipped
+to ``C`` here. Whatever the hook asks, every record's contribution to the
+sum still has norm ≤ C, so the guarantee of the run is unchanged; outside an
+audit the hook is unset and costs one lookup per step.
 """
 
+import contextlib
+import contextvars
 import time
 
 import numpy as np
@@ -197,13 +206,73 @@ def clip_scale(raw_grad, row_norm, clip_norm):
     return clip_norm / np.maximum(norms, clip_norm)  # = min(1, C/norm), no 0/0
 
 
+class InjectedGradient:
+    """An audit's gradient canary: record ``record``'s gradient becomes ``gradient``.
+
+    ``gradient(X, shape)`` returns the raw gradient w.r.t. ``(coef,
+    intercept)`` in the engine's layout (shape ``(d + 1, k)``, intercept
+    last) that stands in for record ``record``'s at every step (``X`` is the
+    engine's design, so that the auditor may pick a direction the other
+    records do not use; it is called once per run); the engine clips it to the clip
+    norm like any record's. ``n_calls`` counts the gradient sums it entered,
+    so that an audit can check that the fit ran through this engine at all.
+    """
+
+    def __init__(self, record, gradient):
+        self.record = record
+        self.gradient = gradient
+        self.n_calls = 0
+        self.clipped = self.clipped_for = None
+
+
+_INJECTED = contextvars.ContextVar("skdp_injected_gradient", default=None)
+
+
+@contextlib.contextmanager
+def injected_gradient(record, gradient):
+    """Within this context, :func:`clipped_gradient_sum` takes a gradient canary.
+
+    For auditing only (:class:`skdp.audit.GradientCanary`): in every
+    gradient sum computed in this thread or task, record ``record``'s clipped
+    gradient is replaced by ``gradient(X, shape)`` clipped to the clip norm.
+    Yields the :class:`InjectedGradient`, whose ``n_calls`` counts the sums.
+
+    Why this is still private: the canary takes the place of one record, and
+    its contribution is clipped to ``C`` by the same routine as the others',
+    so the sum over records still moves by at most ``2C`` when any one of
+    them (the canary included) is replaced; the noise is unchanged.
+    """
+    hook = InjectedGradient(record, gradient)
+    token = _INJECTED.set(hook)
+    try:
+        yield hook
+    finally:
+        _INJECTED.reset(token)
+
+
+def _injected_contribution(hook, X, shape, clip_norm):
+    """The canary's gradient clipped to ``clip_norm`` (computed once per hook)."""
+    if hook.clipped is None or hook.clipped_for != (shape, clip_norm):
+        canary = np.asarray(hook.gradient(X, shape), dtype=float).reshape(shape)
+        if not np.isfinite(canary).all():
+            canary = np.zeros(shape)  # as for a record: a non-finite gradient is 0
+        # The same clip as every record's: min(1, C/||g||) on the whole vector.
+        scale = clip_scale(canary.reshape(1, -1), np.ones(1), clip_norm)[0]
+        hook.clipped, hook.clipped_for = canary * scale, (shape, clip_norm)
+    hook.n_calls += 1
+    return hook.clipped
+
+
 def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
     """``Σ_i clip_C(∇ℓ_i)`` w.r.t. ``(coef, intercept)``, shape ``(d + 1, k)``.
 
     One pass over X, a block of rows at a time. ``row_norm`` must include the
     intercept's constant feature when an intercept is fitted. Whatever X,
-    every record's clipped contribution has norm ≤ ``clip_norm``.
+    every record's clipped contribution has norm ≤ ``clip_norm``; within
+    :func:`injected_gradient` (audits only) one record's contribution is the
+    auditor's gradient canary, clipped to ``clip_norm`` as well.
     """
+    hook = _INJECTED.get()
     d, k = coef.shape
     total = np.zeros((d + 1, k))
     for rows in _row_blocks(X):
@@ -217,8 +286,12 @@ def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
         if not np.isfinite(g).all():
             g[~np.isfinite(g).all(axis=1)] = 0.0
         g *= clip_scale(g, row_norm[rows], clip_norm)[:, None]
+        if hook is not None and rows.start <= hook.record < rows.stop:
+            g[hook.record - rows.start] = 0.0  # the canary takes this record's place
         total[:d] += block.T @ g
         total[d] += g.sum(axis=0)
+    if hook is not None:
+        total += _injected_contribution(hook, X, total.shape, clip_norm)
     return total
 
 

@@ -14,6 +14,7 @@ from skdp._dpgd import (
     clip_scale,
     clipped_gradient_sum,
     dpgd,
+    injected_gradient,
     row_norms,
 )
 from skdp.accounting import ADD_REMOVE, REPLACE_ONE_USER, epsilon_from_mu
@@ -564,6 +565,47 @@ def test_float32_blocks_match_float64(monkeypatch, sparse):
     b = run_dpgd(to(X32.astype(np.float64)), y, n_iter=5, rng=np.random.default_rng(1))
     np.testing.assert_allclose(a[0], b[0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(a[1], b[1], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("block_values", [None, 37])
+def test_injected_gradient_replaces_one_record_clipped_to_C(monkeypatch, block_values):
+    """The audit hook: record r's clipped gradient is replaced by the canary's,
+    itself clipped to exactly C whatever its raw norm (in every block layout);
+    outside the context the sum is the plain one again."""
+    if block_values is not None:
+        monkeypatch.setattr(_dpgd, "_BLOCK_VALUES", block_values)
+    rng = np.random.default_rng(21)
+    n, d, k, C, r = 40, 5, 3, 0.8, 17
+    X = rng.normal(scale=3.0, size=(n, d)).astype(np.float32)
+    y = rng.integers(0, k, n)
+    coef, intercept = rng.normal(size=(d, k)), rng.normal(size=k)
+    row_norm = np.hypot(row_norms(X), 1.0)
+    datafit = MultinomialLogistic()
+    plain = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, C)
+    without_r = clipped_gradient_sum(
+        np.delete(X, r, axis=0),
+        np.delete(y, r),
+        datafit,
+        coef,
+        intercept,
+        np.delete(row_norm, r),
+        C,
+    )
+    raw = rng.normal(size=(d + 1, k)) * 1e150
+    with injected_gradient(r, lambda X, shape: raw) as hook:
+        first = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, C)
+        second = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, C)
+    canary = first - without_r
+    assert np.linalg.norm(canary) == pytest.approx(C, rel=1e-9)
+    np.testing.assert_allclose(canary, C * raw / np.linalg.norm(raw), atol=1e-9)
+    np.testing.assert_array_equal(first, second)
+    assert hook.n_calls == 2
+    # A raw gradient already below C is kept as it is; the hook is gone after.
+    with injected_gradient(r, lambda X, shape: np.full(shape, 0.01)):
+        small = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, C)
+    np.testing.assert_allclose(small - without_r, 0.01, atol=1e-9)
+    after = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, C)
+    np.testing.assert_array_equal(after, plain)
 
 
 # --------------------------------------------------------------------------

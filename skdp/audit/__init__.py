@@ -26,6 +26,7 @@ from ._canaries import (
     Canary,
     ExtremeRecordCanary,
     GLMCanary,
+    GradientCanary,
     OutcomeCanary,
     SearchCanary,
     UserCanary,
@@ -42,6 +43,7 @@ from ._stats import (
     epsilon_lower_bound,
     gdp_mu_estimate,
     gdp_mu_lower_bound,
+    gdp_mu_lower_bound_paired,
     tpr_at_fpr,
 )
 
@@ -52,6 +54,7 @@ __all__ = [
     "ExtremeRecordCanary",
     "GLMCanary",
     "GLMView",
+    "GradientCanary",
     "OutcomeCanary",
     "SearchCanary",
     "ThresholdTest",
@@ -64,6 +67,7 @@ __all__ = [
     "epsilon_lower_bound",
     "gdp_mu_estimate",
     "gdp_mu_lower_bound",
+    "gdp_mu_lower_bound_paired",
     "glm_view",
     "register_canary",
     "register_glm_view",

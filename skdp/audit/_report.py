@@ -33,11 +33,13 @@ class AuditReport:
     n_trials : int
         Independent fits on each of the two data sets.
     confidence : float
-        ``1 − alpha`` of the confidence bounds.
+        ``1 − alpha``: the verdict :attr:`refuted` is wrong with probability
+        at most ``alpha``. When the claim states a GDP μ, the ε and μ bounds
+        are each valid at ``1 − alpha/2`` (they are two tests of one claim);
+        otherwise the ε bound is valid at ``1 − alpha``.
     epsilon_lower_bound : float
         Clopper–Pearson lower bound on ε at ``claimed_delta``, with the
-        threshold chosen on held-out fits (valid with probability
-        ≥ ``confidence``).
+        threshold chosen on held-out fits.
     mu_hat, mu_hat_se : float
         Point estimate of the GDP parameter (separation of the two score
         laws in pooled standard deviations) and its standard error.
@@ -45,7 +47,9 @@ class AuditReport:
         ε at ``claimed_delta`` of a ``mu_hat``-GDP mechanism (Nasr et al.
         2023); a point estimate, not a bound.
     mu_lower_bound, epsilon_from_mu_lower_bound : float
-        Lower confidence bound on μ if the mechanism is GDP, and its ε.
+        Lower confidence bound on μ if the mechanism is GDP (the paired
+        total-variation test, :func:`~skdp.audit.gdp_mu_lower_bound_paired`),
+        and its ε.
     expected_mu : float or None
         The μ the canary's design attains with its statistic, when known.
     auroc : float
@@ -80,8 +84,14 @@ class AuditReport:
 
     @property
     def refuted(self):
-        """True when the audit proves the claim false (at ``confidence``)."""
-        return self.epsilon_lower_bound > self.claimed_epsilon
+        """True when the audit proves the claim false (at ``confidence``).
+
+        The ε lower bound exceeds the claimed ε, or the claim states a GDP μ
+        and the μ lower bound exceeds it.
+        """
+        if self.epsilon_lower_bound > self.claimed_epsilon:
+            return True
+        return self.claimed_mu is not None and self.mu_lower_bound > self.claimed_mu
 
     def __repr__(self):
         mu = "None" if self.claimed_mu is None else f"{self.claimed_mu:.4g}"
@@ -122,8 +132,8 @@ class AuditReport:
             ("fits", f"{self.n_trials} with the canary, {self.n_trials} without"),
             (
                 "epsilon lower bound",
-                f"{self.epsilon_lower_bound:.4g} at {pct} "
-                "confidence (Clopper-Pearson, threshold chosen on held-out fits)",
+                f"{self.epsilon_lower_bound:.4g} (Clopper-Pearson, threshold "
+                f"chosen on held-out fits; verdict at {pct} confidence)",
             ),
             (
                 "GDP estimate",
@@ -132,8 +142,8 @@ class AuditReport:
             ),
             (
                 "GDP lower bound",
-                f"mu >= {self.mu_lower_bound:.4g} at {pct}, i.e. "
-                f"epsilon >= {self.epsilon_from_mu_lower_bound:.4g} if GDP",
+                f"mu >= {self.mu_lower_bound:.4g} (paired total-variation test), "
+                f"i.e. epsilon >= {self.epsilon_from_mu_lower_bound:.4g} if GDP",
             ),
             ("AUROC", f"{self.auroc:.4f}"),
             ("TPR at low FPR", tpr),
