@@ -82,7 +82,7 @@ _ENGINE_PARAMETERS = {}
 
 
 class Canary:
-    """Base class: override :meth:`build` and :meth:`statistic`."""
+    """Base class: override :meth:`Canary.build` and :meth:`Canary.statistic`."""
 
     #: Adjacencies under which the two built data sets are neighbours.
     adjacencies = (REPLACE_ONE,)
