@@ -304,7 +304,7 @@ def engine_parameters(fitted):
 class GradientCanary(Canary):
     """Worst-case gradient canary for the DP-GD engine (Nasr et al. 2023, §4).
 
-    At every step of the engine (:func:`skdp._dpgd.clipped_gradient_sum`)
+    At every step of the engine (``skdp._dpgd.clipped_gradient_sum``)
     record ``index``'s clipped gradient is replaced by a gradient of norm
     exactly the clip norm C along a unit direction u of parameter space:
     ``−C·u`` in the "in" world, ``+C·u`` in the "out" world (the engine
@@ -340,7 +340,7 @@ class GradientCanary(Canary):
     DPLogisticRegression's defaults, ``docs/benchmarks.md``). The canary
     audits the noise and the accounting of the engine; the clipping of
     data records is audited by :class:`GLMCanary`. It has no record, hence
-    no black-box :meth:`loss`.
+    no black-box :meth:`~Canary.loss`.
     """
 
     def __init__(self, *, index=0, direction="new_feature"):

@@ -259,7 +259,7 @@ class DPStandardScaler(
     small spread is resolved by the fine grid: at n = 10⁴, offset 10⁵ and
     sd 10⁻³ the scale comes out within 1% (20 seeds, δ = 1e-5; with 64-bin
     rounds only it was off by a factor 28 at the median). The limit: the
-    three zoom rounds narrow ``[-M, M]`` (M ≈ 1.8·|offset|) by at most
+    three zoom rounds narrow ``[-M, M]`` (``M ≈ 1.8·|offset|``) by at most
     ``64·4096²`` ≈ 10¹², less the bins the bulk spans; measured at n = 10⁴
     and offset 10⁵ (5 seeds), the scale is within 2% down to sd = 10⁻⁴
     (``sd/|offset|`` = 10⁻⁹), off by up to 32% at 10⁻⁵ and by a factor 7 at
