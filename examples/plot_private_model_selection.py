@@ -9,19 +9,16 @@ but choosing them by looking at the private data is itself a release. This
 example compares four ways to fit a model at a budget of ε = 2, on data whose
 features are 30 times smaller than the defaults expect:
 
-(a) one fit with the defaults, at ε = 2;
-
-(b) :class:`skdp.model_selection.DPRandomSearchCV` at a *total* ε = 2: the
-    candidates, their training and the choice of the winner all fit in that
-    budget;
-
-(b') the same search over a pipeline with a :class:`skdp.DPStandardScaler`
-    in front, at the same total ε = 2;
-
-(c) the naive way: scikit-learn's
-    :class:`~sklearn.model_selection.GridSearchCV` with every candidate at
-    ε = 2. Its true cost, read from a :class:`skdp.PrivacyLedger`, is far
-    above 2, and even that total leaves the choice of the winner uncovered.
+* **(a)** one fit with the defaults, at ε = 2;
+* **(b)** :class:`skdp.model_selection.DPRandomSearchCV` at a *total* ε = 2:
+  the candidates, their training and the choice of the winner all fit in
+  that budget;
+* **(b')** the same search over a pipeline with a
+  :class:`skdp.DPStandardScaler` in front, at the same total ε = 2;
+* **(c)** the naive way: scikit-learn's
+  :class:`~sklearn.model_selection.GridSearchCV` with every candidate at
+  ε = 2. Its true cost, read from a :class:`skdp.PrivacyLedger`, is far
+  above 2, and even that total leaves the choice of the winner uncovered.
 
 Each is repeated ten times with different noise; the plot shows the mean and
 standard deviation of the held-out accuracy.
