@@ -81,12 +81,12 @@ def run(family, seed, results):
                 epsilon=epsilon,
                 delta=DELTA,
                 accounting=accounting,
-                y_bound=Y_BOUND[family],
+                residual_bound=Y_BOUND[family],
                 random_state=seed,
             )
             fitted, seconds = timed(lambda m=model: m.fit(X, y).coef_)
             record(f"DPSparseGLM {accounting}, ε={epsilon:g}", fitted, seconds)
-    reference = DPSparseGLM(family=family, sparsity=S, y_bound=Y_BOUND[family])
+    reference = DPSparseGLM(family=family, sparsity=S, residual_bound=Y_BOUND[family])
     record("IHT (non-private)", *timed(lambda: nonprivate_iht(reference, X, y)))
     if family == "gaussian":
         lasso = LassoCV(alphas=10, cv=3)
