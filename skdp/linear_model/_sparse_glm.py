@@ -413,10 +413,13 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         ``"exact"``: Gumbel peeling and a Gaussian release, composed in zCDP
         (the tightest recipe of the spec review, §3e). ``"paper"``: the
         paper's Laplace peeling and Laplace release, calibrated at
-        (ε/T, δ/T) per step with its sensitivity constant (about 8× the noise
-        at ε = 1); it raises if Lemma 5.1's implicit condition
-        ``ε/T ≲ 0.21·log(T/δ)`` fails. Either way ``privacy_spent_`` reports
-        the tightest guarantee proven for the noise actually used.
+        (ε/T, δ/T) per step with its sensitivity constant; its noise is
+        19-42 times that of ``"exact"`` at ε = 1 (standard deviations at the
+        same T, on each peel and on each released value, for s = 5-20,
+        T = 4-12, δ = 1e-8 to 1e-5). It raises if Lemma 5.1's implicit
+        condition ``ε/T ≲ 0.21·log(T/δ)`` fails. Either way
+        ``privacy_spent_`` reports the tightest guarantee proven for the
+        noise actually used.
     residual_bound : float, default=3.0
         Residual clip r (public, never read from the data): each record's
         residual ``ψ'(z) - y`` is clipped to ``[-r, r]`` in every step, which
