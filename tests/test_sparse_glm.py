@@ -491,8 +491,8 @@ def test_logistic_runs_enough_steps_at_large_n():
     for seed in range(2):
         model = DPSparseGLM(family="logistic", sparsity=10, random_state=seed)
         model.fit(X, y)
-        assert model.n_iter_ == 12
         assert np.linalg.norm(model.coef_ - coef) < 0.1
+        assert model.n_iter_ == 12
 
 
 def test_schedule_uses_the_given_step_size_and_iterations():
