@@ -546,6 +546,10 @@ def test_y_bound_is_a_deprecated_alias_of_residual_bound():
         old = DPSparseGLM(sparsity=2, y_bound=2.0, random_state=0).fit(X, y)
     np.testing.assert_array_equal(old.coef_, new.coef_)
     assert old.sensitivity_ == new.sensitivity_
+    # Logistic ignores the bound (r = 1) but still says the name is going.
+    X, y, _ = small_data("logistic", n=400, d=6)
+    with pytest.warns(FutureWarning, match="renamed 'residual_bound'"):
+        DPSparseGLM(family="logistic", sparsity=2, y_bound=2.0).fit(X, y)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])

@@ -757,6 +757,7 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         y is (see the class Notes). Logistic residuals lie in (-1, 1): r = 1.
         """
         y = np.asarray(y, dtype=np.float64)
+        residual_bound = self._residual_bound()  # warns for y_bound, any family
         if self.family == "logistic":
             if not np.isin(y, (0.0, 1.0)).all():
                 raise ValueError(
@@ -768,7 +769,7 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 "Some value(s) of y are negative which is not allowed for "
                 "family='poisson' (counts must be >= 0)."
             )
-        return y, self._residual_bound()
+        return y, residual_bound
 
     def _sizes(self, n, d, sparsity, n_iter, learning_rate, residual_bound):
         """The public sizes the calibration reads (``λ = 2·η·r·x_bound/n``)."""
