@@ -32,15 +32,19 @@ import platform
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import sklearn
-from _common import cpu_model_name, load_average, markdown_table
+from _common import cpu_model_name, load_average, markdown_table, use_checkout
 from sklearn.linear_model import LassoCV, LogisticRegressionCV
 
-from skdp.datasets import make_sparse_glm
-from skdp.linear_model import DPSparseGLM
-from skdp.linear_model._sparse_glm import nonprivate_iht
+# The checkout this script belongs to, not whichever skdp is installed.
+use_checkout(Path(__file__).resolve().parent.parent)
+
+from skdp.datasets import make_sparse_glm  # noqa: E402
+from skdp.linear_model import DPSparseGLM  # noqa: E402
+from skdp.linear_model._sparse_glm import nonprivate_iht  # noqa: E402
 
 REPRODUCE_COMMAND = "python benchmarks/bench_sparse_glm.py"
 N, D, S = 20000, 1000, 10
