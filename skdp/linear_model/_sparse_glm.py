@@ -549,7 +549,13 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     and shrank the coefficients (to about 0.77 of their size on
     ``make_sparse_glm`` data with R = 3); clipping only the residual leaves
     the fixed point of the gaussian family unbiased whenever the noise is
-    symmetric (``E clip_r(noise) = 0`` at the true coefficients).
+    symmetric (``E clip_r(noise) = 0`` at the true coefficients). The
+    feature bound holds exactly in the stored dtype: float32 entries are
+    clipped to the largest float32 not above ``x_bound`` (``float32(0.1)``
+    itself is above 0.1), and a sparse row's duplicate entries are summed
+    before clipping, a sum that overflows to ±inf being clipped to
+    ±``x_bound`` like any large value (no input raises where its neighbour
+    fits).
 
     **Caveats.** Noise is drawn with numpy floating point, not hardened
     against Mironov (2012). Each fit spends the budget; compose several with
