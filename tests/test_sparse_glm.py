@@ -441,29 +441,46 @@ def _release_std(model):
     return model.release_noise_scale_ * (math.sqrt(2.0) if laplace else 1.0)
 
 
-@pytest.mark.parametrize("accounting", ["exact", "paper"])
-@pytest.mark.parametrize("family", FAMILIES)
-def test_auto_steps_are_the_first_where_contraction_meets_the_noise(family, accounting):
-    """Issue 20, item 2: T is the smallest T with κ_f^T <= sqrt(s·log d/n +
-    k·σ(T)²) (the proof of Theorem 5.2 stopped at the error no step
-    removes), recomputed here from the fits' own noise at T and T - 1."""
+@pytest.mark.parametrize(
+    ("family", "accounting", "n", "d", "epsilon"),
+    [
+        *[(fam, "exact", 20000, 50, 1.0) for fam in FAMILIES],
+        *[(fam, "paper", 20000, 50, 4.0) for fam in FAMILIES],
+        # d = 2: the sampling floor uses max(log d, 1) (T 11, not 10)
+        ("poisson", "exact", 10000, 2, 1.0),
+        # Laplace noise has std sqrt(2)·b (T 7; sqrt(3)·b would give 6)
+        ("poisson", "paper", 20000, 50, 8.0),
+        # ε/T too large for Lemma 5.1 below T = 4: those T are skipped
+        ("gaussian", "paper", 20000, 50, 20.0),
+    ],
+)
+def test_auto_steps_are_the_first_where_contraction_meets_the_noise(
+    family, accounting, n, d, epsilon
+):
+    """Issue 20, item 2: T is the smallest T with κ_f^T <= sqrt(s·max(log d,
+    1)/n + k·σ(T)²) (the proof of Theorem 5.2 stopped at the error no step
+    removes), recomputed here from the fits' own noise at T and T - 1 (or
+    T - 1 is refused by Lemma 5.1's condition)."""
     from skdp.linear_model._sparse_glm import _CONTRACTION
 
-    n, d, s = 20000, 50, 4
+    s = min(4, d)
     X, y, _ = make_sparse_glm(n, d, s, family=family, random_state=0)
-    params = dict(family=family, sparsity=s, accounting=accounting, random_state=0)
-    if accounting == "paper":
-        params["epsilon"] = 4.0
-    model = DPSparseGLM(**params).fit(X, y)
+    params = dict(family=family, sparsity=s, accounting=accounting, epsilon=epsilon)
+    model = DPSparseGLM(random_state=0, **params).fit(X, y)
     T, k, kappa = model.n_iter_, s + 1, _CONTRACTION[family]
-    floor = s * math.log(d) / n
+    floor = s * max(math.log(d), 1.0) / n
     assert kappa**T <= math.sqrt(floor + k * _release_std(model) ** 2)
     if T > 1:
-        before = DPSparseGLM(max_iter=T - 1, **params).fit(X, y)
-        assert kappa ** (T - 1) > math.sqrt(floor + k * _release_std(before) ** 2)
+        try:
+            before = DPSparseGLM(max_iter=T - 1, random_state=0, **params).fit(X, y)
+        except ValueError as error:
+            assert accounting == "paper" and "Lemma 5.1" in str(error)
+        else:
+            noise = k * _release_std(before) ** 2
+            assert kappa ** (T - 1) > math.sqrt(floor + noise)
     # Public quantities only: other data of the same shape, the same T.
     X2, y2, _ = make_sparse_glm(n, d, s, family=family, random_state=9)
-    assert DPSparseGLM(**params).fit(X2 * 3.0, y2).n_iter_ == T
+    assert DPSparseGLM(random_state=0, **params).fit(X2 * 3.0, y2).n_iter_ == T
 
 
 def test_auto_steps_follow_each_family_and_the_noise():
@@ -480,6 +497,12 @@ def test_auto_steps_follow_each_family_and_the_noise():
     logistic = model.set_params(family="logistic")
     assert logistic._schedule(30000, 800, 1.0)[1] < steps["logistic"]
     assert logistic.set_params(epsilon=0.3)._schedule(100000, 800, 1.0)[1] < 12
+    # A single step when the noise dwarfs what a second step would gain;
+    # the search stops at 200 steps however large n is.
+    gaussian = model.set_params(family="gaussian", epsilon=0.5)
+    assert gaussian._schedule(20000, 1000, 3.0)[1] == 1
+    logistic = model.set_params(family="logistic", epsilon=1.0)
+    assert logistic._schedule(10**60, 800, 1.0)[1] == 200
 
 
 def test_logistic_runs_enough_steps_at_large_n():

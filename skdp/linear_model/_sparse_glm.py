@@ -797,7 +797,10 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         first term to fall to 1/n (``T = (2γ/ρα)·log(6γn)``); here it falls
         only to the second, which is computed from public quantities:
 
-        ``T = min{T >= 1 : κ_f^T <= sqrt(s·log d/n + k·σ(T)²)}``
+        ``T = min{T >= 1 : κ_f^T <= sqrt(s·max(log d, 1)/n + k·σ(T)²)}``
+
+        (at most ``_MAX_AUTO_ITER``; ``max(log d, 1)`` keeps the sampling
+        term from vanishing at d = 1, where log d = 0)
 
         with ``κ_f`` the measured contraction of the family (``_CONTRACTION``),
         ``E0 = 1`` (standardised features and coefficients of order one, the
