@@ -588,6 +588,7 @@ def test_paper_laplace_scale_is_algorithm_3_at_the_papers_sensitivity(epsilon):
         accounting="paper",
         residual_bound=2.0,
         x_bound=2.5,
+        max_iter=5,  # several steps, so that δ/T and the composition matter
         random_state=0,
     ).fit(X, y)
     T, k = model.n_iter_, 6
@@ -664,9 +665,10 @@ def test_exact_calibration_against_dp_accounting(epsilon, delta):
     it must agree with privacy_spent_ (which may be slightly tighter: it
     optimises the Rényi order continuously) and with the target ε."""
     X, y, _ = small_data(n=2000, d=30)
-    model = DPSparseGLM(sparsity=4, epsilon=epsilon, delta=delta, random_state=0).fit(
-        X, y
-    )
+    # Several steps (the automatic T is 1 at this n), so that T composes.
+    model = DPSparseGLM(
+        sparsity=4, epsilon=epsilon, delta=delta, max_iter=5, random_state=0
+    ).fit(X, y)
     lam, g, sigma = (
         model.sensitivity_,
         model.selection_noise_scale_,
@@ -690,7 +692,9 @@ def test_exact_calibration_against_dp_accounting(epsilon, delta):
 
 def test_exact_calibration_selecting_everything_spends_nothing_on_selection():
     X, y, _ = small_data(n=500, d=5)
-    model = DPSparseGLM(sparsity=5, epsilon=1.0, delta=1e-6, random_state=0).fit(X, y)
+    model = DPSparseGLM(
+        sparsity=5, epsilon=1.0, delta=1e-6, max_iter=4, random_state=0
+    ).fit(X, y)
     assert model.selection_noise_scale_ == 0.0
     rho = (
         model.n_iter_ * 6 * model.sensitivity_**2 / (2 * model.release_noise_scale_**2)
