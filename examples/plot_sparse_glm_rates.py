@@ -26,9 +26,9 @@ regression (scikit-learn has no L1-penalised Poisson GLM).
 # Setting
 # -------
 # ``make_sparse_glm`` draws x ~ N(0, I_d), d = 200, and s* = 5 non-zero
-# coefficients. ``y_bound`` (the response truncation level and residual
-# clip) is public: 4 for the Gaussian response (standard deviation ≈ 1.9), 5
-# for the Poisson counts (mean ≈ 1.4). δ = 1e-6.
+# coefficients. ``residual_bound`` (the clip of each residual ψ'(z) − y; the
+# responses are not truncated) is public: 4 for the Gaussian response
+# (standard deviation ≈ 1.9), 5 for the Poisson counts (mean ≈ 1.4). δ = 1e-6.
 
 import warnings
 
@@ -42,7 +42,7 @@ from skdp.linear_model._sparse_glm import nonprivate_iht
 
 D, S, DELTA = 200, 5, 1e-6
 FAMILIES = ("gaussian", "poisson", "logistic")
-Y_BOUND = {"gaussian": 4.0, "poisson": 5.0, "logistic": 1.0}
+R_BOUND = {"gaussian": 4.0, "poisson": 5.0, "logistic": 1.0}
 N_GRID = (5000, 10000, 20000, 40000)
 EPS_GRID = (0.5, 1.0, 2.0, 5.0, 10.0)
 SEEDS = (0, 1)
@@ -58,14 +58,14 @@ def dp_error(family, X, y, coef, epsilon, accounting):
         epsilon=epsilon,
         delta=DELTA,
         accounting=accounting,
-        y_bound=Y_BOUND[family],
+        residual_bound=R_BOUND[family],
     ).fit(X, y)
     return np.linalg.norm(model.coef_ - coef)
 
 
 def iht_error(family, X, y, coef):
     """The same algorithm with the noise off (not private)."""
-    model = DPSparseGLM(family=family, sparsity=S, y_bound=Y_BOUND[family])
+    model = DPSparseGLM(family=family, sparsity=S, residual_bound=R_BOUND[family])
     return np.linalg.norm(nonprivate_iht(model, X, y) - coef)
 
 
@@ -148,6 +148,6 @@ plt.show()
 for accounting in ("exact", "paper"):
     X, y, _ = make_sparse_glm(20000, D, S, random_state=0)
     model = DPSparseGLM(
-        sparsity=S, epsilon=1.0, delta=DELTA, accounting=accounting, y_bound=4.0
+        sparsity=S, epsilon=1.0, delta=DELTA, accounting=accounting, residual_bound=4.0
     ).fit(X, y)
     print(f"{accounting}: {model.privacy_spent_}")

@@ -148,7 +148,7 @@ def _sparse_glm_rows(seed):
         )
     ]
     for eps in DEMO_EPSILONS:
-        est = DPSparseGLM(sparsity=s, epsilon=eps, delta=1e-5, y_bound=4.0)
+        est = DPSparseGLM(sparsity=s, epsilon=eps, delta=1e-5, residual_bound=4.0)
         est, seconds = _timed_fit(est, X_train, y_train)
         rows.append(_dp_row(task, eps, est, est.score(X_test, y_test), seconds))
     return rows

@@ -555,7 +555,7 @@ def _sparse_glm(epsilon):
         delta=DELTA,
         fit_intercept=False,
         max_iter=1,
-        y_bound=3.0,
+        residual_bound=3.0,
     )
 
 

@@ -24,7 +24,7 @@ from skdp.mechanisms import peel_top_k
 
 # Bounds that suit make_sparse_glm's responses (y sd ≈ 1.9 for gaussian,
 # counts with mean ≈ 1.4 for poisson).
-Y_BOUND = {"gaussian": 4.0, "poisson": 5.0, "logistic": 1.0}
+R_BOUND = {"gaussian": 4.0, "poisson": 5.0, "logistic": 1.0}
 FAMILIES = ["gaussian", "poisson", "logistic"]
 
 
@@ -46,11 +46,16 @@ def small_data(family="gaussian", n=300, d=8, seed=0):
 # --------------------------------------------------------------------------
 
 
-def test_sparsity_above_n_features_raises_naming_both():
+def test_sparsity_above_n_features_warns_and_keeps_every_feature():
+    """As SelectKBest does for k > n_features (issue 20, item 3): a warning
+    naming both numbers, then s = d, and selecting every feature is free."""
     X, y, _ = small_data(d=3)
-    with pytest.raises(ValueError, match=r"sparsity=5 exceeds n_features=3"):
-        DPSparseGLM(sparsity=5).fit(X, y)
-    # The default adapts to the (public) number of features instead.
+    with pytest.warns(UserWarning, match=r"sparsity=5 is greater than n_features=3"):
+        model = DPSparseGLM(sparsity=5, random_state=0).fit(X, y)
+    assert model.sparsity_ == 3 and model.support_.all()
+    assert model.selection_noise_scale_ == 0.0
+    assert model.sparsity == 5  # the parameter is not overwritten
+    # The default adapts to the (public) number of features silently.
     assert DPSparseGLM(random_state=0).fit(X, y).sparsity_ == 3
 
 
@@ -75,7 +80,7 @@ def test_labels_outside_0_1_raise_for_logistic(bad):
     [
         {"family": "binomial"},
         {"sparsity": 0},
-        {"y_bound": 0.0},
+        {"residual_bound": 0.0},
         {"x_bound": -1.0},
         {"max_iter": 0},
         {"learning_rate": 0.0},
@@ -146,6 +151,69 @@ def test_predict_clips_features_as_fit_does():
     np.testing.assert_allclose(
         model.predict(far), model.predict(np.clip(far, -3.0, 3.0)), rtol=1e-12
     )
+
+
+def test_sparse_duplicates_summing_to_infinity_fit_like_their_clipped_row():
+    """Issue 20, item 5: a CSR record whose duplicate entries sum to inf
+    used to raise while its neighbour fitted (a data-dependent error). The
+    summed entry is clipped to ±x_bound instead: the fit equals, with the
+    same noise, the fit of the row holding ±x_bound."""
+    X, y, _ = small_data(n=400, d=10)
+    X[np.abs(X) < 0.5] = 0.0
+    X[0] = 0.0
+    X[0, 3], X[0, 7] = 3.0, -3.0  # x_bound = 3: the clipped sums
+    csr = sp.csr_matrix(X)
+    row0 = slice(csr.indptr[0], csr.indptr[1])
+    # Row 0 stored as duplicates: column 3 as 1e308 + 1e308 (= inf), column 7
+    # as -1e308 - 1e308 (= -inf), in non-canonical CSR.
+    data = np.concatenate([[1e308, 1e308, -1e308, -1e308], csr.data[row0.stop :]])
+    indices = np.concatenate([[3, 3, 7, 7], csr.indices[row0.stop :]])
+    indptr = np.concatenate([[0], csr.indptr[1:] - 2 + 4])
+    stored = sp.csr_matrix((data, indices, indptr), shape=X.shape)
+    assert not stored.has_canonical_format and np.isfinite(stored.data).all()
+    clipped = clip_features(stored, 3.0)
+    np.testing.assert_array_equal(clipped.toarray(), np.clip(X, -3.0, 3.0))
+    fitted = DPSparseGLM(sparsity=3, random_state=0).fit(stored, y)
+    neighbour = DPSparseGLM(sparsity=3, random_state=0).fit(csr, y)
+    np.testing.assert_array_equal(fitted.coef_, neighbour.coef_)
+    np.testing.assert_array_equal(fitted.predict(stored), neighbour.predict(csr))
+
+
+@pytest.mark.parametrize("x_bound", [0.1, 0.3, 3.0, 1e-3])
+def test_float32_features_are_clipped_within_the_bound(x_bound):
+    """Issue 20, item 4: float32(0.1) = 0.100000001 > 0.1, so clipping to it
+    exceeded the bound the noise is calibrated to (ε 1.000000031 for a
+    target of 1). Entries are clipped to the largest float32 not above the
+    bound, dense and sparse, and the extreme record moves a step by at most
+    sensitivity_ (compared in float64, with the slack of float64 rounding
+    only)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4)).astype(np.float32)
+    for given in (X, sp.csr_matrix(X)):
+        clipped = clip_features(given, x_bound)
+        values = clipped.data if sp.issparse(clipped) else clipped
+        assert values.dtype == np.float32
+        assert np.abs(values.astype(np.float64)).max() <= x_bound
+    y = rng.normal(size=60)
+    model = DPSparseGLM(sparsity=2, x_bound=x_bound, random_state=0).fit(X, y)
+    steps = []
+    for sign in (-1.0, 1.0):
+        X2, y2 = X.copy(), y.copy()
+        X2[0], y2[0] = np.float32(1e30), -1e30 * sign  # residual ±r, x = x_bound
+        steps.append(
+            gradient_step(
+                clip_features(X2, x_bound),
+                y2,
+                Quadratic(0.5),
+                np.zeros(5),
+                learning_rate=model.learning_rate_,
+                x_bound=x_bound,
+                residual_bound=model.residual_bound,
+            )
+        )
+    moved = np.abs(steps[1] - steps[0])[:4].max()
+    assert moved <= model.sensitivity_ * (1 + 1e-12)
+    assert moved >= model.sensitivity_ * (1 - 1e-6)
 
 
 def test_sparse_input_gives_the_dense_fit():
@@ -323,22 +391,27 @@ def test_peel_without_noise_is_the_exact_top_k_of_many_scores(k):
 @pytest.mark.parametrize("x_bound", [3.0, 0.5])  # 0.5: intercept column c < 1
 @pytest.mark.parametrize("family", FAMILIES)
 def test_brute_force_sensitivity_of_a_step(family, x_bound):
-    """Record 0 takes each of 160 extreme values (entries ±30, far beyond
-    x_bound; responses far outside the bounds) at a fixed, public iterate θ:
-    no coordinate of the step's v differs between any two of them by more
-    than sensitivity_ = 2·η·r·x_bound/n, and some pair comes within 5% of it."""
+    """Record 0 takes each of 320 extreme values (entries ±30, far beyond
+    x_bound; responses up to ±1e300, never truncated) at a fixed, public
+    iterate θ: no coordinate of the step's v differs between any two of them
+    by more than sensitivity_ = 2·η·r·x_bound/n, and some pair comes within
+    5% of it. The residual clip alone bounds the step."""
     X, y, _ = small_data(family, n=200, d=6)
     model = DPSparseGLM(family=family, sparsity=2, x_bound=x_bound, random_state=0)
     model.fit(X, y)
     lam = model.sensitivity_
-    r = 1.0 if family == "logistic" else model.y_bound
+    r = 1.0 if family == "logistic" else model.residual_bound
     assert lam == 2 * model.learning_rate_ * r * model.x_bound / 200
     datafit = {
         "gaussian": Quadratic(0.5),
         "poisson": Poisson(),
         "logistic": BinomialLogistic(),
     }[family]
-    responses = {"gaussian": [-1e6, 1e6], "poisson": [0.0, 1e6], "logistic": [0, 1]}
+    responses = {
+        "gaussian": [-1e300, -1e6, 1e6, 1e300],
+        "poisson": [0.0, 1e6, 1e300, 1.7e308],
+        "logistic": [0, 1],
+    }
     rng = np.random.default_rng(0)
     theta = rng.normal(scale=2.0, size=7)
     steps = []
@@ -349,7 +422,7 @@ def test_brute_force_sensitivity_of_a_step(family, x_bound):
             steps.append(
                 gradient_step(
                     clip_features(X2, model.x_bound),
-                    model._truncate_response(y2)[0],
+                    model._check_response(y2)[0],
                     datafit,
                     theta,
                     learning_rate=model.learning_rate_,
@@ -363,6 +436,88 @@ def test_brute_force_sensitivity_of_a_step(family, x_bound):
     assert largest >= 0.95 * lam
 
 
+def _release_std(model):
+    laplace = model.accounting == "paper"
+    return model.release_noise_scale_ * (math.sqrt(2.0) if laplace else 1.0)
+
+
+@pytest.mark.parametrize(
+    ("family", "accounting", "n", "d", "epsilon"),
+    [
+        *[(fam, "exact", 20000, 50, 1.0) for fam in FAMILIES],
+        *[(fam, "paper", 20000, 50, 4.0) for fam in FAMILIES],
+        # d = 2: the sampling floor uses max(log d, 1) (T 11, not 10)
+        ("poisson", "exact", 10000, 2, 1.0),
+        # Laplace noise has std sqrt(2)·b (T 7; sqrt(3)·b would give 6)
+        ("poisson", "paper", 20000, 50, 8.0),
+        # ε/T too large for Lemma 5.1 below T = 4: those T are skipped
+        ("gaussian", "paper", 20000, 50, 20.0),
+    ],
+)
+def test_auto_steps_are_the_first_where_contraction_meets_the_noise(
+    family, accounting, n, d, epsilon
+):
+    """Issue 20, item 2: T is the smallest T with κ_f^T <= sqrt(s·max(log d,
+    1)/n + k·σ(T)²) (the proof of Theorem 5.2 stopped at the error no step
+    removes), recomputed here from the fits' own noise at T and T - 1 (or
+    T - 1 is refused by Lemma 5.1's condition)."""
+    from skdp.linear_model._sparse_glm import _CONTRACTION
+
+    s = min(4, d)
+    X, y, _ = make_sparse_glm(n, d, s, family=family, random_state=0)
+    params = dict(family=family, sparsity=s, accounting=accounting, epsilon=epsilon)
+    model = DPSparseGLM(random_state=0, **params).fit(X, y)
+    T, k, kappa = model.n_iter_, s + 1, _CONTRACTION[family]
+    floor = s * max(math.log(d), 1.0) / n
+    assert kappa**T <= math.sqrt(floor + k * _release_std(model) ** 2)
+    if T > 1:
+        try:
+            before = DPSparseGLM(max_iter=T - 1, random_state=0, **params).fit(X, y)
+        except ValueError as error:
+            assert accounting == "paper" and "Lemma 5.1" in str(error)
+        else:
+            noise = k * _release_std(before) ** 2
+            assert kappa ** (T - 1) > math.sqrt(floor + noise)
+    # Public quantities only: other data of the same shape, the same T.
+    X2, y2, _ = make_sparse_glm(n, d, s, family=family, random_state=9)
+    assert DPSparseGLM(random_state=0, **params).fit(X2 * 3.0, y2).n_iter_ == T
+
+
+def test_auto_steps_follow_each_family_and_the_noise():
+    """Slower-contracting families get more steps; more data or budget
+    (less noise) allows more steps. The sizes of the issue (n = 10⁵,
+    d = 800, s = 10, ε = 1, δ = 1e-5) give 2, 11 and 12 steps."""
+    model = DPSparseGLM(sparsity=10)
+    r = {"gaussian": 3.0, "poisson": 3.0, "logistic": 1.0}
+    steps = {
+        fam: model.set_params(family=fam)._schedule(100000, 800, r[fam])[1]
+        for fam in FAMILIES
+    }
+    assert steps == {"gaussian": 2, "poisson": 11, "logistic": 12}
+    logistic = model.set_params(family="logistic")
+    assert logistic._schedule(30000, 800, 1.0)[1] < steps["logistic"]
+    assert logistic.set_params(epsilon=0.3)._schedule(100000, 800, 1.0)[1] < 12
+    # A single step when the noise dwarfs what a second step would gain;
+    # the search stops at 200 steps however large n is.
+    gaussian = model.set_params(family="gaussian", epsilon=0.5)
+    assert gaussian._schedule(20000, 1000, 3.0)[1] == 1
+    logistic = model.set_params(family="logistic", epsilon=1.0)
+    assert logistic._schedule(10**60, 800, 1.0)[1] == 200
+
+
+def test_logistic_runs_enough_steps_at_large_n():
+    """Issue 20, item 2: at n = 10⁵, s* = 10 the old T = ceil(0.6·log n) = 7
+    stopped the logistic fit early (ℓ2 error 0.194 at d = 800; 0.16-0.19
+    here at d = 200). The theory's T (12 here) brings it below 0.1 for each
+    of two noise seeds (measured 0.05-0.07)."""
+    X, y, coef = make_sparse_glm(100000, 200, 10, family="logistic", random_state=0)
+    for seed in range(2):
+        model = DPSparseGLM(family="logistic", sparsity=10, random_state=seed)
+        model.fit(X, y)
+        assert np.linalg.norm(model.coef_ - coef) < 0.1
+        assert model.n_iter_ == 12
+
+
 def test_schedule_uses_the_given_step_size_and_iterations():
     X, y, _ = small_data(n=200, d=6)
     given = DPSparseGLM(learning_rate=0.37, max_iter=3, sparsity=2, random_state=0)
@@ -372,23 +527,52 @@ def test_schedule_uses_the_given_step_size_and_iterations():
     assert auto.learning_rate_ == 1.0  # the gaussian family's default
 
 
-def test_responses_are_truncated_to_the_public_bound():
-    """Π_R(y) of the algorithm: y clipped to [-R, R] (gaussian), capped at R
-    (poisson, counts >= 0), with the residual clip r = R; logistic y as is."""
-    model = DPSparseGLM(y_bound=2.0)
+def test_responses_are_not_truncated_only_residuals_are_clipped():
+    """Issue 20, item 1: y enters the fit as given (no Π_R(y)); the
+    residual clip is r = residual_bound (1 for logistic)."""
+    model = DPSparseGLM(residual_bound=2.0)
     y = np.array([-1e6, -2.5, -1.0, 0.0, 1.5, 3.0, 1e6])
-    truncated, r = model._truncate_response(y)
-    np.testing.assert_array_equal(truncated, [-2.0, -2.0, -1.0, 0.0, 1.5, 2.0, 2.0])
+    checked, r = model._check_response(y)
+    np.testing.assert_array_equal(checked, y)
     assert r == 2.0
-    counts, r = model.set_params(family="poisson")._truncate_response(
-        np.array([0.0, 1.0, 2.0, 7.0, 1e9])
-    )
-    np.testing.assert_array_equal(counts, [0.0, 1.0, 2.0, 2.0, 2.0])
-    labels, r = model.set_params(family="logistic")._truncate_response(
+    counts = np.array([0.0, 1.0, 2.0, 7.0, 1e9])
+    checked, r = model.set_params(family="poisson")._check_response(counts)
+    np.testing.assert_array_equal(checked, counts)
+    assert r == 2.0
+    labels, r = model.set_params(family="logistic")._check_response(
         np.array([0.0, 1.0, 1.0])
     )
     np.testing.assert_array_equal(labels, [0.0, 1.0, 1.0])
     assert r == 1.0
+
+
+@pytest.mark.parametrize("family", ["gaussian", "poisson"])
+def test_noise_free_iht_is_not_shrunk_by_the_default_bound(family):
+    """Issue 20, item 1: with y truncated at R = 3 the noise-free IHT shrank
+    make_sparse_glm's coefficients (ℓ2 error 0.545 gaussian, about 0.76 of
+    their size for poisson, at any n). Clipping only the residual leaves the
+    fit at the statistical error: n = 20000, d = 200, s* = 10, default
+    bounds, ℓ2 error below 0.05 (measured 0.02 gaussian, 0.02 poisson) and
+    the fitted ℓ2 norm within 3% of the truth's."""
+    from skdp.linear_model._sparse_glm import nonprivate_iht
+
+    X, y, coef = make_sparse_glm(20000, 200, 10, family=family, random_state=0)
+    fitted = nonprivate_iht(DPSparseGLM(family=family, sparsity=10), X, y)
+    assert np.linalg.norm(fitted - coef) < 0.05
+    assert np.linalg.norm(fitted) == pytest.approx(np.linalg.norm(coef), rel=0.03)
+
+
+def test_y_bound_is_a_deprecated_alias_of_residual_bound():
+    X, y, _ = small_data(n=400, d=6)
+    new = DPSparseGLM(sparsity=2, residual_bound=2.0, random_state=0).fit(X, y)
+    with pytest.warns(FutureWarning, match="renamed 'residual_bound'"):
+        old = DPSparseGLM(sparsity=2, y_bound=2.0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(old.coef_, new.coef_)
+    assert old.sensitivity_ == new.sensitivity_
+    # Logistic ignores the bound (r = 1) but still says the name is going.
+    X, y, _ = small_data("logistic", n=400, d=6)
+    with pytest.warns(FutureWarning, match="renamed 'residual_bound'"):
+        DPSparseGLM(family="logistic", sparsity=2, y_bound=2.0).fit(X, y)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
@@ -402,8 +586,9 @@ def test_paper_laplace_scale_is_algorithm_3_at_the_papers_sensitivity(epsilon):
         epsilon=epsilon,
         delta=delta,
         accounting="paper",
-        y_bound=2.0,
+        residual_bound=2.0,
         x_bound=2.5,
+        max_iter=5,  # several steps, so that δ/T and the composition matter
         random_state=0,
     ).fit(X, y)
     T, k = model.n_iter_, 6
@@ -435,6 +620,33 @@ def test_paper_laplace_scale_is_algorithm_3_at_the_papers_sensitivity(epsilon):
     assert model.privacy_spent_.epsilon == pytest.approx(best, rel=3e-3)
 
 
+def test_docstring_states_the_measured_noise_ratio_of_paper_accounting():
+    """Issue 20, item 6: the docstring said "about 8×" the noise; the
+    ratio of the noise standard deviations, paper / exact at the same T and
+    ε = 1, is 19-42 over s = 5-20, T = 4-12, δ = 1e-8..1e-5 (Laplace b has
+    std sqrt(2)·b, Gumbel g has std π·g/sqrt(6)). The range the docstring
+    states must contain every ratio and be tight to one unit."""
+    import re
+
+    from skdp.linear_model._sparse_glm import _exact_scales, _paper_scale
+
+    doc = " ".join(DPSparseGLM.__doc__.split())
+    low, high = map(int, re.search(r"noise is (\d+)-(\d+) times", doc).groups())
+    ratios = []
+    for s in (5, 10, 20):
+        for T in (4, 7, 12):
+            for delta in (1e-5, 1e-6, 1e-8):
+                for k in (s, s + 1):
+                    sizes = dict(sensitivity=1.0, sparsity=s, n_released=k, n_iter=T)
+                    b = _paper_scale(1.0, delta, **sizes)
+                    g, sigma = _exact_scales(1.0, delta, n_features=1000, **sizes)
+                    laplace_std = math.sqrt(2.0) * b
+                    gumbel_std = math.pi * g / math.sqrt(6.0)
+                    ratios += [laplace_std / sigma, laplace_std / gumbel_std]
+    assert low <= min(ratios) < low + 1
+    assert high - 1 < max(ratios) <= high
+
+
 def _rdp_oracle_epsilon(rho_events, delta):
     """dp-accounting's RDP accountant on zCDP events, 20000 orders in (1, 2000]."""
     orders = list(1.0 + np.geomspace(1e-3, 2000.0, 20000))
@@ -453,9 +665,10 @@ def test_exact_calibration_against_dp_accounting(epsilon, delta):
     it must agree with privacy_spent_ (which may be slightly tighter: it
     optimises the Rényi order continuously) and with the target ε."""
     X, y, _ = small_data(n=2000, d=30)
-    model = DPSparseGLM(sparsity=4, epsilon=epsilon, delta=delta, random_state=0).fit(
-        X, y
-    )
+    # Several steps (the automatic T is 1 at this n), so that T composes.
+    model = DPSparseGLM(
+        sparsity=4, epsilon=epsilon, delta=delta, max_iter=5, random_state=0
+    ).fit(X, y)
     lam, g, sigma = (
         model.sensitivity_,
         model.selection_noise_scale_,
@@ -479,7 +692,9 @@ def test_exact_calibration_against_dp_accounting(epsilon, delta):
 
 def test_exact_calibration_selecting_everything_spends_nothing_on_selection():
     X, y, _ = small_data(n=500, d=5)
-    model = DPSparseGLM(sparsity=5, epsilon=1.0, delta=1e-6, random_state=0).fit(X, y)
+    model = DPSparseGLM(
+        sparsity=5, epsilon=1.0, delta=1e-6, max_iter=4, random_state=0
+    ).fit(X, y)
     assert model.selection_noise_scale_ == 0.0
     rho = (
         model.n_iter_ * 6 * model.sensitivity_**2 / (2 * model.release_noise_scale_**2)
@@ -501,7 +716,7 @@ def test_white_box_noise_is_the_seeded_gumbel_then_gaussian():
     g, sigma = model.selection_noise_scale_, model.release_noise_scale_
     v = gradient_step(
         clip_features(X, 3.0),
-        np.clip(y, -3, 3),
+        y,
         Quadratic(0.5),
         np.zeros(41),
         learning_rate=1.0,
@@ -535,7 +750,7 @@ def test_support_recovery_at_epsilon_1(recovery_data, family):
             sparsity=5,
             epsilon=1.0,
             delta=1e-6,
-            y_bound=Y_BOUND[family],
+            residual_bound=R_BOUND[family],
             random_state=seed,
         ).fit(X, y)
         np.testing.assert_array_equal(model.support_, coef != 0)
@@ -551,7 +766,7 @@ def test_exact_beats_paper_at_every_epsilon(recovery_data):
                     sparsity=5,
                     epsilon=epsilon,
                     delta=1e-6,
-                    y_bound=4.0,
+                    residual_bound=4.0,
                     accounting=acc,
                     random_state=0,
                 )
@@ -578,7 +793,7 @@ def test_error_shrinks_with_n_at_the_rate_of_theorem_5_2():
             sparsity=s,
             epsilon=epsilon,
             delta=1e-6,
-            y_bound=10.0,
+            residual_bound=10.0,
             x_bound=5.0,
             random_state=seed,
         ).fit(X, y)
@@ -608,7 +823,11 @@ def test_error_shrinks_with_n_at_the_rate_of_theorem_5_2():
 
 
 @parametrize_with_checks(
-    [DPSparseGLM(epsilon=1e4, fit_intercept=False)],
+    # sparsity=3 is above the n_features of some checks (issue 20, item 3).
+    [
+        DPSparseGLM(epsilon=1e4, fit_intercept=False),
+        DPSparseGLM(sparsity=3, epsilon=1e4),
+    ],
 )
 def test_sklearn_compatible_high_epsilon(estimator, check):
     check(estimator)
@@ -618,7 +837,7 @@ def test_nonprivate_iht_reference_is_the_fit_without_noise():
     from skdp.linear_model._sparse_glm import nonprivate_iht
 
     X, y, _ = make_sparse_glm(3000, 40, 4, noise=0.1, random_state=1)
-    model = DPSparseGLM(sparsity=4, epsilon=1e9, y_bound=4.0, random_state=0)
+    model = DPSparseGLM(sparsity=4, epsilon=1e9, residual_bound=4.0, random_state=0)
     reference = nonprivate_iht(model, X, y)
     # At ε = 1e9 the release noise is about 1e-6; the supports must agree.
     fitted = model.fit(X, y).coef_

@@ -7,12 +7,15 @@ peeling (report-noisy-max, one coordinate per round) and only their values
 are released, with noise. Nothing else about the data leaves a step.
 
 Sensitivity. Feature entries are clipped to ``[-x_bound, x_bound]`` and each
-record's residual ``ψ'(z) - Π(y)`` to ``[-r, r]``, so replacing one record
-moves every coordinate of ``v = β - (η/n)·Σ_i r_i x_i`` by at most
-``λ = 2·η·r·x_bound/n`` (the intercept is a constant column of value
-``min(1, x_bound)``, moved by no more). The selection sees ``|v_j|``, which
-moves by at most λ too; the released values, by at most ``λ·sqrt(k)`` in L2
-for ``k`` released coordinates.
+record's residual ``ψ'(z) - y`` to ``[-r, r]`` (``r = residual_bound``), so
+replacing one record moves every coordinate of ``v = β - (η/n)·Σ_i r_i x_i``
+by at most ``λ = 2·η·r·x_bound/n`` (the intercept is a constant column of
+value ``min(1, x_bound)``, moved by no more), whatever the record's response.
+The response itself is not truncated: the paper's ``Π_R(y)`` is not needed
+for this bound (the residual clip alone gives it) and biased the fit (a
+truncated response makes the fixed point shrink toward 0). The selection sees
+``|v_j|``, which moves by at most λ too; the released values, by at most
+``λ·sqrt(k)`` in L2 for ``k`` released coordinates.
 
 Two calibrations, both accounted by :func:`_privacy_of`:
 
@@ -29,12 +32,13 @@ Two calibrations, both accounted by :func:`_privacy_of`:
 """
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
@@ -45,7 +49,7 @@ from .._base import (
     warn_if_delta_is_large,
 )
 from .._datafits import BinomialLogistic, Poisson, Quadratic
-from .._dpgd import _Progress, canonical_design, clipped_gradient_sum
+from .._dpgd import _Progress, clipped_gradient_sum
 from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
@@ -64,11 +68,17 @@ _PAPER_SENSITIVITY_RATIO = 4.0
 # n = 20000, d = 500, s* = 5, ε = 1, T = 6 (8 seeds; 0.5 missed the Poisson
 # support once in 8).
 _SELECTION_SHARE = 0.6
-# T = ceil(_ITER_PER_LOG_N · log n) (Theorem 5.2: T ≍ log n). Each step costs
-# noise ∝ sqrt(T); with the default step sizes the non-private IHT converges
-# in 3-5 steps (gaussian, poisson) or ~6 (logistic) on standardised
-# features, and T = 6 beat T = 4 and T = 10 at n = 20000 (same runs).
-_ITER_PER_LOG_N = 0.6
+# Per-step contraction κ of the IHT error at the default step sizes: the
+# factor (1 - ρα/(2γ)) of Proposition 5.3 / (C.16), whose absolute constant ρ
+# the paper leaves unspecified. Measured with the noise off on
+# make_sparse_glm data (n = 3·10⁴ and 10⁵, d = 800, s* = 10; ratio of
+# successive ℓ2 errors before the statistical floor): logistic 0.74-0.79,
+# poisson 0.55-0.77 (0.72 over steps 3-8); gaussian reaches its floor in two
+# steps (η = 1 is a Newton step when E xxᵀ = I; 0.1 bounds what is left).
+_CONTRACTION = {"gaussian": 0.1, "poisson": 0.72, "logistic": 0.78}
+# Upper end of the search for the automatic T (reached only when n·ε is
+# astronomically large; each step costs O(nnz(X))).
+_MAX_AUTO_ITER = 200
 # Default step sizes ~1/γ for standardised features (E xxᵀ ≈ I): the loss's
 # curvature is at most 1 (gaussian), 1/4 (logistic), E e^z·xxᵀ (poisson: 1 at
 # β = 0, ~2-3 at make_sparse_glm's coefficients, where η = 1 oscillated).
@@ -183,13 +193,43 @@ def _privacy_of(
 # ---------------------------------------------------------------------------
 
 
+def representable_bound(bound, dtype):
+    """The largest value of ``dtype`` that is not above ``bound``.
+
+    Clipping a float32 array to ``float32(bound)`` can leave entries above
+    ``bound`` (``float32(0.1) = 0.100000001...``), which would exceed the
+    sensitivity ``λ = 2·η·r·bound/n`` the noise is calibrated to. The
+    comparison is made in float64, where ``bound`` is exact.
+    """
+    dtype = np.dtype(dtype)
+    rounded = dtype.type(bound)
+    if float(rounded) > bound:
+        rounded = np.nextafter(rounded, dtype.type(0.0))
+    return rounded
+
+
 def clip_features(X, bound):
-    """Entries of X clipped to ``[-bound, bound]`` (a copy; CSR made canonical)."""
+    """Entries of X clipped to ``[-bound, bound]``: a copy, CSR made canonical.
+
+    Every entry of the result is at most ``bound`` in absolute value, exactly,
+    in X's own dtype (see :func:`representable_bound`). A sparse X has its
+    duplicate entries summed first, so that the clip bounds the entries that
+    ``X @ coef`` reads; a sum that overflows to ±inf is clipped like any
+    other large value (to ±bound), so a record stored that way is fitted as
+    its neighbours are, rather than raising (an error that only some inputs
+    trigger would itself reveal them).
+    """
+    limit = representable_bound(bound, X.dtype)
     if sp.issparse(X):
-        X = canonical_design(X).copy()
-        np.clip(X.data, -bound, bound, out=X.data)
+        X = sp.csr_matrix(X, copy=True)
+        # Summing finite duplicates one after another gives a finite value or
+        # ±inf, never NaN (inf plus a finite value stays inf); only
+        # overflow is silenced here, and the clip maps ±inf to ±bound.
+        with np.errstate(over="ignore"):
+            X.sum_duplicates()
+        np.clip(X.data, -limit, limit, out=X.data)
         return X
-    return np.clip(X, -bound, bound)
+    return np.clip(X, -limit, limit)
 
 
 def gradient_step(X, y, datafit, theta, *, learning_rate, x_bound, residual_bound):
@@ -252,7 +292,8 @@ def noisy_iht(
         Entries already clipped to ``[-x_bound, x_bound]`` (callers use
         :func:`clip_features`); the sensitivity relies on it.
     y : ndarray of shape (n,)
-        Responses, already truncated.
+        Finite responses, not truncated: the residual clip alone bounds a
+        record's influence.
     datafit : object
         ``raw_grad(y, z)`` gives the residual ``ψ'(z) - y``.
     selection : {"gumbel", "laplace"}
@@ -320,11 +361,11 @@ def nonprivate_iht(estimator, X, y):
     private**, a reference for benchmarks and examples. Returns ``coef`` of
     shape ``(n_features,)``.
     """
-    sparsity, n_iter, learning_rate = estimator._schedule(*X.shape)
-    y_truncated, residual_bound = estimator._truncate_response(y)
+    y, residual_bound = estimator._check_response(y)
+    sparsity, n_iter, learning_rate = estimator._schedule(*X.shape, residual_bound)
     return noisy_iht(
         clip_features(X, estimator.x_bound),
-        y_truncated,
+        y,
         _make_datafit(estimator.family),
         sparsity=sparsity,
         n_iter=n_iter,
@@ -360,7 +401,9 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         log (counts ``y >= 0``) or logit (``y`` in {0, 1}; ``predict`` gives
         P(y = 1)).
     sparsity : int or "auto", default="auto"
-        Number ``s`` of non-zero coefficients, at most ``n_features``.
+        Number ``s`` of non-zero coefficients. Above ``n_features`` it
+        warns and keeps all features, as
+        :class:`~sklearn.feature_selection.SelectKBest` does for ``k``.
         ``"auto"``: ``min(10, n_features)`` (n_features is public).
     epsilon : float, default=1.0
         Privacy budget ε > 0 of one fit.
@@ -370,15 +413,22 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         ``"exact"``: Gumbel peeling and a Gaussian release, composed in zCDP
         (the tightest recipe of the spec review, §3e). ``"paper"``: the
         paper's Laplace peeling and Laplace release, calibrated at
-        (ε/T, δ/T) per step with its sensitivity constant (about 8× the noise
-        at ε = 1); it raises if Lemma 5.1's implicit condition
-        ``ε/T ≲ 0.21·log(T/δ)`` fails. Either way ``privacy_spent_`` reports
-        the tightest guarantee proven for the noise actually used.
-    y_bound : float, default=3.0
-        Response truncation level R and residual clip (public, never read
-        from the data). Gaussian: y is clipped to ``[-R, R]``; Poisson: to
-        ``[0, R]``; both clip each residual ``ψ'(z) - y`` to ``[-R, R]``.
-        Ignored for logistic (residuals lie in (-1, 1)).
+        (ε/T, δ/T) per step with its sensitivity constant; its noise is
+        19-42 times that of ``"exact"`` at ε = 1 (standard deviations at the
+        same T, on each peel and on each released value, for s = 5-20,
+        T = 4-12, δ = 1e-8 to 1e-5). It raises if Lemma 5.1's implicit
+        condition ``ε/T ≲ 0.21·log(T/δ)`` fails. Either way
+        ``privacy_spent_`` reports the tightest guarantee proven for the
+        noise actually used.
+    residual_bound : float, default=3.0
+        Residual clip r (public, never read from the data): each record's
+        residual ``ψ'(z) - y`` is clipped to ``[-r, r]`` in every step, which
+        bounds the record's influence (see Notes). The responses themselves
+        are not truncated. Choose r about 2-3 standard deviations of the
+        response noise (gaussian) or of the counts (poisson): a smaller r
+        adds less noise but clips more residuals, which biases the fit when
+        the noise is asymmetric (poisson). Ignored for logistic (residuals
+        lie in (-1, 1), r = 1).
     x_bound : float, default=3.0
         Feature bound σ_x: every entry of X is clipped to
         ``[-x_bound, x_bound]``, in ``fit`` and in ``predict``. Meant for
@@ -388,9 +438,14 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         that is always kept (it does not count towards ``sparsity``) and is
         released with the selected values.
     max_iter : int or "auto", default="auto"
-        Number of steps T; each is paid for. ``"auto"``:
-        ``max(1, ceil(0.6·log(n_samples)))`` (Theorem 5.2: T ≍ log n; 6 at
-        n = 20000).
+        Number of steps T; each is paid for. ``"auto"``: the T of the proof
+        of Theorem 5.2, stopped where the optimisation error (contracting by
+        a factor κ per step: 0.1 gaussian, 0.72 poisson, 0.78 logistic, as
+        measured) falls below the error no step removes (sampling
+        ``s·log d/n`` and the release noise of this very calibration). It
+        reads only n, d, s, ε, δ, the bounds and the step size (all public);
+        e.g. at n = 10⁵, d = 800, s = 10, ε = 1, δ = 1e-5: 2 (gaussian), 11
+        (poisson), 12 (logistic).
     learning_rate : float or "auto", default="auto"
         Step size η. ``"auto"``: 1 (gaussian), 0.5 (poisson) or 4
         (logistic), about the inverse curvature of the loss for standardised
@@ -408,6 +463,11 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     verbose : int, default=0
         1: the guarantee being spent, about ten progress lines and a summary;
         2: one line per step.
+    y_bound : float
+        Deprecated alias of ``residual_bound`` (renamed in 0.1, removed in
+        0.3). It used to be also the paper's response truncation level R,
+        which biased the fit and is not needed for privacy; its value is now
+        used as the residual clip only, with a ``FutureWarning``.
 
     Attributes
     ----------
@@ -418,14 +478,14 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     support_ : ndarray of bool of shape (n_features,)
         Mask of the selected features (the non-zeros of ``coef_``).
     sparsity_ : int
-        ``sparsity`` resolved.
+        ``sparsity`` resolved: ``min(sparsity, n_features)``.
     n_iter_ : int
         Number of steps run (``max_iter`` resolved).
     learning_rate_ : float
         Step size used.
     sensitivity_ : float
         ``λ = 2·η·r·x_bound/n``: how much one record moves any coordinate of
-        a step's ``v`` (``r = y_bound``, or 1 for logistic).
+        a step's ``v`` (``r = residual_bound``, or 1 for logistic).
     selection_noise_scale_ : float
         Scale of the peeling noise: Gumbel β (``"exact"``) or Laplace b
         (``"paper"``); 0 when ``sparsity_ == n_features`` under ``"exact"``
@@ -472,14 +532,30 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     composition (``rho_ = T·Σε_i²/2``) and the paper's own route (advanced
     composition within a step at δ/T, basic composition over steps).
 
-    **Public.** n, d, and the constants ``y_bound``, ``x_bound``, the step
-    size and T, which never read the data. Error messages never quote data
+    **Public.** n, d, and the constants ``residual_bound``, ``x_bound``, the
+    step size and T, which never read the data. Error messages never quote data
     values. Invalid responses (y < 0 for Poisson, y outside {0, 1} for
     logistic) raise before any work.
 
     **Clipping.** Feature entries are clipped to ``±x_bound`` and residuals
     to ``±r``; data outside these bounds changes the fit (the estimand), not
-    the guarantee.
+    the guarantee. The responses are not truncated (the paper's ``Π_R(y)``):
+    record i enters a step only through ``clip_r(ψ'(z_i) - y_i)·(x_i, c)``,
+    every coordinate of which lies in ``[-r·x_bound, r·x_bound]`` whatever
+    ``y_i`` is (a residual that overflows contributes 0), so replacing one
+    record moves each coordinate of the step's sum by at most
+    ``2·r·x_bound`` and of ``v`` by at most ``λ``, exactly the sensitivity
+    the noise is calibrated to. Truncating y as well cannot lower this bound
+    and shrank the coefficients (to about 0.77 of their size on
+    ``make_sparse_glm`` data with R = 3); clipping only the residual leaves
+    the fixed point of the gaussian family unbiased whenever the noise is
+    symmetric (``E clip_r(noise) = 0`` at the true coefficients). The
+    feature bound holds exactly in the stored dtype: float32 entries are
+    clipped to the largest float32 not above ``x_bound`` (``float32(0.1)``
+    itself is above 0.1), and a sparse row's duplicate entries are summed
+    before clipping, a sum that overflows to ±inf being clipped to
+    ±``x_bound`` like any large value (no input raises where its neighbour
+    fits).
 
     **Caveats.** Noise is drawn with numpy floating point, not hardened
     against Mironov (2012). Each fit spends the budget; compose several with
@@ -513,7 +589,7 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     ...     sparsity=5, epsilon=1.0, delta=1e-6
     ... ).fit(X, y)
     >>> int(model.support_.sum()), model.n_iter_
-    (5, 6)
+    (5, 2)
     >>> bool((model.support_ == (coef != 0)).all())
     True
     >>> round(model.privacy_spent_.epsilon, 6), model.privacy_spent_.adjacency
@@ -524,7 +600,11 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         **PRIVACY_CONSTRAINTS,
         "family": [StrOptions({"gaussian", "poisson", "logistic"})],
         "sparsity": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "y_bound": [Interval(Real, 0, None, closed="neither")],
+        "residual_bound": [Interval(Real, 0, None, closed="neither")],
+        "y_bound": [
+            Interval(Real, 0, None, closed="neither"),
+            Hidden(StrOptions({"deprecated"})),
+        ],
         "x_bound": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -543,26 +623,28 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         epsilon=1.0,
         delta=1e-5,
         accounting="exact",
-        y_bound=3.0,
+        residual_bound=3.0,
         x_bound=3.0,
         fit_intercept=True,
         max_iter="auto",
         learning_rate="auto",
         random_state=None,
         verbose=0,
+        y_bound="deprecated",
     ):
         self.family = family
         self.sparsity = sparsity
         self.epsilon = epsilon
         self.delta = delta
         self.accounting = accounting
-        self.y_bound = y_bound
+        self.residual_bound = residual_bound
         self.x_bound = x_bound
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.random_state = random_state
         self.verbose = verbose
+        self.y_bound = y_bound
 
     def _budget_is_gdp(self):
         # Gumbel peeling is bounded-range, not Gaussian: the cost is an
@@ -602,17 +684,11 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             y_numeric=True,
         )
         n, d = X.shape
-        y, residual_bound = self._truncate_response(y)
-        sparsity, n_iter, learning_rate = self._schedule(n, d)
+        y, residual_bound = self._check_response(y)
+        sparsity, n_iter, learning_rate = self._schedule(n, d, residual_bound)
         warn_if_delta_is_large(self, n)
-        sensitivity = 2.0 * learning_rate * residual_bound * self.x_bound / n
-        sizes = dict(
-            sensitivity=sensitivity,
-            sparsity=sparsity,
-            n_released=sparsity + int(self.fit_intercept),
-            n_features=d,
-            n_iter=n_iter,
-        )
+        sizes = self._sizes(n, d, sparsity, n_iter, learning_rate, residual_bound)
+        sensitivity = sizes["sensitivity"]
         scales = self._noise_scales(**sizes)
         rho, epsilon = _privacy_of(
             *scales, accounting=self.accounting, delta=self.delta, **sizes
@@ -661,44 +737,122 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self.privacy_spent_ = cost
         return self
 
-    def _truncate_response(self, y):
-        """Π_R(y) and the residual clip r; invalid y raises (no values quoted)."""
+    def _residual_bound(self):
+        """The residual clip r: ``residual_bound``, or ``y_bound`` if given.
+
+        ``y_bound`` (deprecated) was the paper's response truncation level R,
+        also used as the residual clip; the response is no longer truncated,
+        so only its role as the residual clip remains.
+        """
+        if isinstance(self.y_bound, str):  # "deprecated": not given
+            return float(self.residual_bound)
+        warnings.warn(
+            "'y_bound' was renamed 'residual_bound' in 0.1 and will be removed "
+            "in 0.3: it is the residual clip r (responses are no longer "
+            "truncated). Its value is used as residual_bound.",
+            FutureWarning,
+            stacklevel=6,  # the caller of fit (via _check_response, fit, 2 decorators)
+        )
+        return float(self.y_bound)
+
+    def _check_response(self, y):
+        """y as float64 and the residual clip r; invalid y raises (no values quoted).
+
+        y is not truncated: each record's residual ``ψ'(z) - y`` is clipped to
+        ``±r`` in :func:`gradient_step`, which bounds its influence whatever
+        y is (see the class Notes). Logistic residuals lie in (-1, 1): r = 1.
+        """
         y = np.asarray(y, dtype=np.float64)
+        residual_bound = self._residual_bound()  # warns for y_bound, any family
         if self.family == "logistic":
             if not np.isin(y, (0.0, 1.0)).all():
                 raise ValueError(
                     "family='logistic' needs y in {0, 1}; y has other values."
                 )
             return y, 1.0
-        if self.family == "poisson":
-            if (y < 0).any():
-                raise ValueError(
-                    "Some value(s) of y are negative which is not allowed for "
-                    "family='poisson' (counts must be >= 0)."
-                )
-            return np.minimum(y, self.y_bound), float(self.y_bound)
-        return np.clip(y, -self.y_bound, self.y_bound), float(self.y_bound)
+        if self.family == "poisson" and (y < 0).any():
+            raise ValueError(
+                "Some value(s) of y are negative which is not allowed for "
+                "family='poisson' (counts must be >= 0)."
+            )
+        return y, residual_bound
 
-    def _schedule(self, n, d):
+    def _sizes(self, n, d, sparsity, n_iter, learning_rate, residual_bound):
+        """The public sizes the calibration reads (``λ = 2·η·r·x_bound/n``)."""
+        return dict(
+            sensitivity=2.0 * learning_rate * residual_bound * self.x_bound / n,
+            sparsity=sparsity,
+            n_released=sparsity + int(self.fit_intercept),
+            n_features=d,
+            n_iter=n_iter,
+        )
+
+    def _auto_n_iter(self, n, d, sparsity, learning_rate, residual_bound):
+        """T of the proof of Theorem 5.2 (§C.8), from public quantities only.
+
+        The proof bounds the error after T steps by an optimisation term
+        that contracts by a factor κ per step, ``κ^T·E0`` (C.16), plus the
+        error that no number of steps removes: sampling, ``s·log d/n``, and
+        the noise of the release. The paper takes T large enough for the
+        first term to fall to 1/n (``T = (2γ/ρα)·log(6γn)``); here it falls
+        only to the second, which is computed from public quantities:
+
+        ``T = min{T >= 1 : κ_f^T <= sqrt(s·max(log d, 1)/n + k·σ(T)²)}``
+
+        (at most ``_MAX_AUTO_ITER``; ``max(log d, 1)`` keeps the sampling
+        term from vanishing at d = 1, where log d = 0)
+
+        with ``κ_f`` the measured contraction of the family (``_CONTRACTION``),
+        ``E0 = 1`` (standardised features and coefficients of order one, the
+        paper's initialisation radius up to a constant), ``k`` released
+        values and ``σ(T)`` the standard deviation of the noise on each
+        released value when the budget is split over T steps (the same
+        calibration as the fit: it grows like sqrt(T), or like T under
+        ``accounting="paper"``). More steps would only add noise; fewer leave
+        optimisation error above the noise. Reads n, d, s, ε, δ, the bounds
+        and the step size; never the data.
+        """
+        kappa = _CONTRACTION[self.family]
+        sampling = sparsity * max(math.log(d), 1.0) / n
+        laplace = self.accounting == "paper"
+        for n_iter in range(1, _MAX_AUTO_ITER + 1):
+            sizes = self._sizes(n, d, sparsity, n_iter, learning_rate, residual_bound)
+            try:
+                release = self._noise_scales(**sizes)[1]
+            except ValueError:  # "paper": Lemma 5.1's condition fails at this T
+                continue
+            std = release * math.sqrt(2.0) if laplace else release
+            noise = sizes["n_released"] * std**2
+            if kappa**n_iter <= math.sqrt(sampling + noise):
+                return n_iter
+        return _MAX_AUTO_ITER
+
+    def _schedule(self, n, d, residual_bound):
         """Sparsity, steps and step size from the parameters and public n, d."""
         if self.sparsity == "auto":
             sparsity = min(_DEFAULT_SPARSITY, d)
         elif self.sparsity > d:
-            raise ValueError(
-                f"sparsity={self.sparsity} exceeds n_features={d}: a model cannot "
-                f"have more non-zero coefficients than features."
+            # As SelectKBest does for k > n_features: keep every feature. d is
+            # public, so the choice reads no data (and selecting all features
+            # releases nothing, see _exact_scales).
+            warnings.warn(
+                f"sparsity={self.sparsity} is greater than n_features={d}: all "
+                f"{d} features are kept (sparsity_ = {d}).",
+                UserWarning,
+                stacklevel=5,  # the caller of fit (via fit and 2 decorators)
             )
+            sparsity = d
         else:
             sparsity = int(self.sparsity)
-        n_iter = (
-            max(1, math.ceil(_ITER_PER_LOG_N * math.log(n)))
-            if self.max_iter == "auto"
-            else self.max_iter
-        )
         learning_rate = (
             _LEARNING_RATES[self.family]
             if self.learning_rate == "auto"
             else float(self.learning_rate)
+        )
+        n_iter = (
+            self._auto_n_iter(n, d, sparsity, learning_rate, residual_bound)
+            if self.max_iter == "auto"
+            else self.max_iter
         )
         return sparsity, n_iter, learning_rate
 
