@@ -88,25 +88,23 @@ def canonical_design(X):
     scikit-learn's validation keeps duplicate entries of a CSR matrix; their
     squares would be summed separately by a row-norm routine while ``X @ coef``
     merges them, so a record stored as m duplicates would be clipped to
-    ``C·sqrt(m)``. Merging them here makes both read the same row. The
-    caller's matrix is never modified.
-
-    Raises
-    ------
-    ValueError
-        If merging duplicates overflows to a non-finite value.
+    ``C·sqrt(m)``. Merging them here makes both read the same row. A merged
+    entry that overflows to ±inf is set to the largest finite value of its
+    dtype, with its sign: the record is then a finite row like any other,
+    whose influence the per-record clip bounds. (Raising instead would be an
+    error that one record's value alone triggers, where its neighbour fits:
+    ε = ∞ for that pair.) Summing finite values one after another never gives
+    NaN. The caller's matrix is never modified.
     """
     if not sp.issparse(X):
         return X
     X = sp.csr_matrix(X)
     if not X.has_canonical_format:
         X = X.copy()
-        X.sum_duplicates()
-    if not np.isfinite(X.data).all():
-        raise ValueError(
-            "Summing the duplicate entries of the sparse input X overflows to "
-            "infinity; X must describe finite records."
-        )
+        with np.errstate(over="ignore"):
+            X.sum_duplicates()
+        largest = np.finfo(X.dtype).max
+        np.clip(X.data, -largest, largest, out=X.data)
     return X
 
 

@@ -1,5 +1,7 @@
 """The DP gradient-descent engine and the datafits it runs on."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -513,12 +515,46 @@ def test_duplicates_are_merged_before_norms():
     assert not X.has_canonical_format  # the caller's matrix is left alone
 
 
-def test_merged_duplicates_that_overflow_are_refused():
+def test_merged_duplicates_that_overflow_become_the_largest_finite_value():
+    # A record stored as duplicates that sum past the float range is read as
+    # the largest finite value of its sign, not refused: a refusal that one
+    # record triggers while its neighbour fits would be ε = ∞ for that pair.
+    big = np.finfo(np.float64).max
     X = sp.csr_matrix(
-        (np.array([1e308, 1e308]), np.array([0, 0]), np.array([0, 2])), shape=(1, 2)
+        (np.array([1e308, 1e308, -1e308, -1e308, 2.0]), [0, 0, 1, 1, 1], [0, 4, 5]),
+        shape=(2, 2),
     )
-    with pytest.raises(ValueError, match="overflows"):
-        canonical_design(X)
+    merged = canonical_design(X)
+    np.testing.assert_array_equal(merged.toarray(), [[big, -big], [0.0, 2.0]])
+    assert not X.has_canonical_format  # the caller's matrix is left alone
+
+
+def test_a_record_whose_duplicates_overflow_fits_as_its_finite_clip():
+    """The fit with the overflowing record equals the fit with the record
+    written as (±largest float) directly, noise for noise (one seed for the
+    two fits, on purpose)."""
+    from skdp import DPLogisticRegression
+
+    big = np.finfo(np.float64).max
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(30, 2))
+    dup = sp.csr_matrix(
+        (np.array([1e308, 1e308, -1e308, -1e308]), [0, 0, 1, 1], [0, 4]),
+        shape=(1, 2),
+    )
+    overflowing = sp.vstack([sp.csr_matrix(base), dup], format="csr")
+    overflowing.has_canonical_format = False
+    explicit = sp.csr_matrix(np.vstack([base, [[big, -big]]]))
+    y = np.arange(31) % 2
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
+        fits = [
+            DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
+            for X in (overflowing, explicit)
+        ]
+    assert np.isfinite(fits[0].coef_).all()
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    np.testing.assert_array_equal(fits[0].intercept_, fits[1].intercept_)
 
 
 def test_row_norms_are_exact_for_any_finite_row():
