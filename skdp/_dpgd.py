@@ -197,7 +197,10 @@ def clip_scale(raw_grad, row_norm, clip_norm):
     norm 0 ≤ C. (For rows near the float range the factor is subnormal, and
     BLAS may flush it to 0 in ``X.T @ g``: the contribution can only shrink.)
     """
-    grad_norm = np.sqrt(np.einsum("ij,ij->i", raw_grad, raw_grad))
+    if raw_grad.shape[1] == 1:  # one output: the norm is |g|, no square to overflow
+        grad_norm = np.abs(raw_grad[:, 0])
+    else:
+        grad_norm = np.sqrt(np.einsum("ij,ij->i", raw_grad, raw_grad))
     with np.errstate(over="ignore", invalid="ignore"):
         norms = grad_norm * row_norm
     norms[grad_norm == 0] = 0.0

@@ -366,7 +366,13 @@ def epsilon_from_mu(mu, delta):
     >>> round(epsilon_from_mu(1.0, 1e-5), 5)
     4.37718
     """
-    mu, delta = float(mu), _check_delta(delta)
+    return _epsilon_from_mu(float(mu), _check_delta(delta))
+
+
+# Pure and called by every fit (often with the same budget, in a search):
+# cached. Errors are raised, never cached.
+@functools.lru_cache(maxsize=1024)
+def _epsilon_from_mu(mu, delta):
     if mu < 0 or math.isnan(mu):
         raise ValueError(f"mu must be >= 0; got {mu}.")
     if mu == 0.0 or delta == 1.0:
@@ -442,7 +448,13 @@ def mu_from_epsilon(epsilon, delta):
     >>> round(1 / mu_from_epsilon(1.0, 1e-5), 4)  # the analytic Gaussian mechanism
     3.7306
     """
-    epsilon, delta = float(epsilon), _check_delta(delta)
+    return _mu_from_epsilon(float(epsilon), _check_delta(delta))
+
+
+# Pure and called by every fit (often with the same budget, in a search):
+# cached. Errors are raised, never cached.
+@functools.lru_cache(maxsize=1024)
+def _mu_from_epsilon(epsilon, delta):
     if epsilon < 0 or math.isnan(epsilon):
         raise ValueError(f"epsilon must be >= 0; got {epsilon}.")
     if delta == 0.0:

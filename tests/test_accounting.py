@@ -110,7 +110,14 @@ def curve(monkeypatch):
     """The counted curve that skdp.accounting's searches see (see above)."""
     counting = _CountingCurve(accounting.log_delta_from_mu)
     monkeypatch.setattr(accounting, "log_delta_from_mu", counting)
-    return counting
+    # The conversions cache their answers (pure functions of the true curve);
+    # a test that swaps the curve must see them computed from its own.
+    caches = (accounting._mu_from_epsilon, accounting._epsilon_from_mu)
+    for cached in caches:
+        cached.cache_clear()
+    yield counting
+    for cached in caches:
+        cached.cache_clear()
 
 
 # ---------------------------------------------------------------------------
