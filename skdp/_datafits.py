@@ -34,7 +34,9 @@ class BinomialLogistic:
     grad_bound = 1.0
 
     def raw_grad(self, y, z):
-        return expit(z) - y[:, None]
+        g = expit(z)
+        g[:, 0] -= y  # (a 1-d view: several times faster than broadcasting y[:, None])
+        return g
 
     def inverse_link(self, z):
         return expit(z)
@@ -94,7 +96,10 @@ class Quadratic:
         self.scale = scale
 
     def raw_grad(self, y, z):
-        return (2.0 * self.scale) * (z - y[:, None])
+        g = z.copy()
+        g[:, 0] -= y
+        g *= 2.0 * self.scale
+        return g
 
     def inverse_link(self, z):
         return z
@@ -116,7 +121,9 @@ class Poisson:
     grad_bound = np.inf
 
     def raw_grad(self, y, z):
-        return np.exp(z) - y[:, None]
+        g = np.exp(z)
+        g[:, 0] -= y
+        return g
 
     def inverse_link(self, z):
         return np.exp(z)
