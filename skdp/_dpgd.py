@@ -41,7 +41,8 @@ enforced by the code that runs, not assumed of the data:
 * a record whose gradient is not finite (``X @ coef`` can be ``inf − inf``)
   contributes nothing, so every contribution is finite and of norm ≤ C;
 * float32 data stay float32 in memory; the sums are accumulated in float64,
-  a block of rows at a time.
+  a block of rows at a time. A dense float64 X is read in Fortran order
+  (copied once if it is not; see :func:`canonical_design`).
 
 **Audit hook.** :func:`injected_gradient` (used only by :mod:`skdp.audit`)
 replaces one record's clipped gradient, at every step, by a gradient the
@@ -67,8 +68,9 @@ _DATAFIT_MEMBERS = ("raw_grad", "grad_bound", "inverse_link")
 #: Adjacencies the engine implements (it divides by the public n).
 SUPPORTED_ADJACENCIES = (REPLACE_ONE,)
 
-# Rows are processed in blocks of at most this many stored values, so that a
-# float32 X is never copied to float64 whole (8 MB of float64 per block).
+# Rows are processed in blocks of at most this many stored values (8 MB of
+# float64): a float32 X is never copied to float64 whole, and a dense block is
+# still in cache when X.T @ g follows X @ coef.
 _BLOCK_VALUES = 1 << 20
 
 

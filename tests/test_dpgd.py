@@ -702,3 +702,47 @@ def test_a_proved_sensitivity_replaces_2C_in_the_noise_and_the_report(monkeypatc
     assert cost.mu == pytest.approx(1.0, rel=1e-15) and default.mu == cost.mu
     assert "step sensitivity 2.5" in cost.mechanism
     assert "step sensitivity 2," in default.mechanism
+
+
+def test_dense_float64_is_read_in_fortran_order_without_touching_the_input():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 7))
+    before = X.copy()
+    Xf = canonical_design(X)
+    assert Xf.flags.f_contiguous and Xf is not X
+    np.testing.assert_array_equal(Xf, before)
+    assert X.flags.c_contiguous and np.array_equal(X, before)
+    assert canonical_design(Xf) is Xf  # already in Fortran order: no copy
+    X32 = X.astype(np.float32)
+    assert canonical_design(X32) is X32  # float32 is read in blocks, never copied
+
+
+@pytest.mark.parametrize(("datafit", "k"), DATAFITS)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_many_blocks_in_either_order_match_one_block(monkeypatch, datafit, k, order):
+    # The per-block kernel (and the one-output clip to ±C/||x̃||) gives the
+    # sum of one block up to summation order, whatever the blocking; records
+    # far out (clipped hard), near zero (not clipped) and of infinite-norm
+    # iterate products are all in it.
+    rng = np.random.default_rng(21)
+    X = np.asarray(rng.normal(scale=0.3, size=(203, 5)), order=order)
+    X[::7] *= 1e3
+    X[1::9] *= 1e-6
+    y = _labels(datafit, k, 203, rng)
+    coef, intercept = rng.normal(size=(5, k)), rng.normal(size=k)
+    whole = canonical_design(X)
+    row_norm = np.hypot(row_norms(whole), 1.0)
+    expected = clipped_gradient_sum(whole, y, datafit, coef, intercept, row_norm, 0.4)
+    monkeypatch.setattr(_dpgd, "_BLOCK_VALUES", 23)
+    blocked = canonical_design(X)
+    got = clipped_gradient_sum(blocked, y, datafit, coef, intercept, row_norm, 0.4)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    # and against the explicit per-record clip, record by record
+    X1 = np.hstack([X, np.ones((203, 1))])
+    per_record = np.einsum("ik,ij->ijk", datafit.raw_grad(y, X @ coef + intercept), X1)
+    per_record = per_record.reshape(203, -1)
+    norms = np.linalg.norm(per_record, axis=1)
+    clipped = per_record * np.minimum(1.0, 0.4 / np.maximum(norms, 1e-300))[:, None]
+    np.testing.assert_allclose(
+        got, clipped.sum(axis=0).reshape(6, k), rtol=1e-10, atol=1e-12
+    )
