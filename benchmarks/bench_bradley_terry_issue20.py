@@ -8,7 +8,7 @@ Prints markdown tables for ``docs/benchmarks.md``. Reproduce with::
 Item 7 (``privacy_unit="outcome"``): 200 items with N(0, 1) scores; 40000
 random comparisons among the first 190, and 0-3 comparisons of each of the
 last 10 with random common items (the generator of
-``tests/test_ranking.py::rarely_compared_design``). The penalty before the
+``skdp.datasets.make_btl_rare_items``). The penalty before the
 issue (one value for every item, from the average information; passed here as
 ``alpha``) against the per-item ``alpha="auto"``; also on the uniform designs
 of ``benchmarks/bench_bradley_terry.py``.
@@ -35,9 +35,8 @@ from _common import markdown_table, use_checkout  # noqa: E402
 
 use_checkout(REPO_ROOT)
 
-from scipy.special import expit  # noqa: E402
 
-from skdp.datasets import make_btl_comparisons  # noqa: E402
+from skdp.datasets import make_btl_comparisons, make_btl_rare_items  # noqa: E402
 from skdp.ranking import DPBradleyTerry, _bradley_terry, pairs_to_design  # noqa: E402
 from skdp.ranking._solver import collapse_duplicate_rows, penalised_mle  # noqa: E402
 
@@ -49,22 +48,9 @@ SEEDS = range(3)
 EPSILONS_9 = (1.0, 4.0, 1e6)
 
 
-def rarely_compared_design(seed, n_items=200, n_rare=10, n_common_comparisons=40000):
-    rng = np.random.default_rng(seed)
-    scores = rng.standard_normal(n_items)
-    common = n_items - n_rare
-    pairs = rng.integers(0, common, size=(n_common_comparisons, 2))
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    counts = rng.integers(0, 4, n_rare)
-    rare = np.column_stack(
-        [
-            np.repeat(np.arange(common, n_items), counts),
-            rng.integers(0, common, counts.sum()),
-        ]
-    )
-    pairs = np.vstack([pairs, rare])
-    won = rng.random(len(pairs)) < expit(scores[pairs[:, 0]] - scores[pairs[:, 1]])
-    return pairs_to_design(pairs, n_items), won.astype(np.int64), scores
+def rarely_compared_design(seed):
+    pairs, won, scores = make_btl_rare_items(random_state=seed)
+    return pairs_to_design(pairs, 200), won, scores
 
 
 def fit(X, y, seed, **params):

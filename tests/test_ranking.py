@@ -30,7 +30,7 @@ from skdp.accounting import (
     classical_gaussian_noise_multiplier,
     gaussian_noise_multiplier,
 )
-from skdp.datasets import make_btl_comparisons
+from skdp.datasets import make_btl_comparisons, make_btl_rare_items
 from skdp.ranking import (
     DPBradleyTerry,
     PairsEncoder,
@@ -731,24 +731,11 @@ def test_alpha_auto_reads_only_public_quantities():
     assert c.alpha_ == pytest.approx(expected, rel=1e-12)
 
 
-def rarely_compared_design(seed, n_items=200, n_rare=10, n_common_comparisons=40000):
-    """BTL comparisons in which the last ``n_rare`` items are compared 0-3
+def rarely_compared_design(seed):
+    """BTL comparisons in which the last 10 of 200 items are compared 0-3
     times each (with random common items) and the others about 420 times."""
-    rng = np.random.default_rng(seed)
-    scores = rng.standard_normal(n_items)
-    common = n_items - n_rare
-    pairs = rng.integers(0, common, size=(n_common_comparisons, 2))
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    counts = rng.integers(0, 4, n_rare)
-    rare = np.column_stack(
-        [
-            np.repeat(np.arange(common, n_items), counts),
-            rng.integers(0, common, counts.sum()),
-        ]
-    )
-    pairs = np.vstack([pairs, rare])
-    won = rng.random(len(pairs)) < expit(scores[pairs[:, 0]] - scores[pairs[:, 1]])
-    return pairs_to_design(pairs, n_items), won.astype(np.int64), scores
+    pairs, won, scores = make_btl_rare_items(random_state=seed)
+    return pairs_to_design(pairs, 200), won, scores
 
 
 def test_rarely_compared_items_do_not_take_the_top_of_the_ranking():
@@ -904,3 +891,26 @@ def test_win_counts_canary_recovers_the_release_with_per_item_penalties():
     row = X[0].toarray()[0]
     v = row - (row @ alpha) / (alpha @ alpha) * alpha
     assert canary.statistic(model) == pytest.approx(released @ v, abs=1e-6)
+
+
+def test_make_btl_rare_items_compares_the_rare_items_rarely():
+    pairs, y, scores = make_btl_rare_items(
+        n_items=30, n_rare=4, n_common_comparisons=3000, random_state=1
+    )
+    counts = np.bincount(pairs.ravel(), minlength=30)
+    assert counts[-4:].max() <= 3 and counts[:26].min() > 100
+    assert (pairs[:, 0] != pairs[:, 1]).all()
+    rare_rows = (pairs >= 26).any(axis=1)
+    assert (pairs[rare_rows, 1] < 26).all()  # always against a common item
+    assert set(np.unique(y)) <= {0, 1} and scores.shape == (30,)
+    # the better item wins more often (BTL): checked on the common pairs
+    better_first = scores[pairs[:, 0]] > scores[pairs[:, 1]]
+    assert y[better_first].mean() > 0.5 > y[~better_first].mean()
+    again = make_btl_rare_items(
+        n_items=30, n_rare=4, n_common_comparisons=3000, random_state=1
+    )
+    assert all(
+        np.array_equal(a, b) for a, b in zip(again, (pairs, y, scores), strict=True)
+    )
+    with pytest.raises(ValueError, match="common item"):
+        make_btl_rare_items(n_items=5, n_rare=4)

@@ -92,3 +92,85 @@ def make_btl_comparisons(
     )
     order = rng.permutation(first.size)
     return pairs[order], wins[order].astype(np.int64), scores
+
+
+@validate_params(
+    {
+        "n_items": [Interval(Integral, 3, None, closed="left")],
+        "n_rare": [Interval(Integral, 1, None, closed="left")],
+        "n_common_comparisons": [Interval(Integral, 1, None, closed="left")],
+        "max_rare_comparisons": [Interval(Integral, 0, None, closed="left")],
+        "random_state": [Interval(Integral, 0, None, closed="left"), None],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_btl_rare_items(
+    n_items=200,
+    n_rare=10,
+    n_common_comparisons=40000,
+    *,
+    max_rare_comparisons=3,
+    random_state=None,
+):
+    """Bradley–Terry comparisons in which a few items are hardly ever compared.
+
+    The design behind issue 20's item 7 (a rarely compared item's private
+    score is mostly noise, and must not take the top of the ranking): the
+    first ``n_items - n_rare`` items are compared ``n_common_comparisons``
+    times in all, in random pairs (pairs of an item with itself dropped);
+    each of the last ``n_rare`` items is compared 0 to
+    ``max_rare_comparisons`` times (uniformly), each time against a random
+    common item. Scores are i.i.d. ``N(0, 1)`` (not centred) and item i beats
+    item j with probability ``σ(θ_i − θ_j)``.
+
+    Parameters
+    ----------
+    n_items : int, default=200
+        Number of items.
+    n_rare : int, default=10
+        Number of rarely compared items (the last ones); below ``n_items - 1``.
+    n_common_comparisons : int, default=40000
+        Random pairs drawn among the common items (before dropping self-pairs).
+    max_rare_comparisons : int, default=3
+        Each rare item is compared 0 to this many times.
+    random_state : int or None, default=None
+        Seed of :func:`numpy.random.default_rng` (the generator behind the
+        measurements in ``docs/benchmarks.md``).
+
+    Returns
+    -------
+    pairs : ndarray of shape (n_comparisons, 2)
+        Item ids ``[i, j]`` (int64); the rare items' comparisons come last.
+    y : ndarray of shape (n_comparisons,)
+        1 if the first item won, else 0 (int64).
+    scores : ndarray of shape (n_items,)
+        The true scores θ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.datasets import make_btl_rare_items
+    >>> pairs, y, scores = make_btl_rare_items(random_state=0)
+    >>> counts = np.bincount(pairs.ravel(), minlength=200)
+    >>> bool(counts[-10:].max() <= 3 and counts[:190].min() > 300)
+    True
+    """
+    common = n_items - n_rare
+    if common < 2:
+        raise ValueError(
+            f"n_rare={n_rare} leaves {common} common item(s); at least 2 are needed."
+        )
+    rng = np.random.default_rng(random_state)
+    scores = rng.standard_normal(n_items)
+    pairs = rng.integers(0, common, size=(n_common_comparisons, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    counts = rng.integers(0, max_rare_comparisons + 1, n_rare)
+    rare = np.column_stack(
+        [
+            np.repeat(np.arange(common, n_items), counts),
+            rng.integers(0, common, counts.sum()),
+        ]
+    )
+    pairs = np.vstack([pairs, rare]).astype(np.int64)
+    won = rng.random(len(pairs)) < expit(scores[pairs[:, 0]] - scores[pairs[:, 1]])
+    return pairs, won.astype(np.int64), scores
