@@ -418,8 +418,12 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
 
 
 def _feature_matrix(X, weights, activation):
-    """The ``n × p`` feature matrix Φ, filled a block of columns at a time."""
-    Phi = np.empty((X.shape[0], weights.shape[1]))
+    """The ``n × p`` feature matrix Φ, filled a block of columns at a time.
+
+    In Fortran order, the order the DP-GD engine reads (it would copy a
+    row-major Φ once more).
+    """
+    Phi = np.empty((X.shape[0], weights.shape[1]), order="F")
     for cols in column_blocks(X.shape[0], weights.shape[1]):
         Phi[:, cols] = features(X, weights, activation, cols)
     return Phi
