@@ -62,6 +62,7 @@ from skdp.audit import (
     tpr_at_fpr,
 )
 from skdp.audit._cli import main_audit
+from skdp.audit._stats import roc_curve
 from skdp.datasets import make_btl_comparisons
 from skdp.ranking import pairs_to_design
 
@@ -199,6 +200,14 @@ def test_auroc_and_tpr_at_fpr_on_known_values():
     scores_in = np.array([98.5, 99.5, 50.0, 10.0])
     assert tpr_at_fpr(scores_in, scores_out, 0.01) == 0.5
     assert tpr_at_fpr(scores_in, scores_out, 0.001) == 0.25
+
+
+def test_roc_curve_points_of_the_tests_score_at_least_tau():
+    # Thresholds 0, 1, 2, 3, inf from the highest down: (FPR, TPR) of
+    # "score >= τ" counted by hand on 3 in-scores and 2 out-scores (a tie at 2).
+    fpr, tpr = roc_curve([3.0, 1.0, 2.0], [0.0, 2.0])
+    np.testing.assert_array_equal(fpr, [0.0, 0.0, 0.5, 0.5, 1.0])
+    np.testing.assert_allclose(tpr, [0.0, 1 / 3, 2 / 3, 1.0, 1.0], rtol=1e-15)
 
 
 # --------------------------------------------------------------------------
