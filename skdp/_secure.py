@@ -294,15 +294,26 @@ def _grid_exponent(scale, root_dim, max_ratio):
     return e
 
 
+#: Grid integers are clamped to ±2^60 (a 1-Lipschitz map per coordinate, so
+#: the sensitivity bound is unchanged), which keeps ``m + Y`` inside int64.
+_GRID_CLAMP = float(1 << 60)
+
+
 def _to_grid(value, e):
-    """``round(value / 2^e)`` as float64 integers (exact: 2^e is a power of two)."""
+    """``clamp(round(value / 2^e), ±2^60)`` as float64 integers.
+
+    Dividing by the power of two 2^e is exact (or overflows to ±inf, which
+    the clamp maps to ±2^60); rounding moves each coordinate by at most 1/2;
+    the clamp is 1-Lipschitz. So neighbouring values at L2 (L1) distance Δ
+    map to integer vectors at L2 distance at most ``Δ/g + sqrt(dim)`` (L1:
+    ``Δ/g + dim``), whatever their size: no value makes this raise.
+    """
     value = np.asarray(value, dtype=np.float64)
-    if not np.isfinite(value).all():
-        raise ValueError("Secure noise needs finite values.")
-    scaled = np.ldexp(value, -e)
-    if not np.isfinite(scaled).all():
-        raise ValueError("A value is too large for the secure noise grid.")
-    return np.rint(scaled)
+    if np.isnan(value).any():
+        raise ValueError("Secure noise needs values that are not NaN.")
+    with np.errstate(over="ignore"):
+        scaled = np.ldexp(value, -e)
+    return np.clip(np.rint(scaled), -_GRID_CLAMP, _GRID_CLAMP)
 
 
 class SecureNoise:
@@ -370,7 +381,8 @@ class SecureNoise:
             return getattr(self._public, name)
         raise AttributeError(
             f"SecureNoise has no {name!r}: privacy noise under noise='secure' is "
-            "drawn only by skdp.mechanisms (add_gaussian_noise, add_laplace_noise)."
+            "drawn only through skdp.mechanisms (add_gaussian_noise, "
+            "add_laplace_noise)."
         )
 
     def _bits_bytes(self, n):
@@ -404,8 +416,19 @@ class SecureNoise:
         value = np.asarray(value, dtype=np.float64)
         if scale == 0:
             return value.copy()
+        integers, e = self.laplace_integers(value, scale)
+        return np.ldexp(integers.astype(np.float64), e)
+
+    def laplace_integers(self, value, scale):
+        """The integers ``round(value/g) + Y`` of :meth:`add_laplace`, and e (g = 2^e).
+
+        Exact int64 (|round(value/g)| <= 2^60 after the clamp, |Y| < 2^62),
+        for mechanisms that compare noisy values (report-noisy-max): in
+        float64 two different sums above 2^53 could round to a tie.
+        """
+        value = np.asarray(value, dtype=np.float64)
         e = _grid_exponent(scale, max(value.size, 1), _MAX_LAPLACE_SCALE)
-        m = _to_grid(value, e)
+        m = _to_grid(value, e).astype(np.int64)
         t = math.ceil(math.ldexp(scale, -e))
         y = discrete_laplace(self._bits, t, value.size).reshape(value.shape)
-        return np.ldexp(m + y, e)
+        return m + y, e
