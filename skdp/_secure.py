@@ -371,7 +371,7 @@ class SecureNoise:
 
     def spawn(self, n_children):
         """``n_children`` independent secure sources (numpy's ``spawn`` interface)."""
-        return [SecureNoise(self._bytes_source) for _ in range(n_children)]
+        return [type(self)(self._bytes_source) for _ in range(n_children)]
 
     def __getattr__(self, name):
         if name in SecureNoise._PUBLIC_METHODS:
