@@ -10,7 +10,7 @@ Noise comes from a *noise source* that estimators obtain with
   ``value`` (``tests/test_secure_noise.py`` tells two neighbouring values
   apart with certainty on most draws), and PCG64 is not a cryptographic
   generator.
-* ``noise="secure"``: a :class:`~skdp._secure.SecureNoise`. Every value is
+* ``noise="secure"``: a :class:`~skdp.mechanisms.SecureNoise`. Every value is
   rounded to a power-of-two grid and gets exact discrete Gaussian or
   discrete Laplace noise (Canonne, Kamath & Steinke 2020) drawn with bits
   from :func:`os.urandom`; the rounding's cost is in the calibration
@@ -41,9 +41,11 @@ from ._secure import SecureNoise
 
 __all__ = [
     "NOISE_SAMPLERS",
+    "SecureNoise",
     "add_gaussian_noise",
     "add_laplace_noise",
     "as_generator",
+    "check_secure_seed",
     "gaussian_mechanism",
     "gaussian_noise",
     "gumbel_noise",
@@ -64,7 +66,7 @@ def as_generator(random_state, noise="fast"):
     """The noise source of a fit from its ``random_state`` and ``noise``.
 
     With ``noise="fast"``, a :class:`numpy.random.Generator`; with
-    ``noise="secure"``, a :class:`~skdp._secure.SecureNoise` (then
+    ``noise="secure"``, a :class:`~skdp.mechanisms.SecureNoise` (then
     ``random_state`` must be None: secure noise cannot be reproducible, and
     a seed would make it predictable).
 
@@ -209,7 +211,7 @@ def add_gaussian_noise(value, std, rng):
     """``value`` plus i.i.d. Gaussian noise of standard deviation ``std``.
 
     Fast source: ``value + N(0, std²)`` in floating point. Secure source
-    (:class:`~skdp._secure.SecureNoise`): ``g·(round(value/g) + Y)`` with Y
+    (:class:`~skdp.mechanisms.SecureNoise`): ``g·(round(value/g) + Y)`` with Y
     discrete Gaussian of scale ``s = ceil(std/g) >= std/g`` and the grid step
     ``g = 2^e <= std·2^-16/sqrt(value.size)``. Rounding grows the L2
     sensitivity Δ of ``value`` by at most ``g·sqrt(value.size) <= std·2^-16``,
