@@ -321,9 +321,9 @@ class SecureNoise:
 
     Made by :func:`skdp.mechanisms.as_generator` for ``noise="secure"``; the
     mechanisms in :mod:`skdp.mechanisms` dispatch on it. Every privacy noise
-    draw is exact integer noise from :func:`discrete_gaussian` or
-    :func:`discrete_laplace` on a power-of-two grid, with bits from
-    :func:`os.urandom`, added to the value *rounded to that grid*, so the
+    draw is exact integer noise from ``discrete_gaussian`` or
+    ``discrete_laplace`` (Canonne, Kamath & Steinke 2020, Algorithms 3
+    and 2) on a power-of-two grid, with bits from :func:`os.urandom`, added to the value *rounded to that grid*, so the
     low-order bits of a release depend only on the exact integer sum and
     reveal nothing more than it does.
 
@@ -422,7 +422,8 @@ class SecureNoise:
     def laplace_integers(self, value, scale):
         """The integers ``round(value/g) + Y`` of :meth:`add_laplace`, and e (g = 2^e).
 
-        Exact int64 (|round(value/g)| <= 2^60 after the clamp, |Y| < 2^62),
+        Exact int64 (``|round(value/g)| <= 2^60`` after the clamp,
+        ``|Y| < 2^62``),
         for mechanisms that compare noisy values (report-noisy-max): in
         float64 two different sums above 2^53 could round to a tie.
         """

@@ -1013,8 +1013,8 @@ class PrivacyCost:
         If not None (and ``mu`` is None), the release is ``zcdp``-zCDP
         (ρ), e.g. discrete Gaussian noise (``noise="secure"``), and
         ``(epsilon, delta)`` is one point of
-        :func:`epsilon_from_zcdp_tight`. Compositions that contain such a
-        release compose in zCDP.
+        :func:`~skdp.accounting.epsilon_from_zcdp_tight`. Compositions
+        that contain such a release compose in zCDP.
     sampler : str, default=""
         Which noise sampler drew the noise (set by every skdp fit: numpy's
         floating-point PCG64 path, or the secure discrete samplers).
