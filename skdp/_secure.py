@@ -323,9 +323,10 @@ class SecureNoise:
     mechanisms in :mod:`skdp.mechanisms` dispatch on it. Every privacy noise
     draw is exact integer noise from ``discrete_gaussian`` or
     ``discrete_laplace`` (Canonne, Kamath & Steinke 2020, Algorithms 3
-    and 2) on a power-of-two grid, with bits from :func:`os.urandom`, added to the value *rounded to that grid*, so the
-    low-order bits of a release depend only on the exact integer sum and
-    reveal nothing more than it does.
+    and 2) on a power-of-two grid, with bits from :func:`os.urandom`, added
+    to the value *rounded to that grid*, so the low-order bits of a release
+    depend only on the exact integer sum and reveal nothing more than it
+    does.
 
     Data-independent randomness that carries no privacy noise (a shuffle, a
     random-feature map, the number of search candidates) is drawn through
