@@ -59,9 +59,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ._secure import SecureNoise
 from .accounting import REPLACE_ONE, gaussian_cost, sensitivity_factor
 from .exceptions import MechanismFailedError
-from .mechanisms import gaussian_noise
+from .mechanisms import add_gaussian_noise
 
 _DATAFIT_MEMBERS = ("raw_grad", "grad_bound", "inverse_link")
 
@@ -488,8 +489,11 @@ def dpgd(
         Step size η of the step rule.
     delta : float
         δ at which the returned cost states ε.
-    rng : numpy.random.Generator
-        Source of the noise.
+    rng : numpy.random.Generator or SecureNoise
+        Source of the noise (:func:`skdp.mechanisms.as_generator`). A
+        secure source rounds each step's gradient sum to its grid and adds
+        discrete Gaussian noise; the returned cost is then the zCDP one of
+        :func:`skdp.accounting.secure_noise_cost`.
     alpha : float, default=0.0
         L2 penalty ``alpha/2 · ||coef||²`` on the mean loss (not on the
         intercept). ``learning_rate * alpha`` must be below 2.
@@ -529,7 +533,8 @@ def dpgd(
     coef : ndarray of shape (n_features, n_outputs)
     intercept : ndarray of shape (n_outputs,)
     cost : PrivacyCost
-        ``sqrt(n_iter)/noise_multiplier``-GDP under ``adjacency``.
+        ``sqrt(n_iter)/noise_multiplier``-GDP under ``adjacency`` (fast
+        source), or ``n_iter·(1/noise_multiplier + 2^-16)²/2``-zCDP (secure).
 
     Raises
     ------
@@ -566,6 +571,7 @@ def dpgd(
             f"step sensitivity {sensitivity:.6g}, "
             f"noise multiplier {noise_multiplier:.6g}"
         ),
+        noise="secure" if isinstance(rng, SecureNoise) else "fast",
     )
     progress = _Progress(mechanism, n_iter, verbose)
     progress.start(cost, noise_std, n, d)
@@ -577,7 +583,7 @@ def dpgd(
         grad_sum = clipped_gradient_sum(
             X, y, datafit, coef, intercept, row_norm, clip_norm
         )
-        grad = (grad_sum + gaussian_noise(rng, noise_std, grad_sum.shape)) / n
+        grad = add_gaussian_noise(grad_sum, noise_std, rng) / n
         grad[:d] += alpha * coef
         if not fit_intercept:
             grad[d] = 0.0

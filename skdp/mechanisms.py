@@ -1,14 +1,28 @@
 """Vectorised noise: every mechanism draws whole arrays in one call.
 
-Noise comes from a :class:`numpy.random.Generator` (PCG64). Estimators obtain it
-with :func:`as_generator`, which accepts scikit-learn's ``random_state``
-conventions. Mechanisms here only add noise; how much noise a guarantee needs
-is decided in :mod:`skdp.accounting`.
+Noise comes from a *noise source* that estimators obtain with
+:func:`as_generator` from their ``random_state`` and ``noise`` parameters:
 
-Floating-point caveat: like every numpy sampler, these are not hardened
-against the floating-point attacks of Mironov (2012).
+* ``noise="fast"`` (the default): a :class:`numpy.random.Generator` (PCG64)
+  and numpy's floating-point samplers. Like every numpy sampler these are
+  **not** hardened against the floating-point attacks of Mironov (2012) and
+  Jin et al. (2022): the low-order bits of ``value + noise`` can reveal
+  ``value`` (``tests/test_secure_noise.py`` tells two neighbouring values
+  apart with certainty on most draws), and PCG64 is not a cryptographic
+  generator.
+* ``noise="secure"``: a :class:`~skdp.mechanisms.SecureNoise`. Every value is
+  rounded to a power-of-two grid and gets exact discrete Gaussian or
+  discrete Laplace noise (Canonne, Kamath & Steinke 2020) drawn with bits
+  from :func:`os.urandom`; the rounding's cost is in the calibration
+  (:func:`skdp.accounting.secure_gaussian_noise_multiplier`). It is
+  incompatible with a fixed ``random_state`` (refused).
 
-Seeds: a fixed ``random_state`` makes the noise predictable to whoever knows
+Mechanisms add noise through :func:`add_gaussian_noise` and
+:func:`add_laplace_noise`, which dispatch on the source, so no estimator
+has sampling code of its own. How much noise a guarantee needs is decided in
+:mod:`skdp.accounting`.
+
+Seeds: an int ``random_state`` makes the noise predictable to whoever knows
 or guesses the seed, and every fit given the same seed (the clones that a
 search or cross-validation makes, sibling steps, a sweep over ε) draws the
 *same* noise, which linear combinations of the releases then cancel. Leave
@@ -23,8 +37,15 @@ import numbers
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ._secure import SecureNoise
+
 __all__ = [
+    "NOISE_SAMPLERS",
+    "SecureNoise",
+    "add_gaussian_noise",
+    "add_laplace_noise",
     "as_generator",
+    "check_secure_seed",
     "gaussian_mechanism",
     "gaussian_noise",
     "gumbel_noise",
@@ -34,8 +55,20 @@ __all__ = [
 ]
 
 
-def as_generator(random_state):
-    """A :class:`numpy.random.Generator` from a scikit-learn ``random_state``.
+#: What ``privacy_spent_.sampler`` says for each value of ``noise``.
+NOISE_SAMPLERS = {
+    "fast": "numpy PCG64, floating point (not hardened against float attacks)",
+    "secure": SecureNoise.description,
+}
+
+
+def as_generator(random_state, noise="fast"):
+    """The noise source of a fit from its ``random_state`` and ``noise``.
+
+    With ``noise="fast"``, a :class:`numpy.random.Generator`; with
+    ``noise="secure"``, a :class:`~skdp.mechanisms.SecureNoise` (then
+    ``random_state`` must be None: secure noise cannot be reproducible, and
+    a seed would make it predictable).
 
     The rule for privacy noise (see :func:`noise_seed_id`): ``None``, the
     default, draws every fit's noise from fresh operating-system entropy, so
@@ -54,10 +87,33 @@ def as_generator(random_state):
         (e.g. made by ``clone`` at different times) never give overlapping,
         shifted noise.
 
+    noise : {"fast", "secure"}, default="fast"
+        The sampler (see the module docstring).
+
     Returns
     -------
-    numpy.random.Generator
+    numpy.random.Generator or SecureNoise
+
+    Raises
+    ------
+    ValueError
+        For ``noise="secure"`` with a ``random_state`` other than None.
+
+    Examples
+    --------
+    >>> from skdp.mechanisms import as_generator
+    >>> as_generator(None, noise="secure")
+    SecureNoise()
+    >>> as_generator(0, noise="secure")
+    Traceback (most recent call last):
+    ...
+    ValueError: noise='secure' draws from the operating system's CSPRNG...
     """
+    if noise == "secure":
+        check_secure_seed(random_state)
+        return SecureNoise()
+    if noise != "fast":
+        raise ValueError(f"noise must be 'fast' or 'secure'; got {noise!r}.")
     if random_state is None:
         return np.random.default_rng()
     if isinstance(random_state, numbers.Integral):
@@ -66,6 +122,17 @@ def as_generator(random_state):
         return np.random.default_rng(random_state.integers(2**63, size=4))
     seed_words = check_random_state(random_state).randint(2**31, size=4)
     return np.random.default_rng(seed_words)
+
+
+def check_secure_seed(random_state, noise="secure"):
+    """Refuse a fixed ``random_state`` with ``noise="secure"`` (issue 22, item 3)."""
+    if noise == "secure" and random_state is not None:
+        raise ValueError(
+            "noise='secure' draws from the operating system's CSPRNG and cannot "
+            f"be seeded; got random_state={random_state!r}. A seed would make the "
+            "noise reproducible, hence predictable to whoever knows it: leave "
+            "random_state=None, or use noise='fast' for reproducible runs."
+        )
 
 
 def noise_seed_id(random_state):
@@ -103,8 +170,15 @@ def noise_seed_id(random_state):
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
-def _draw(sample, scale, shape):
-    """``sample(0, scale, shape)`` after checking the scale; zeros when it is 0."""
+def _draw(rng, name, scale, shape):
+    """``rng.<name>(0, scale, shape)`` after checking the scale; zeros when it is 0."""
+    if isinstance(rng, SecureNoise):
+        raise TypeError(
+            f"{name} noise alone cannot be drawn from a secure source: the value "
+            "it is added to must be rounded to the same grid. Use "
+            "add_gaussian_noise / add_laplace_noise."
+        )
+    sample = getattr(rng, name)
     if scale < 0:
         raise ValueError(f"The noise scale must be >= 0; got {scale}.")
     if scale == 0:
@@ -113,18 +187,90 @@ def _draw(sample, scale, shape):
 
 
 def gaussian_noise(rng, std, shape):
-    """I.i.d. N(0, std²) noise of the given shape (zeros when ``std == 0``)."""
-    return _draw(rng.normal, std, shape)
+    """I.i.d. N(0, std²) noise of the given shape (zeros when ``std == 0``).
+
+    Fast path only; a mechanism adds noise with :func:`add_gaussian_noise`.
+    """
+    return _draw(rng, "normal", std, shape)
 
 
 def laplace_noise(rng, scale, shape):
-    """I.i.d. Laplace(0, scale) noise of the given shape (zeros when ``scale == 0``)."""
-    return _draw(rng.laplace, scale, shape)
+    """I.i.d. Laplace(0, scale) noise of the given shape (zeros when ``scale == 0``).
+
+    Fast path only; a mechanism adds noise with :func:`add_laplace_noise`.
+    """
+    return _draw(rng, "laplace", scale, shape)
 
 
 def gumbel_noise(rng, scale, shape):
     """I.i.d. Gumbel(0, scale) noise of the given shape (zeros when ``scale == 0``)."""
-    return _draw(rng.gumbel, scale, shape)
+    return _draw(rng, "gumbel", scale, shape)
+
+
+def add_gaussian_noise(value, std, rng):
+    """``value`` plus i.i.d. Gaussian noise of standard deviation ``std``.
+
+    Fast source: ``value + N(0, std²)`` in floating point. Secure source
+    (:class:`~skdp.mechanisms.SecureNoise`): ``g·(round(value/g) + Y)`` with Y
+    discrete Gaussian of scale ``s = ceil(std/g) >= std/g`` and the grid step
+    ``g = 2^e <= std·2^-16/sqrt(value.size)``. Rounding grows the L2
+    sensitivity Δ of ``value`` by at most ``g·sqrt(value.size) <= std·2^-16``,
+    so the release is ρ-zCDP with ``ρ = (Δ/std + 2^-16)²/2`` (Canonne, Kamath
+    & Steinke 2020, Thm. 14); the accountant charges exactly that
+    (:func:`skdp.accounting.secure_noise_cost`). One call must carry one
+    whole release (the bound is per call).
+
+    Parameters
+    ----------
+    value : array-like
+        Finite values to release.
+    std : float
+        Noise standard deviation (Gaussian) or scale (discrete Gaussian), >= 0.
+    rng : numpy.random.Generator or SecureNoise
+        The noise source (:func:`as_generator`).
+
+    Returns
+    -------
+    ndarray of float64, the shape of ``value``
+
+    Examples
+    --------
+    >>> from skdp.mechanisms import add_gaussian_noise, as_generator
+    >>> add_gaussian_noise([1.0, 2.0], 0.0, as_generator(None, "secure"))
+    array([1., 2.])
+    >>> out = add_gaussian_noise([1.0, 2.0], 1e-3, as_generator(None, "secure"))
+    >>> out.shape
+    (2,)
+    """
+    if isinstance(rng, SecureNoise):
+        _check_scale(std)
+        return rng.add_gaussian(value, float(std))
+    value = np.asarray(value, dtype=float)
+    return value + gaussian_noise(rng, std, value.shape)
+
+
+def add_laplace_noise(value, scale, rng):
+    """``value`` plus i.i.d. Laplace noise of scale ``scale``.
+
+    Fast source: ``value + Laplace(0, scale)``. Secure source:
+    ``g·(round(value/g) + Y)``, Y discrete Laplace with
+    ``P(Y = y) ∝ exp(-|y|/t)``, ``t = ceil(scale/g)``,
+    ``g = 2^e <= scale·2^-16/value.size``. Rounding grows the L1 sensitivity
+    Δ₁ by at most ``g·value.size <= scale·2^-16``, so the release is
+    ``(Δ₁/scale + 2^-16)``-DP (the discrete Laplace with scale t on an
+    integer query of L1 sensitivity D is D/t-DP; Canonne, Kamath & Steinke
+    2020, §2.2; Ghosh, Roughgarden & Sundararajan 2012).
+    """
+    if isinstance(rng, SecureNoise):
+        _check_scale(scale)
+        return rng.add_laplace(value, float(scale))
+    value = np.asarray(value, dtype=float)
+    return value + laplace_noise(rng, scale, value.shape)
+
+
+def _check_scale(scale):
+    if not scale >= 0:
+        raise ValueError(f"The noise scale must be >= 0; got {scale}.")
 
 
 def gaussian_mechanism(value, *, sensitivity, noise_multiplier, rng):
@@ -133,8 +279,7 @@ def gaussian_mechanism(value, *, sensitivity, noise_multiplier, rng):
     With L2 sensitivity Δ the release is (1/noise_multiplier)-GDP
     (Dong, Roth & Su 2022, Thm. 2.7), whatever the shape of ``value``.
     """
-    value = np.asarray(value, dtype=float)
-    return value + gaussian_noise(rng, noise_multiplier * sensitivity, value.shape)
+    return add_gaussian_noise(value, noise_multiplier * sensitivity, rng)
 
 
 def peel_top_k(scores, k, *, noise, scale, rng):
@@ -167,27 +312,54 @@ def peel_top_k(scores, k, *, noise, scale, rng):
     scale : float
         Noise scale (Gumbel β or Laplace b), ``>= 0``; 0 selects the exact
         top ``k`` (not private: tests and non-private references only).
-    rng : numpy.random.Generator
-        Source of the noise.
+    rng : numpy.random.Generator or SecureNoise
+        Source of the noise. A secure source supports ``noise="laplace"``
+        only.
 
     Returns
     -------
     selected : ndarray of shape (k,)
         Distinct indices, in the order selected.
+
+    Notes
+    -----
+    **Secure Laplace peeling.** The scores are rounded to a grid ``g = 2^e
+    <= scale·2^-16/(k·d)`` (each moves by at most g/2, so one score moves
+    by at most ``Δ/g + 1`` grid steps between neighbours) and get discrete
+    Laplace noise of integer scale ``t = ceil(scale/g)``; the argmax is taken
+    on the exact integers, ties to the lowest index. Fix the other noises:
+    index j wins exactly when its noise ``Y_j >= c``, an integer threshold
+    that moves by at most ``2·(Δ/g + 1)`` between neighbours, and the
+    discrete Laplace tail has ``P(Y >= c + m) >= e^(-m/t)·P(Y >= c)``. So
+    each round is ``ε_p = 2(Δ + g)/(t·g) <= 2Δ/scale + 2^-15``-DP, which
+    :func:`skdp.accounting.secure_laplace_epsilon` charges.
     """
     scores = np.asarray(scores, dtype=float)
     d = scores.shape[0]
     if not 1 <= k <= d:
         raise ValueError(f"k must be in [1, {d}]; got {k}.")
+    secure = isinstance(rng, SecureNoise)
     if noise == "gumbel":
+        if secure:
+            raise ValueError(
+                "Gumbel (exponential-mechanism) peeling has no exact sampler "
+                "under noise='secure'; use Laplace peeling."
+            )
         noisy = scores + gumbel_noise(rng, scale, d)
         top = np.argpartition(-noisy, k - 1)[:k]
         return top[np.argsort(-noisy[top], kind="stable")]
     if noise != "laplace":
         raise ValueError(f"noise must be 'gumbel' or 'laplace'; got {noise!r}.")
-    noisy = scores + laplace_noise(rng, scale, (k, d))
+    if secure and scale > 0:
+        # Exact integers round(score/g) + Y, compared as integers (ties go to
+        # the lowest index, which the ε_p proof allows: see the Notes).
+        noisy, _ = rng.laplace_integers(np.broadcast_to(scores, (k, d)), scale)
+        removed = np.iinfo(np.int64).min
+    else:
+        noisy = scores + laplace_noise(rng, scale, (k, d))
+        removed = -np.inf
     selected = np.empty(k, dtype=np.intp)
     for i in range(k):  # a loop over the k rounds, never over coordinates
         selected[i] = np.argmax(noisy[i])
-        noisy[i + 1 :, selected[i]] = -np.inf
+        noisy[i + 1 :, selected[i]] = removed
     return selected

@@ -376,10 +376,10 @@ def test_black_box_loss_statistic_does_not_refute_the_claim():
 
 
 def _divide_engine_noise(monkeypatch):
-    def weak(rng, std, shape):
-        return mech.gaussian_noise(rng, std / 10, shape)
+    def weak(value, std, rng):
+        return mech.add_gaussian_noise(value, std / 10, rng)
 
-    monkeypatch.setattr(skdp._dpgd, "gaussian_noise", weak)
+    monkeypatch.setattr(skdp._dpgd, "add_gaussian_noise", weak)
 
 
 def _divide_mechanism_noise(module):
@@ -393,11 +393,11 @@ def _divide_mechanism_noise(module):
             )
 
         monkeypatch.setattr(module, "gaussian_mechanism", weak)
-        if hasattr(module, "gaussian_noise"):
+        if hasattr(module, "add_gaussian_noise"):
             monkeypatch.setattr(
                 module,
-                "gaussian_noise",
-                lambda rng, std, shape: mech.gaussian_noise(rng, std / 10, shape),
+                "add_gaussian_noise",
+                lambda value, std, rng: mech.add_gaussian_noise(value, std / 10, rng),
             )
 
     return patch
@@ -476,10 +476,10 @@ def test_default_audit_refutes_under_noising_of_the_default_logistic(
     "budget" 10× one (74%)."""
     X, y = _default_logistic_data()
 
-    def weak(rng, std, shape):
-        return mech.gaussian_noise(rng, std / factor, shape)
+    def weak(value, std, rng):
+        return mech.add_gaussian_noise(value, std / factor, rng)
 
-    monkeypatch.setattr(skdp._dpgd, "gaussian_noise", weak)
+    monkeypatch.setattr(skdp._dpgd, "add_gaussian_noise", weak)
     if variant == "budget":
         true_mu = skdp.linear_model._logistic.mu_from_epsilon
         monkeypatch.setattr(
@@ -586,8 +586,8 @@ def test_sparse_glm_audit_does_not_refute_and_weak_noise_is_caught(monkeypatch):
     peel = module.peel_top_k
     monkeypatch.setattr(
         module,
-        "gaussian_noise",
-        lambda rng, std, shape: mech.gaussian_noise(rng, std / 10, shape),
+        "add_gaussian_noise",
+        lambda value, std, rng: mech.add_gaussian_noise(value, std / 10, rng),
     )
     monkeypatch.setattr(
         module,

@@ -691,11 +691,11 @@ def test_a_proved_sensitivity_replaces_2C_in_the_noise_and_the_report(monkeypatc
     y = np.zeros(5)
     draws = []
 
-    def spy(rng, std, shape):
+    def spy(value, std, rng):
         draws.append(std)
-        return np.zeros(shape)
+        return np.asarray(value, dtype=float)
 
-    monkeypatch.setattr(_dpgd, "gaussian_noise", spy)
+    monkeypatch.setattr(_dpgd, "add_gaussian_noise", spy)
     _, _, cost = run_dpgd(X, y, noise_multiplier=2.0, n_iter=4, sensitivity=2.5)
     _, _, default = run_dpgd(X, y, noise_multiplier=2.0, n_iter=4)
     assert draws == [5.0] * 4 + [4.0] * 4

@@ -404,9 +404,9 @@ def test_user_level_audit_catches_a_tenth_of_the_noise(monkeypatch):
     kwargs = dict(canary=canary, statistic=_tilt_toward_first_axis, n_trials=300)
     report = audit_estimator(est, X, np.zeros(84), random_state=0, **kwargs)
     assert not report.refuted
-    real = fr.gaussian_noise
+    real = fr.add_gaussian_noise
     monkeypatch.setattr(
-        fr, "gaussian_noise", lambda rng, std, shape: real(rng, std / 10, shape)
+        fr, "add_gaussian_noise", lambda value, std, rng: real(value, std / 10, rng)
     )
     broken = audit_estimator(est, X, np.zeros(84), random_state=0, **kwargs)
     print(broken)

@@ -374,18 +374,18 @@ def test_brute_force_sensitivity_of_a_comparison_unit_step(monkeypatch):
     noise_multiplier_·sqrt(6)."""
     calls, stds = [], set()
     real = _bradley_terry.dpgd
-    real_noise = _dpgd_module.gaussian_noise
+    real_noise = _dpgd_module.add_gaussian_noise
 
     def spy(X, y, datafit, **kwargs):
         calls.append((X, kwargs))
         return real(X, y, datafit, **kwargs)
 
-    def noise_spy(rng, std, shape):
+    def noise_spy(value, std, rng):
         stds.add(std)
-        return real_noise(rng, std, shape)
+        return real_noise(value, std, rng)
 
     monkeypatch.setattr(_bradley_terry, "dpgd", spy)
-    monkeypatch.setattr(_dpgd_module, "gaussian_noise", noise_spy)
+    monkeypatch.setattr(_dpgd_module, "add_gaussian_noise", noise_spy)
     y = np.array([1, 0, 1, 1, 0, 1, 0, 1])
     model = fit_bt(SMALL_DESIGN, y, privacy_unit="comparison")
     ((X_used, kwargs),) = calls

@@ -109,6 +109,15 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         cross-validation, sibling steps, a sweep) draws the same noise: the
         fit warns, and :class:`~skdp.PrivacyLedger` refuses to total fits
         that share a seed. A ``Generator`` seeds a child stream.
+    noise : {"fast", "secure"}, default="fast"
+        Sampler of the privacy noise. ``"fast"``: numpy's floating-point
+        sampler (PCG64), not hardened against floating-point attacks on the
+        low-order bits of a release. ``"secure"``: every noisy value is rounded
+        to a power-of-two grid and gets exact discrete Gaussian (or Laplace)
+        noise drawn from the operating system's CSPRNG; the rounding is paid
+        for in the calibration (6-11% more noise at the same ε) and each draw
+        is 20-45 times slower than numpy's. Requires ``random_state=None``.
+        See :ref:`secure_noise`.
     verbose : int, default=0
         1: a line stating the guarantee being spent and the noise scale,
         about ten progress lines and a summary; 2: one line per step.
@@ -241,6 +250,7 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         solver="adam",
         classes=None,
         random_state=None,
+        noise="fast",
         verbose=0,
     ):
         self.epsilon = epsilon
@@ -254,6 +264,7 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.solver = solver
         self.classes = classes
         self.random_state = random_state
+        self.noise = noise
         self.verbose = verbose
 
     def __sklearn_tags__(self):
@@ -307,7 +318,7 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             average=_AVERAGE_DECAY if self.solver == "adam" else None,
             delta=self.delta,
             adjacency=REPLACE_ONE,
-            rng=as_generator(self.random_state),
+            rng=as_generator(self.random_state, self.noise),
             mechanism="DPLogisticRegression noisy gradient descent",
             verbose=self.verbose,
         )
@@ -376,7 +387,9 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _noise_multiplier(self, n_iter):
         """σ / sensitivity for ``n_iter`` steps at (epsilon, delta)."""
-        exact = gaussian_noise_multiplier(self.epsilon, self.delta, n_iter)
+        exact = gaussian_noise_multiplier(
+            self.epsilon, self.delta, n_iter, noise=self.noise
+        )
         if self.accounting == "exact":
             return exact
         paper = _PAPER_SENSITIVITY_RATIO * classical_gaussian_noise_multiplier(

@@ -168,6 +168,15 @@ class DPStandardScaler(
         cross-validation, sibling steps, a sweep) draws the same noise: the
         fit warns, and :class:`~skdp.PrivacyLedger` refuses to total fits
         that share a seed. A ``Generator`` seeds a child stream.
+    noise : {"fast", "secure"}, default="fast"
+        Sampler of the privacy noise. ``"fast"``: numpy's floating-point
+        sampler (PCG64), not hardened against floating-point attacks on the
+        low-order bits of a release. ``"secure"``: every noisy value is rounded
+        to a power-of-two grid and gets exact discrete Gaussian (or Laplace)
+        noise drawn from the operating system's CSPRNG; the rounding is paid
+        for in the calibration (6-11% more noise at the same ε) and each draw
+        is 20-45 times slower than numpy's. Requires ``random_state=None``.
+        See :ref:`secure_noise`.
 
     Attributes
     ----------
@@ -316,6 +325,7 @@ class DPStandardScaler(
         data_range=1e6,
         bounds_share=0.5,
         random_state=None,
+        noise="fast",
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -325,6 +335,7 @@ class DPStandardScaler(
         self.data_range = data_range
         self.bounds_share = bounds_share
         self.random_state = random_state
+        self.noise = noise
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -356,10 +367,17 @@ class DPStandardScaler(
                 0.0, 0.0, 0.0, REPLACE_ONE, "DPStandardScaler: nothing released"
             )
             return self
-        rng = as_generator(self.random_state)
-        z = gaussian_noise_multiplier(self.epsilon, self.delta)  # one-shot μ
+        rng = as_generator(self.random_state, self.noise)
+        n_iter = 1 if bounds is not None else N_BOUND_RELEASES + 1
+        if self.noise == "secure":
+            # Σ_i (1/z_i + 2^-16)² <= n_iter·(1/(sqrt(n_iter)·z) + 2^-16)² by
+            # Cauchy-Schwarz when Σ 1/z_i² = 1/z²: calibrate the right side.
+            z = gaussian_noise_multiplier(
+                self.epsilon, self.delta, n_iter, noise="secure"
+            ) / math.sqrt(n_iter)
+        else:
+            z = gaussian_noise_multiplier(self.epsilon, self.delta)  # one-shot μ
         if bounds is None:
-            n_iter = N_BOUND_RELEASES + 1
             # μ_b² = share·μ² over N_BOUND_RELEASES equal rounds; μ_m² the rest.
             z_bounds = z * math.sqrt(N_BOUND_RELEASES / self.bounds_share)
             z_moments = z / math.sqrt(1.0 - self.bounds_share)
@@ -371,7 +389,7 @@ class DPStandardScaler(
                 "clipped sums and sums of squares"
             )
         else:
-            n_iter, z_moments = 1, z
+            z_moments = z
             mechanism = "DPStandardScaler: noisy clipped sums and sums of squares"
         mean, var = self._noisy_moments(X, bounds, z_moments, rng)
         self.bounds_ = np.vstack(bounds)
@@ -385,6 +403,7 @@ class DPStandardScaler(
         self.privacy_spent_ = gaussian_cost(
             self.noise_multiplier_,
             n_iter,
+            noise=self.noise,
             delta=self.delta,
             adjacency=REPLACE_ONE,
             mechanism=mechanism,

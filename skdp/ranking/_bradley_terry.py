@@ -201,6 +201,15 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         cross-validation, sibling steps, a sweep) draws the same noise: the
         fit warns, and :class:`~skdp.PrivacyLedger` refuses to total fits
         that share a seed. A ``Generator`` seeds a child stream.
+    noise : {"fast", "secure"}, default="fast"
+        Sampler of the privacy noise. ``"fast"``: numpy's floating-point
+        sampler (PCG64), not hardened against floating-point attacks on the
+        low-order bits of a release. ``"secure"``: every noisy value is rounded
+        to a power-of-two grid and gets exact discrete Gaussian (or Laplace)
+        noise drawn from the operating system's CSPRNG; the rounding is paid
+        for in the calibration (6-11% more noise at the same ε) and each draw
+        is 20-45 times slower than numpy's. Requires ``random_state=None``.
+        See :ref:`secure_noise`.
 
     Attributes
     ----------
@@ -407,6 +416,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         score_bound=10.0,
         classes=None,
         random_state=None,
+        noise="fast",
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -416,6 +426,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.score_bound = score_bound
         self.classes = classes
         self.random_state = random_state
+        self.noise = noise
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -463,7 +474,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         warn_if_delta_is_large(self, X.shape[0])
         classes, won = self._encode_outcomes(y)
         X = clip_rows(X, ROW_NORM_BOUND)
-        rng = as_generator(self.random_state)
+        rng = as_generator(self.random_state, self.noise)
         if self.privacy_unit == "outcome":
             theta, n_iter, noise_multiplier, alpha, cost = self._fit_outcome(
                 X, won, rng
@@ -496,6 +507,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         cost = gaussian_cost(
             noise_multiplier,
             1,
+            noise=self.noise,
             delta=self.delta,
             adjacency=REPLACE_ONE_OUTCOME,
             mechanism=(
@@ -504,7 +516,8 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             ),
         )
         # Post-processing of the public design and the released counts only.
-        alpha = self._alpha(X.shape, ROW_NORM_BOUND, cost.mu, design=X)
+        mu = cost.mu if cost.mu is not None else math.sqrt(2.0 * cost.rho)
+        alpha = self._alpha(X.shape, ROW_NORM_BOUND, mu, design=X)
         distinct_rows, multiplicity = collapse_duplicate_rows(X)
         theta, _ = penalised_mle(distinct_rows, noisy_counts, alpha, multiplicity)
         return theta, 1, noise_multiplier, alpha, cost
@@ -542,7 +555,9 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _noise_multiplier(self, n_releases):
         """σ / sensitivity for ``n_releases`` Gaussian releases at (ε, δ)."""
-        exact = gaussian_noise_multiplier(self.epsilon, self.delta, n_releases)
+        exact = gaussian_noise_multiplier(
+            self.epsilon, self.delta, n_releases, noise=self.noise
+        )
         if self.accounting == "exact":
             return exact
         if self.privacy_unit == "outcome":

@@ -1,0 +1,436 @@
+"""Exact discrete Gaussian and discrete Laplace noise from the OS CSPRNG.
+
+The samplers of Canonne, Kamath & Steinke (2020) [1]_, vectorised: every
+array is drawn in one call, with a Python loop only over *rejection rounds*
+(each round handles all still-undecided draws at once with numpy integer
+arithmetic), never over draws.
+
+* :func:`bernoulli_exp` -- Bernoulli(exp(-γ)) for a rational γ = num/den
+  ([1]_, Algorithm 1: the alternating series for γ ≤ 1, and a run of
+  Bernoulli(exp(-1)) trials for the integer part).
+* :func:`discrete_laplace` -- P(Y = y) ∝ exp(-|y|/t) on the integers, for an
+  integer scale t ([1]_, Algorithm 2).
+* :func:`discrete_gaussian` -- P(Y = y) ∝ exp(-y²/(2σ²)) on the integers,
+  for an integer σ, by rejection from the discrete Laplace with scale
+  t = σ ([1]_, Algorithm 3; the algorithm is exact for every t > 0, and
+  t = σ keeps its acceptance test ``exp(-(|Y| - σ)²/(2σ²))`` a ratio of
+  integers below 2⁶³ while accepting ~76% of proposals, as t = ⌊σ⌋ + 1
+  does).
+
+Every probability is decided by exact integer comparisons: a Bernoulli(a/b)
+trial draws a uniform integer below b (64 random bits, rejecting the top
+``2⁶⁴ mod b`` values, so the draw is exactly uniform) and compares it with a.
+No floating-point number touches the randomness, so the output law is
+exactly the stated pmf. Random bits come from :func:`os.urandom` (the
+operating system's CSPRNG), or from ``bytes_source`` (tests only, for
+determinism).
+
+:class:`SecureNoise` puts the samplers on a grid: :meth:`SecureNoise.add_gaussian`
+rounds the value to the grid ``g·Z`` (g a power of two, so the rounding and
+the final ``g·(m + Y)`` are exact in float64 or a correctly rounded function
+of the integer ``m + Y``, i.e. post-processing) and adds ``g·Y`` with ``Y``
+discrete Gaussian. Rounding moves each coordinate by at most g/2, so two
+neighbouring values whose L2 distance is at most Δ round to integer vectors
+at L2 distance at most ``(Δ + g·sqrt(dim))/g``; with the grid chosen as
+``g ≤ σ·2^-16/sqrt(dim)`` this is at most ``(Δ + σ·2^-16)/g``, and the
+release is ρ-zCDP with ``ρ = (Δ/σ + 2^-16)²/2`` ([1]_, Thm. 14 for
+independent coordinates; :func:`skdp.accounting.secure_noise_cost`).
+
+References
+----------
+.. [1] C. L. Canonne, G. Kamath, T. Steinke. "The discrete Gaussian for
+   differential privacy". NeurIPS 2020 (arXiv:2004.00010).
+"""
+
+import math
+import os
+
+import numpy as np
+
+from .exceptions import MechanismFailedError
+
+__all__ = [
+    "GRID_BITS",
+    "SecureNoise",
+    "bernoulli_exp",
+    "discrete_gaussian",
+    "discrete_laplace",
+]
+
+#: The grid step is at most σ·2^-GRID_BITS/sqrt(dim) (Gaussian) or
+#: b·2^-GRID_BITS/dim (Laplace): the rounding adds at most σ·2^-GRID_BITS to
+#: the L2 sensitivity (b·2^-GRID_BITS to the L1 sensitivity).
+GRID_BITS = 16
+
+# The integer scale of one call is at most 2^(GRID_BITS+1)·sqrt(dim) (Gaussian)
+# or 2^(GRID_BITS+1)·dim (Laplace); these caps keep every integer below 2^63.
+_MAX_GAUSS_SCALE = 1 << 28
+_MAX_LAPLACE_SCALE = 1 << 48
+
+# Words are drawn from the byte source in blocks of at least this many bytes
+# (one system call per block).
+_MIN_BLOCK = 1 << 16
+
+_U64 = np.uint64
+
+
+class _Bits:
+    """Uniform 64-bit words from a byte source, fetched in blocks."""
+
+    def __init__(self, bytes_source=None):
+        self._source = os.urandom if bytes_source is None else bytes_source
+        self._buf = np.empty(0, dtype=_U64)
+
+    def words(self, m):
+        """``m`` independent uniform uint64 words."""
+        if m > self._buf.size:
+            need = max(8 * (m - self._buf.size), _MIN_BLOCK)
+            data = self._source(need)
+            if len(data) != need:
+                raise MechanismFailedError("The byte source returned too few bytes.")
+            fresh = np.frombuffer(data, dtype="<u8").astype(_U64)
+            self._buf = np.concatenate([self._buf, fresh])
+        out, self._buf = self._buf[:m], self._buf[m:]
+        return out
+
+    def words32(self, m):
+        """``m`` independent uniform uint32 words (half the bytes of ``words``)."""
+        return self.words((m + 1) // 2).view(np.uint32)[:m]
+
+
+def _uniform_below(bits, bound, size):
+    """``size`` exactly uniform integers in ``[0, bound)`` (uint64).
+
+    ``bound`` is an int in ``[1, 2^64)``. With w-bit words (w = 32 when
+    ``bound <= 2^32``, else 64), a word r is accepted when
+    ``r >= 2^w mod bound``: the accepted words are ``2^w - (2^w mod bound)``
+    values, a multiple of ``bound``, so ``r mod bound`` is exactly uniform.
+    A word is rejected with probability below ``bound/2^w``; rejected
+    entries are redrawn.
+    """
+    bound = int(bound)
+    if bound <= 1 << 32:  # the same rule on 32-bit words: half the bytes
+        width, draw, dtype = 32, bits.words32, np.uint32
+    else:
+        width, draw, dtype = 64, bits.words, _U64
+    threshold = dtype((1 << width) % bound)
+    modulus = dtype(bound % (1 << width)) if bound < 1 << width else None
+    r = draw(size)
+    bad = np.flatnonzero(r < threshold) if threshold else np.arange(0)
+    while bad.size:
+        fresh = draw(bad.size)
+        r[bad] = fresh
+        bad = bad[fresh < threshold]
+    if modulus is None:  # bound = 2^32: every word is already uniform
+        return r.astype(_U64)
+    return (r % modulus).astype(_U64, copy=False)
+
+
+def _bernoulli_exp_fraction(bits, num, den):
+    """Bernoulli(exp(-num/den)) for uint64 ``0 <= num <= den`` ([1]_, Algorithm 1).
+
+    Draw A_k ~ Bernoulli(x/k) for k = 1, 2, ... until the first A_k = 0, and
+    return whether that k is odd: ``P(K > k) = x^k/k!``, so
+    ``P(K odd) = Σ_k (-x)^k/k! = exp(-x)``. Each A_k is exact: a uniform
+    integer below ``den·k`` compared with ``num``. All entries run their
+    rounds in lockstep; an entry leaves when its trial fails. ``den`` is one
+    int for all entries.
+    """
+    num = np.asarray(num, dtype=_U64).reshape(-1)
+    den = int(den)
+    result = np.empty(num.size, dtype=bool)
+    active = np.arange(num.size)
+    k = 1
+    while active.size:
+        if den * k >= 1 << 64:  # P(K > k) = x^k/k!: never for k > ~60
+            raise MechanismFailedError("Bernoulli(exp(-x)) ran out of integer range.")
+        a = _uniform_below(bits, den * k, active.size) < num[active]
+        result[active[~a]] = k % 2 == 1
+        active = active[a]
+        k += 1
+    return result
+
+
+def _geometric_exp1(bits, size, cap=None):
+    """Number of successes of Bernoulli(exp(-1)) before the first failure.
+
+    ``P(G >= g) = exp(-g)``. With ``cap`` (an int64 array), counting stops at
+    ``cap``: the result is ``min(G, cap)``, which decides ``G >= cap``
+    exactly with fewer trials.
+    """
+    count = np.zeros(size, dtype=np.int64)
+    active = np.arange(size) if cap is None else np.flatnonzero(cap > 0)
+    one = np.ones(size, dtype=_U64)
+    while active.size:
+        ok = _bernoulli_exp_fraction(bits, one[: active.size], 1)
+        active = active[ok]
+        count[active] += 1
+        if cap is not None:
+            active = active[count[active] < cap[active]]
+    return count
+
+
+def bernoulli_exp(bits, whole, num, den):
+    """Bernoulli(exp(-γ)) trials for ``γ = whole + num/den``.
+
+    ``exp(-γ) = exp(-1)^whole·exp(-num/den)``: the trial succeeds when the
+    first ``whole`` Bernoulli(exp(-1)) trials all succeed (a geometric count,
+    stopped at ``whole``) and a Bernoulli(exp(-num/den)) trial does ([1]_,
+    Algorithm 1 and its remark on γ > 1).
+
+    Parameters
+    ----------
+    bits : _Bits
+        The random word source.
+    whole : ndarray of int64
+        ``⌊γ⌋ >= 0``.
+    num : ndarray of uint64
+        ``0 <= num < den``.
+    den : int
+        ``1 <= den < 2^57``, one for all entries.
+
+    Returns
+    -------
+    ndarray of bool
+    """
+    whole = np.asarray(whole, dtype=np.int64).reshape(-1)
+    num = np.asarray(num, dtype=_U64).reshape(-1)
+    ok = _geometric_exp1(bits, whole.size, cap=whole) >= whole
+    idx = np.flatnonzero(ok)
+    ok[idx] = _bernoulli_exp_fraction(bits, num[idx], den)
+    return ok
+
+
+def discrete_laplace(bits, scale, size):
+    """``size`` draws with P(Y = y) ∝ exp(-|y|/scale) on the integers.
+
+    [1]_, Algorithm 2 with an integer ``scale`` t >= 1: U uniform in
+    ``[0, t)``, kept with probability exp(-U/t); V geometric with
+    P(V >= v) = exp(-v); X = U + t·V; a uniform sign B, rejecting
+    (B = 1, X = 0) so that 0 is not counted twice.
+    """
+    t = int(scale)
+    if not 1 <= t <= _MAX_LAPLACE_SCALE:
+        raise ValueError(f"The discrete Laplace scale must be in [1, 2^48]; got {t}.")
+    out = np.empty(size, dtype=np.int64)
+    todo = np.arange(size)
+    while todo.size:
+        m = todo.size
+        u = _uniform_below(bits, t, m)
+        keep = _bernoulli_exp_fraction(bits, u, t)
+        u, idx = u[keep].astype(np.int64), todo[keep]
+        v = _geometric_exp1(bits, idx.size)
+        if v.size and int(v.max()) > (1 << 62) // t:  # P <= exp(-2^14) per draw
+            raise MechanismFailedError("A discrete Laplace draw left the int64 range.")
+        x = u + t * v
+        negative = (bits.words(idx.size) & _U64(1)).astype(bool)
+        valid = ~(negative & (x == 0))
+        out[idx[valid]] = np.where(negative, -x, x)[valid]
+        done = np.zeros(m, dtype=bool)
+        done[np.flatnonzero(keep)[valid]] = True
+        todo = todo[~done]
+    return out
+
+
+def _gaussian_exponent(y_abs, sigma):
+    """``(|y| - σ)²/(2σ²)`` as (integer part, numerator, denominator), exactly.
+
+    In int64 when ``||y| - σ| < 2^31`` (the square is below 2^62); otherwise
+    (probability about exp(-2^31/σ) >= exp(-8) per draw at the largest σ)
+    with Python integers. An integer part beyond int64 is stored as
+    2^63 - 1: deciding ``G >= whole`` for a geometric G with P(G >= g) =
+    e^-g stops at G's first failure, so the two differ only if 2^63 - 1
+    consecutive trials succeed, which no run of the loop can reach.
+    """
+    a = np.abs(y_abs - sigma)
+    den = 2 * sigma * sigma
+    whole = np.empty(a.size, dtype=np.int64)
+    num = np.empty(a.size, dtype=np.int64)
+    small = a < (1 << 31)
+    sq = a[small] * a[small]
+    whole[small], num[small] = np.divmod(sq, den)
+    cap = np.iinfo(np.int64).max
+    for i in np.flatnonzero(~small):
+        q, r = divmod(int(a[i]) ** 2, den)
+        whole[i], num[i] = min(q, cap), r
+    return whole, num.astype(_U64), den
+
+
+def discrete_gaussian(bits, sigma, size):
+    """``size`` draws with P(Y = y) ∝ exp(-y²/(2σ²)) on the integers.
+
+    [1]_, Algorithm 3 with an integer σ >= 1 and the discrete Laplace scale
+    t = σ: propose Y ~ discrete Laplace(t), accept with probability
+    ``exp(-(|Y| - σ²/t)²/(2σ²)) = exp(-(|Y| - σ)²/(2σ²))``. The ratio of the
+    target to the proposal, ``exp(-y²/(2σ²) + |y|/t)``, is at most
+    ``exp(σ²/(2t²))`` with equality at ``|y| = σ²/t``, so this acceptance
+    probability is the exact rejection-sampling ratio ([1]_, §5.3).
+    """
+    s = int(sigma)
+    if not 1 <= s <= _MAX_GAUSS_SCALE:
+        raise ValueError(f"The discrete Gaussian sigma must be in [1, 2^28]; got {s}.")
+    out = np.empty(size, dtype=np.int64)
+    todo = np.arange(size)
+    while todo.size:
+        y = discrete_laplace(bits, s, todo.size)
+        whole, num, den = _gaussian_exponent(np.abs(y), s)
+        accept = bernoulli_exp(bits, whole, num, den)
+        out[todo[accept]] = y[accept]
+        todo = todo[~accept]
+    return out
+
+
+def _grid_exponent(scale, root_dim, max_ratio):
+    """The exponent e of the grid step g = 2^e <= scale·2^-GRID_BITS/root_dim."""
+    e = math.floor(math.log2(scale / root_dim)) - GRID_BITS
+    # log2 may round: step down until the bound holds exactly (ldexp is exact).
+    while math.ldexp(1.0, e) * root_dim > math.ldexp(scale, -GRID_BITS):
+        e -= 1
+    if scale / math.ldexp(1.0, e) > max_ratio:
+        raise ValueError(
+            "Too many coordinates in one secure noise call "
+            f"(the integer noise scale would exceed {max_ratio})."
+        )
+    return e
+
+
+#: Grid integers are clamped to ±2^60 (a 1-Lipschitz map per coordinate, so
+#: the sensitivity bound is unchanged), which keeps ``m + Y`` inside int64.
+_GRID_CLAMP = float(1 << 60)
+
+
+def _to_grid(value, e):
+    """``clamp(round(value / 2^e), ±2^60)`` as float64 integers.
+
+    Dividing by the power of two 2^e is exact (or overflows to ±inf, which
+    the clamp maps to ±2^60); rounding moves each coordinate by at most 1/2;
+    the clamp is 1-Lipschitz. So neighbouring values at L2 (L1) distance Δ
+    map to integer vectors at L2 distance at most ``Δ/g + sqrt(dim)`` (L1:
+    ``Δ/g + dim``), whatever their size: no value makes this raise.
+    """
+    value = np.asarray(value, dtype=np.float64)
+    if np.isnan(value).any():
+        raise ValueError("Secure noise needs values that are not NaN.")
+    with np.errstate(over="ignore"):
+        scaled = np.ldexp(value, -e)
+    return np.clip(np.rint(scaled), -_GRID_CLAMP, _GRID_CLAMP)
+
+
+class SecureNoise:
+    """A noise source whose draws resist floating-point attacks.
+
+    Made by :func:`skdp.mechanisms.as_generator` for ``noise="secure"``; the
+    mechanisms in :mod:`skdp.mechanisms` dispatch on it. Every privacy noise
+    draw is exact integer noise from ``discrete_gaussian`` or
+    ``discrete_laplace`` (Canonne, Kamath & Steinke 2020, Algorithms 3
+    and 2) on a power-of-two grid, with bits from :func:`os.urandom`, added
+    to the value *rounded to that grid*, so the low-order bits of a release
+    depend only on the exact integer sum and reveal nothing more than it
+    does.
+
+    Data-independent randomness that carries no privacy noise (a shuffle, a
+    random-feature map, the number of search candidates) is drawn through
+    the few numpy methods listed in ``_PUBLIC_METHODS``, from a PCG64
+    generator seeded with 256 bits of :func:`os.urandom`; every other numpy
+    sampler (``normal``, ``laplace``, ``gumbel``, ``uniform``, ...) raises,
+    so no noise can silently take the fast path.
+
+    Parameters
+    ----------
+    bytes_source : callable, optional
+        ``bytes_source(n) -> bytes``: the random bytes. Default
+        :func:`os.urandom`. Tests pass a seeded source for determinism;
+        anything else defeats the purpose.
+    """
+
+    _PUBLIC_METHODS = frozenset(
+        {
+            "permutation",
+            "integers",
+            "random",
+            "standard_normal",
+            "choice",
+            "logseries",
+            "negative_binomial",
+        }
+    )
+
+    #: One line for ``privacy_spent_``.
+    description = (
+        f"discrete Gaussian/Laplace (Canonne, Kamath & Steinke 2020), OS CSPRNG "
+        f"(os.urandom), values rounded to a 2^-k grid with step <= "
+        f"scale*2^-{GRID_BITS}/sqrt(dim)"
+    )
+
+    def __init__(self, bytes_source=None):
+        self._bytes_source = bytes_source
+        self._bits = _Bits(bytes_source)
+        self._public = None
+
+    def __repr__(self):
+        return "SecureNoise()"
+
+    def spawn(self, n_children):
+        """``n_children`` independent secure sources (numpy's ``spawn`` interface)."""
+        return [type(self)(self._bytes_source) for _ in range(n_children)]
+
+    def __getattr__(self, name):
+        if name in SecureNoise._PUBLIC_METHODS:
+            if self._public is None:
+                seed = np.frombuffer(self._bits_bytes(32), dtype="<u8")
+                self._public = np.random.default_rng(seed.astype(np.uint64))
+            return getattr(self._public, name)
+        raise AttributeError(
+            f"SecureNoise has no {name!r}: privacy noise under noise='secure' is "
+            "drawn only through skdp.mechanisms (add_gaussian_noise, "
+            "add_laplace_noise)."
+        )
+
+    def _bits_bytes(self, n):
+        return self._bits.words((n + 7) // 8).tobytes()[:n]
+
+    def add_gaussian(self, value, std):
+        """``value`` rounded to the grid plus discrete Gaussian noise of scale ≥ std.
+
+        The grid step is ``g = 2^e <= std·2^-16/sqrt(value.size)`` and the
+        integer scale ``s = ceil(std/g)`` (so the noise's scale ``s·g`` is at
+        least ``std``). Returns ``g·(round(value/g) + Y)``, Y ~ N_Z(0, s²)
+        i.i.d.
+        """
+        value = np.asarray(value, dtype=np.float64)
+        if std == 0:
+            return value.copy()
+        root_dim = math.sqrt(max(value.size, 1))
+        e = _grid_exponent(std, root_dim, _MAX_GAUSS_SCALE)
+        m = _to_grid(value, e)
+        s = math.ceil(math.ldexp(std, -e))
+        y = discrete_gaussian(self._bits, s, value.size).reshape(value.shape)
+        return np.ldexp(m + y, e)
+
+    def add_laplace(self, value, scale):
+        """``value`` rounded to the grid plus discrete Laplace noise of scale ≥ b.
+
+        The grid step is ``g = 2^e <= b·2^-16/value.size``, the integer
+        scale ``t = ceil(b/g)``. Returns ``g·(round(value/g) + Y)``,
+        ``P(Y = y) ∝ exp(-|y|/t)``.
+        """
+        value = np.asarray(value, dtype=np.float64)
+        if scale == 0:
+            return value.copy()
+        integers, e = self.laplace_integers(value, scale)
+        return np.ldexp(integers.astype(np.float64), e)
+
+    def laplace_integers(self, value, scale):
+        """The integers ``round(value/g) + Y`` of :meth:`add_laplace`, and e (g = 2^e).
+
+        Exact int64 (``|round(value/g)| <= 2^60`` after the clamp,
+        ``|Y| < 2^62``),
+        for mechanisms that compare noisy values (report-noisy-max): in
+        float64 two different sums above 2^53 could round to a tie.
+        """
+        value = np.asarray(value, dtype=np.float64)
+        e = _grid_exponent(scale, max(value.size, 1), _MAX_LAPLACE_SCALE)
+        m = _to_grid(value, e).astype(np.int64)
+        t = math.ceil(math.ldexp(scale, -e))
+        y = discrete_laplace(self._bits, t, value.size).reshape(value.shape)
+        return m + y, e
