@@ -19,9 +19,15 @@ from skdp import (
     PrivacyLeakWarning,
     PrivacyLedger,
 )
-from skdp.accounting import mu_from_epsilon, truncated_negative_binomial_gamma
-from skdp.mechanisms import as_generator
-from skdp.model_selection import DPRandomSearchCV
+from skdp.accounting import (
+    epsilon_of_private_selection,
+    mu_from_epsilon,
+    truncated_negative_binomial_gamma,
+    zcdp_from_epsilon_tight,
+    zcdp_of_private_selection,
+)
+from skdp.mechanisms import SecureNoise, as_generator
+from skdp.model_selection import DPRandomSearchCV, _search
 from skdp.model_selection._search import _draw_truncated_negative_binomial
 from skdp.preprocessing import DPStandardScaler
 
@@ -182,6 +188,62 @@ def test_the_score_noise_has_the_calibrated_scale(data):
     # 300 draws: the sample sd is within ~12% (3 standard errors) of σ.
     assert np.std(residuals) == pytest.approx(expected, rel=0.12)
     assert abs(np.mean(residuals)) < 3 * expected / math.sqrt(300)
+
+
+@pytest.mark.parametrize("n_iter", [1, 4])
+def test_a_secure_search_is_zcdp_throughout(data, monkeypatch, n_iter):
+    """noise="secure": every DP step of every candidate is secure, the score
+    noise is drawn from the secure source with σ = Δ/(μ_c − 2^-16) (so its
+    zCDP cost with the grid rounding, (Δ/σ + 2^-16)²/2, is the run's ρ_c),
+    and the total is Papernot & Steinke's bound on that RDP curve."""
+    X, y = data
+    m = round(0.2 * X.shape[0])
+    calls = []
+    real = _search.add_gaussian_noise
+
+    def spy(value, std, rng):
+        calls.append((std, rng))
+        return real(value, std, rng)
+
+    monkeypatch.setattr(_search, "add_gaussian_noise", spy)
+    pipe = make_pipeline(
+        DPStandardScaler(bounds=(-5.0, 5.0)), DPLogisticRegression(classes=[0, 1])
+    )
+    fitted = search(
+        estimator=pipe,
+        param_distributions={"dplogisticregression__clip_norm": [0.5, 1.0]},
+        n_iter=n_iter,
+        noise="secure",
+    ).fit(X, y)
+    if n_iter == 1:
+        rho = zcdp_from_epsilon_tight(2.0, DELTA)
+    else:
+        rho = zcdp_of_private_selection(2.0, DELTA, mean=n_iter, shape=1.0)
+    budget = fitted.candidate_budget_
+    assert budget.mu is None and budget.zcdp == pytest.approx(rho, rel=1e-9)
+    steps = [step for _, step in fitted.best_estimator_.steps]
+    assert all(step.noise == "secure" for step in steps)
+    spent = [step.privacy_spent_ for step in steps]
+    assert all(c.mu is None and "discrete Gaussian" in c.sampler for c in spent)
+    assert sum(c.rho for c in spent) <= rho
+    assert sum(c.rho for c in spent) == pytest.approx(rho, rel=1e-6)
+    assert calls and all(isinstance(rng, SecureNoise) for _, rng in calls)
+    for std, _ in calls:
+        assert ((1.0 / m) / std + 2.0**-16) ** 2 / 2 == pytest.approx(rho, rel=1e-9)
+    total = fitted.privacy_spent_
+    assert total.epsilon <= 2.0 * (1 + 1e-9) and "discrete" in total.sampler
+    if n_iter > 1:
+        assert total.epsilon == pytest.approx(
+            epsilon_of_private_selection(rho, DELTA, mean=n_iter, shape=1.0)
+        )
+
+
+def test_a_secure_search_refuses_a_seed_and_a_noise_grid(data):
+    X, y = data
+    with pytest.raises(ValueError, match="cannot be seeded"):
+        search(noise="secure", random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="noise"):
+        search(param_distributions={"noise": ["fast", "secure"]}).fit(X, y)
 
 
 @pytest.mark.parametrize(

@@ -15,24 +15,34 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import DPEstimatorMixin, private_fit, require_positive_delta
+from .._base import (
+    PRIVACY_CONSTRAINTS,
+    DPEstimatorMixin,
+    private_fit,
+    require_positive_delta,
+)
 from .._ledger import _reads_only_shape, is_dp_estimator
 from ..accounting import (
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
     PrivacyCost,
     epsilon_from_mu,
+    epsilon_from_zcdp_tight,
     epsilon_of_private_selection,
     mu_from_epsilon,
+    zcdp_from_epsilon_tight,
     zcdp_of_private_selection,
 )
-from ..mechanisms import as_generator, gaussian_noise
+from ..mechanisms import add_gaussian_noise, as_generator
 
 __all__ = ["DPRandomSearchCV"]
 
 #: Below this, each candidate's release would be noise (ε ≈ 4e-4 at δ = 1e-5).
 _MIN_CANDIDATE_MU = 1e-4
-_PRIVACY_PARAMS = ("epsilon", "delta", "random_state")
+_PRIVACY_PARAMS = ("epsilon", "delta", "random_state", "noise")
+#: The L2 sensitivity that secure noise's grid rounding adds, per unit of
+#: noise std (skdp.mechanisms.add_gaussian_noise).
+_SECURE_SLACK = 2.0**-16
 
 
 def _delegate(method):
@@ -61,9 +71,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     estimator : estimator
         A DP estimator (a classifier or regressor with ``privacy_budget``), or
         a :class:`~sklearn.pipeline.Pipeline` of DP steps and steps that read
-        only the shape of the data. Its DP steps' ``epsilon``, ``delta`` and
-        ``random_state`` are set by the search: the grid must not contain
-        them.
+        only the shape of the data. Its DP steps' ``epsilon``, ``delta``,
+        ``random_state`` and ``noise`` are set by the search: the grid must
+        not contain them.
     param_distributions : dict or list of dicts
         As :class:`~sklearn.model_selection.RandomizedSearchCV`: lists are
         sampled uniformly, distributions with ``rvs``. Each run draws one
@@ -101,6 +111,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         and (with a distinct seed each) the candidates' own noise. Use None
         for anything released (see :func:`skdp.mechanisms.as_generator`):
         every draw is then fresh.
+    noise : {"fast", "secure"}, default="fast"
+        Sampler of every privacy noise draw of the search: the search sets it
+        on every DP step of the candidates and draws the validation scores'
+        noise with it. ``"secure"``: exact discrete Gaussian noise on a grid
+        from the operating system's CSPRNG (see :ref:`secure_noise`), each
+        run then accounted in zCDP with the grid rounding included; it
+        requires ``random_state=None``.
 
     Attributes
     ----------
@@ -115,7 +132,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         ``rank_test_score`` of the winner. The number of runs and the other
         candidates stay secret: revealing them would void the bound.
     candidate_budget_ : PrivacyCost
-        What each run spends (μ-GDP; training and scoring use disjoint rows).
+        What each run spends (μ-GDP, or ρ-zCDP with ``noise="secure"``;
+        training and scoring use disjoint rows).
     privacy_spent_ : PrivacyCost
         The guarantee of the whole search: (``epsilon``, ``delta``)-DP or
         less, under the adjacency of the estimator's DP steps.
@@ -133,6 +151,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     converts to (ε, δ). μ_c is the largest with that ε at most ``epsilon``
     (:func:`skdp.accounting.zcdp_of_private_selection`). Pipelines split
     μ_c equally among their DP steps.
+
+    With ``noise="secure"`` the same argument runs in zCDP: each run must be
+    ρ_c-zCDP, ρ_c = μ_c²/2 from the same function, i.e. (λ, λρ_c)-RDP, the
+    RDP curve the theorem is applied to. The DP steps split ρ_c equally
+    (each is calibrated to the ε whose zCDP conversion is its share; a
+    secure fit is ρ-zCDP with ρ at most that share), and the score, a
+    release of sensitivity Δ rounded to the grid and given discrete Gaussian
+    noise of std σ, is ``(Δ/σ + 2^-16)²/2``-zCDP: σ = Δ/(μ_c − 2^-16) makes
+    it exactly ρ_c.
 
     **Deviations.** There is no refit on all the data (it would cost another
     budget): the released model is the winner as trained. Run time depends on
@@ -170,6 +197,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         "n_iter_shape": [Interval(Real, 0, None, closed="left")],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
+        "noise": PRIVACY_CONSTRAINTS["noise"],
         "scoring": [
             StrOptions(
                 {"accuracy", "neg_mean_squared_error", "neg_mean_absolute_error"}
@@ -194,6 +222,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         score_bound=None,
         validation_fraction=0.2,
         random_state=None,
+        noise="fast",
     ):
         self.estimator = estimator
         self.param_distributions = param_distributions
@@ -205,6 +234,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         self.score_bound = score_bound
         self.validation_fraction = validation_fraction
         self.random_state = random_state
+        self.noise = noise
 
     # -- the contract ------------------------------------------------------
 
@@ -265,11 +295,17 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 "search scores candidates on held-out rows."
             )
         for _, step in dp_steps:
-            budget = step.privacy_budget()
-            if budget.mu is None:
+            if "noise" not in step.get_params(deep=False):
+                raise TypeError(
+                    f"{type(step).__name__} has no 'noise' parameter: the search "
+                    "cannot set its sampler."
+                )
+            budget = clone(step).set_params(noise=self.noise).privacy_budget()
+            if budget.rho is None:
                 raise TypeError(
                     f"{type(step).__name__} is not all-Gaussian (its budget is "
-                    "not μ-GDP); the private search composes Gaussian candidates."
+                    "not μ-GDP or zCDP); the private search composes Gaussian "
+                    "candidates."
                 )
             if budget.adjacency not in (REPLACE_ONE, REPLACE_ONE_OUTCOME):
                 raise TypeError(
@@ -308,8 +344,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         return scoring, float(self.score_bound)
 
     def _calibrate(self, n_dp_steps):
-        """(μ of one run, the per-step ε) for the total budget."""
-        if self.n_iter == 1:  # K = 1 always: one run, nothing to select
+        """(μ of one run, the per-step ε) for the total budget.
+
+        With ``noise="secure"`` μ is ``sqrt(2ρ_c)`` for the run's zCDP ρ_c,
+        and each step's ε is the one whose zCDP conversion is ``ρ_c/n``.
+        """
+        secure = self.noise == "secure"
+        if self.n_iter == 1 and secure:  # one run, accounted in zCDP
+            mu = math.sqrt(2.0 * zcdp_from_epsilon_tight(self.epsilon, self.delta))
+        elif self.n_iter == 1:  # K = 1 always: one run, nothing to select
             mu = mu_from_epsilon(self.epsilon, self.delta)
         else:
             rho = zcdp_of_private_selection(
@@ -325,6 +368,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             )
         # Err low by 1e-9 so that each step's calibrated μ stays below its share.
         step_mu = mu / math.sqrt(n_dp_steps) * (1.0 - 1e-9)
+        if secure:
+            return mu, epsilon_from_zcdp_tight(step_mu**2 / 2.0, self.delta)
         return mu, epsilon_from_mu(step_mu, self.delta)
 
     # -- fit ---------------------------------------------------------------
@@ -364,20 +409,27 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 f"{self.validation_fraction} leaves {m} validation and {n - m} "
                 "training rows."
             )
-        rng = as_generator(self.random_state)
+        rng = as_generator(self.random_state, self.noise)
         order = rng.permutation(n)  # data-independent: n is public
         valid, train = order[:m], order[m:]
         n_runs = _draw_truncated_negative_binomial(rng, self.n_iter, self.n_iter_shape)
         privacy = {
             p + name: value
             for p, _ in dp_steps
-            for name, value in (("epsilon", step_epsilon), ("delta", float(self.delta)))
+            for name, value in (
+                ("epsilon", step_epsilon),
+                ("delta", float(self.delta)),
+                ("noise", self.noise),
+            )
         }
         # A seeded search (reproducible on request, and it warned) seeds each
         # candidate from its own stream: distinct seeds, so no two fits of
         # one search share noise. Unseeded, every candidate draws fresh noise.
         seeded = self.random_state is not None
-        noise_std = score_range / m / mu
+        # The score's sensitivity is score_range/m; secure noise's rounding
+        # adds 2^-16 noise stds to it (see the Notes).
+        secure = self.noise == "secure"
+        noise_std = score_range / m / (mu - _SECURE_SLACK if secure else mu)
         best = None
         for _ in range(n_runs):  # a loop over candidates, never over records
             params = next(
@@ -395,7 +447,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
                 candidate.fit(X[train], y[train])
             score = _score(candidate, X[valid], y[valid], scoring, score_range)
-            noisy = score + float(gaussian_noise(rng, noise_std, ()))
+            noisy = float(add_gaussian_noise(score, noise_std, rng))
             if best is None or noisy > best[0]:
                 best = (noisy, params, candidate)
         self.best_score_, self.best_params_, self.best_estimator_ = best
@@ -407,12 +459,21 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         if is_classifier(self.estimator):
             self.classes_ = self.best_estimator_.classes_
         adjacency = self._budget_adjacency()
-        self.candidate_budget_ = PrivacyCost.from_gdp(
-            mu,
-            delta=self.delta,
-            adjacency=adjacency,
-            mechanism="one run: training and a noisy validation score on disjoint rows",
-        )
+        run = "one run: training and a noisy validation score on disjoint rows"
+        if secure:
+            rho = mu * mu / 2.0
+            self.candidate_budget_ = PrivacyCost(
+                epsilon_from_zcdp_tight(rho, self.delta),
+                float(self.delta),
+                None,
+                adjacency,
+                run,
+                zcdp=rho,
+            )
+        else:
+            self.candidate_budget_ = PrivacyCost.from_gdp(
+                mu, delta=self.delta, adjacency=adjacency, mechanism=run
+            )
         if self.n_iter == 1:
             self.privacy_spent_ = replace(
                 self.candidate_budget_, mechanism="DPRandomSearchCV: one run"
@@ -427,8 +488,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             None,
             adjacency,
             f"DPRandomSearchCV: the best of K ~ TNB(mean={self.n_iter:g}, "
-            f"shape={self.n_iter_shape:g}) runs of a mu={mu:.4g}-GDP candidate "
-            "(Papernot & Steinke 2022, Thm. 2)",
+            f"shape={self.n_iter_shape:g}) runs of a "
+            + (f"rho={mu * mu / 2:.4g}-zCDP" if secure else f"mu={mu:.4g}-GDP")
+            + " candidate (Papernot & Steinke 2022, Thm. 2)",
         )
         return self
 
