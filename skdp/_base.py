@@ -81,6 +81,23 @@ def is_dask_array(X):
     )
 
 
+def sum_over_rows(fn, X, shape, **kwargs):
+    """``fn(X, **kwargs)``, a sum over X's rows, computed where X lives.
+
+    In memory, ``fn`` is called on X. For a Dask X, ``fn`` is called on every
+    row chunk (where the chunk lives) and the results, of shape ``shape``,
+    are added in a tree: one pass over the data, whose answer (``shape``
+    floats) is returned to the caller as a numpy array. ``fn`` must be a sum
+    of per-row terms (so that the two agree up to rounding), and picklable.
+    """
+    if not is_dask_array(X):
+        return fn(X, **kwargs)
+    from . import _dask
+
+    size = int(np.prod(shape))
+    return _dask.block_sum(fn, X, size=size, **kwargs).compute().reshape(shape)
+
+
 def is_sparse_input(X):
     """Whether X is sparse: a scipy sparse matrix, or a Dask array of sparse chunks."""
     if is_dask_array(X):
