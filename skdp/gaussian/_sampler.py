@@ -275,6 +275,12 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
     output's TV guarantee is over fresh data: given one data set, the draws
     are not N(μ, Σ).
 
+    **Dask.** With ``method="bounded"``, ``fit`` also takes a
+    ``dask.array.Array``: the clipped sum and sum of outer products are one
+    reduction over the row chunks (d + d² floats), and the noise is drawn on
+    the client: the guarantee is that of the in-memory fit.
+    ``method="unbounded"`` refuses Dask input. See :ref:`large_data`.
+
     **Cost.** Bounded: O(n·d²) time, O(n·d) memory. Unbounded: O(n·d²)
     for StableCov (one pass on clean data, at most k + 1 with outliers) plus
     ``O(n1·|R|·d)`` for StableMean, in blocks of 10⁴ rows (≈ 100 MB). At the

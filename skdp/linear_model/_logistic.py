@@ -214,6 +214,15 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     choosing among the fits by their scores on the private data is not
     covered: compose with :class:`skdp.PrivacyLedger`.
 
+    **Dask.** ``fit`` also takes a ``dask.array.Array`` (dense or CSR
+    chunks along rows): each step's clipped gradient sum is computed chunk
+    by chunk where the chunks live, by the same per-block code, and summed;
+    the noise is added on the client, once per step, so the guarantee and
+    ``privacy_spent_`` are those of the in-memory fit, and a seeded fit
+    gives the same model up to rounding. One extra pass checks the values
+    (finite, labels in ``classes``) before any noise. ``predict`` and the
+    other methods return Dask arrays. See :ref:`large_data`.
+
     **Cost.** Time ``O(n_iter_ · nnz(X) · k)``, memory O(n · k + d · k) beyond X
     (float32 X: plus one block of 2²⁰ values in float64).
 

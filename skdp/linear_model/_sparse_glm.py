@@ -591,6 +591,13 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     against Mironov (2012). Each fit spends the budget; compose several with
     :class:`skdp.PrivacyLedger`.
 
+    **Dask.** ``fit`` also takes a ``dask.array.Array`` (dense or CSR
+    chunks along rows): the clipped residual sum of each step is one
+    reduction over the chunks; the peeling and the noisy release run on the
+    client, so the guarantee is that of the in-memory fit, and a seeded fit
+    gives the same model up to rounding. ``predict`` returns a Dask array.
+    See :ref:`large_data`.
+
     **Cost.** Time ``O(T·nnz(X))``, memory one clipped copy of X plus
     O(n + s·d) (the Laplace peeling draws an ``s × d`` array per step).
 

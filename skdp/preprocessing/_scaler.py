@@ -276,6 +276,12 @@ class DPStandardScaler(
     again: compose with :class:`skdp.PrivacyLedger`, which accepts whole
     pipelines and searches. Dense input only.
 
+    **Dask.** ``fit`` also takes a ``dask.array.Array`` (dense chunks along
+    rows): each histogram of the bound search and the moment sums are one
+    reduction over the chunks (counts and 2d floats); each grid is chosen
+    and every noise is drawn on the client, so the guarantee is that of the
+    in-memory fit. ``transform`` returns a Dask array. See :ref:`large_data`.
+
     **Cost.** Time O(n·d) per release (plus a binary search over the 49-bin
     log grid), memory O(n·d + 4096·d) beyond X.
 

@@ -194,6 +194,13 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
     several times (e.g. in ``GridSearchCV``) spends the budget each time:
     compose with :class:`skdp.PrivacyLedger`.
 
+    **Dask.** ``fit`` also takes a ``dask.array.Array`` with the primal
+    solver (``solver="auto"`` picks it; ``"kernel"`` is refused): each chunk
+    computes its random features and clipped gradient sum where it lives,
+    anew at every step (Φ is never stored; time ``O(T·n·p·d)``), and the
+    noise is added on the client once per step: the guarantee is that of the
+    in-memory fit. ``predict`` returns a Dask array. See :ref:`large_data`.
+
     **Cost.** Primal: ``O(T·n·p + n·p·d)`` time, ``8np`` bytes for the
     features. Kernel: ``O(n²p + n·p·d + n³ + T·n²)`` time, ``8n²`` bytes plus
     a block of 2²² features. Both store ``V`` (``8dp`` bytes).
