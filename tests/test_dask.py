@@ -454,3 +454,22 @@ def test_black_box_audit_of_the_dask_fit_holds_and_catches_ten_times_less_noise(
     assert broken.claimed_epsilon == correct.claimed_epsilon
     assert broken.refuted
     assert broken.mu_hat > 3 * broken.claimed_mu
+
+
+def test_gradient_canary_audit_enters_the_dask_fit():
+    """The default (white-box) audit of DP-GD injects its gradient canary into
+    the engine's sum: on Dask chunks the canary's record is left out in its
+    chunk and the canary added on the client, so the audit's scores equal the
+    in-memory ones trial by trial."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 3)), np.arange(50) % 2
+    params = _tight_logistic(1.0).get_params()
+    with dask.config.set(scheduler="synchronous"):
+        on_dask = audit_estimator(
+            _DaskLogistic(**params), X, y, n_trials=8, random_state=0
+        )
+    in_memory = audit_estimator(
+        DPLogisticRegression(**params), X, y, n_trials=8, random_state=0
+    )
+    np.testing.assert_allclose(on_dask.scores_in, in_memory.scores_in, rtol=RTOL)
+    np.testing.assert_allclose(on_dask.scores_out, in_memory.scores_out, rtol=RTOL)
