@@ -130,7 +130,7 @@ def _as_rows(y, X, name="y"):
     return y
 
 
-def _chunk_partial(fn, n_arrays, size, start_name, kwargs):
+def _chunk_partial(fn, size, start_name, kwargs):
     """Wrap ``fn`` for ``map_blocks``: 1-D arrays come back as 1-D, result (1, size)."""
 
     def part(*blocks, block_info=None):
@@ -157,7 +157,7 @@ def block_sum(fn, X, *rows, size, start_name=None, **kwargs):
     as that keyword.
     """
     arrays = [X] + [r[:, None] for r in rows]
-    part = _chunk_partial(fn, len(arrays), size, start_name, kwargs)
+    part = _chunk_partial(fn, size, start_name, kwargs)
     parts = da.map_blocks(
         part,
         *arrays,

@@ -43,6 +43,14 @@ enforced by the code that runs, not assumed of the data:
 * float32 data stay float32 in memory; the sums are accumulated in float64,
   a block of rows at a time.
 
+**Dask.** X may be a Dask array chunked along rows: :func:`design_of`
+then hands the loop a :class:`skdp._dask.DaskDesign`, whose gradient sum is
+one reduction over the chunks, each reduced by :func:`sum_over_row_blocks`
+(the in-memory code) where it lives. The loop, and so the noise (drawn on
+the client, once per step, never per chunk), is the same: the sum that
+receives the noise is the sum over all records, whose sensitivity is 2C
+whatever the chunking.
+
 **Audit hook.** :func:`injected_gradient` (used only by :mod:`skdp.audit`)
 replaces one record's clipped gradient, at every step, by a gradient the
 auditor chooses (a *gradient canary*, Nasr et al. 2023, §4), itself clipped
@@ -558,9 +566,11 @@ def dpgd(
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    X : {ndarray, sparse matrix, dask array} of shape (n_samples, n_features)
         Finite features of any magnitude (clipping bounds each record's
-        influence), float64 or float32.
+        influence), float64 or float32. A Dask array (chunked along rows,
+        with y chunked like it; see :mod:`skdp._dask`) is read by one
+        reduction per step.
     y : ndarray of shape (n_samples,)
         Targets, in whatever encoding ``datafit.raw_grad`` expects.
     datafit : object
