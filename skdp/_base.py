@@ -14,6 +14,7 @@ from dataclasses import replace
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .accounting import (
@@ -87,6 +88,44 @@ def warn_if_delta_is_large(estimator, n_samples):
             PrivacyLeakWarning,
             stacklevel=5,  # the caller of fit (through fit's two decorators)
         )
+
+
+def is_dask_array(X):
+    """Whether X is a Dask array, checked without importing Dask.
+
+    A duck check on the type's module and the array protocol Dask arrays
+    have (``chunks``, ``map_blocks``): ``import skdp`` never imports Dask,
+    and only a Dask input loads :mod:`skdp._dask` (the optional
+    ``distributed`` extra).
+    """
+    module = type(X).__module__ or ""
+    return (
+        module.startswith("dask.") and hasattr(X, "chunks") and hasattr(X, "map_blocks")
+    )
+
+
+def sum_over_rows(fn, X, shape, **kwargs):
+    """``fn(X, **kwargs)``, a sum over X's rows, computed where X lives.
+
+    In memory, ``fn`` is called on X. For a Dask X, ``fn`` is called on every
+    row chunk (where the chunk lives) and the results, of shape ``shape``,
+    are added in a tree: one pass over the data, whose answer (``shape``
+    floats) is returned to the caller as a numpy array. ``fn`` must be a sum
+    of per-row terms (so that the two agree up to rounding), and picklable.
+    """
+    if not is_dask_array(X):
+        return fn(X, **kwargs)
+    from . import _dask
+
+    size = int(np.prod(shape))
+    return _dask.block_sum(fn, X, size=size, **kwargs).compute().reshape(shape)
+
+
+def is_sparse_input(X):
+    """Whether X is sparse: a scipy sparse matrix, or a Dask array of sparse chunks."""
+    if is_dask_array(X):
+        return sp.issparse(getattr(X, "_meta", None))
+    return sp.issparse(X)
 
 
 def fitted_attributes(estimator):

@@ -44,6 +44,14 @@ enforced by the code that runs, not assumed of the data:
   a block of rows at a time. A dense float64 X is read in Fortran order
   (copied once if it is not; see :func:`canonical_design`).
 
+**Dask.** X may be a Dask array chunked along rows: :func:`design_of`
+then hands the loop a :class:`skdp._dask.DaskDesign`, whose gradient sum is
+one reduction over the chunks, each reduced by :func:`sum_over_row_blocks`
+(the in-memory code) where it lives. The loop, and so the noise (drawn on
+the client, once per step, never per chunk), is the same: the sum that
+receives the noise is the sum over all records, whose sensitivity is 2C
+whatever the chunking.
+
 **Audit hook.** :func:`injected_gradient` (used only by :mod:`skdp.audit`)
 replaces one record's clipped gradient, at every step, by a gradient the
 auditor chooses (a *gradient canary*, Nasr et al. 2023, §4), itself clipped
@@ -59,6 +67,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ._base import is_dask_array
 from ._secure import SecureNoise
 from .accounting import REPLACE_ONE, gaussian_cost, sensitivity_factor
 from .exceptions import MechanismFailedError
@@ -321,30 +330,123 @@ def _injected_contribution(hook, X, shape, clip_norm):
     return hook.clipped
 
 
+def _block_gradient_sum(
+    block, y, datafit, coef, intercept, row_norm, clip_norm, skip=None
+):
+    """``Σ_i clip_C(∇ℓ_i)`` over one block of rows, shape ``(d + 1, k)``.
+
+    The one per-block function of the engine: :func:`clipped_gradient_sum`
+    calls it on each cache-sized block of an in-memory X, and
+    :mod:`skdp._dask` on each chunk of a Dask array (on the workers), so
+    both paths clip every record with the same code. ``block`` is float64
+    (dense or canonical CSR); ``row_norm`` the norms of its rows (intercept
+    included), or one scalar for all of them; ``skip`` a row of the block
+    whose contribution is left out (the audit hook's record), or None.
+    """
+    g = _clipped_raw_grad(block, y, datafit, coef, intercept, row_norm, clip_norm)
+    if skip is not None:
+        g[skip] = 0.0  # the canary takes this record's place
+    d, k = coef.shape
+    total = np.empty((d + 1, k))
+    total[:d] = block.T @ g
+    total[d] = g.sum(axis=0)
+    return total
+
+
 def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
     """``Σ_i clip_C(∇ℓ_i)`` w.r.t. ``(coef, intercept)``, shape ``(d + 1, k)``.
 
     One pass over X, a block of rows at a time. ``row_norm`` must include the
-    intercept's constant feature when an intercept is fitted. Whatever X,
-    every record's clipped contribution has norm ≤ ``clip_norm``; within
-    :func:`injected_gradient` (audits only) one record's contribution is the
-    auditor's gradient canary, clipped to ``clip_norm`` as well.
+    intercept's constant feature when an intercept is fitted; a scalar stands
+    for the same norm on every row. Whatever X, every record's clipped
+    contribution has norm ≤ ``clip_norm``; within :func:`injected_gradient`
+    (audits only) one record's contribution is the auditor's gradient
+    canary, clipped to ``clip_norm`` as well.
+
+    A Dask array X (with y and a per-row ``row_norm`` chunked like it) is
+    summed by :func:`skdp._dask.clipped_gradient_sum`: the same per-block
+    function on every chunk, where the chunk lives, and one reduction of
+    ``(d + 1)·k`` floats to the caller.
     """
-    hook = _INJECTED.get()
-    d, k = coef.shape
-    total = np.zeros((d + 1, k))
-    for rows in _gradient_blocks(X):
-        block = _float64_rows(X, rows)
-        g = _clipped_raw_grad(
-            block, y[rows], datafit, coef, intercept, row_norm[rows], clip_norm
+    if is_dask_array(X):
+        from . import _dask
+
+        return _dask.clipped_gradient_sum(
+            X, y, datafit, coef, intercept, row_norm, clip_norm
         )
-        if hook is not None and rows.start <= hook.record < rows.stop:
-            g[hook.record - rows.start] = 0.0  # the canary takes this record's place
-        total[:d] += block.T @ g
-        total[d] += g.sum(axis=0)
+    hook = _INJECTED.get()
+    total = sum_over_row_blocks(
+        X,
+        y,
+        datafit,
+        coef,
+        intercept,
+        row_norm,
+        clip_norm,
+        skip=None if hook is None else hook.record,
+    )
     if hook is not None:
         total += _injected_contribution(hook, X, total.shape, clip_norm)
     return total
+
+
+def sum_over_row_blocks(X, y, datafit, coef, intercept, row_norm, clip_norm, skip=None):
+    """:func:`_block_gradient_sum` over X's cache-sized row blocks, totalled.
+
+    ``skip`` is a row of X left out (the audit hook's record) or None. The
+    in-memory engine calls this on the whole X, :mod:`skdp._dask` on each
+    chunk (with the chunk's own ``skip``): one code path for both.
+    """
+    d, k = coef.shape
+    total = np.zeros((d + 1, k))
+    scalar_norm = np.ndim(row_norm) == 0
+    for rows in _gradient_blocks(X):
+        local = None
+        if skip is not None and rows.start <= skip < rows.stop:
+            local = skip - rows.start
+        total += _block_gradient_sum(
+            _float64_rows(X, rows),
+            y[rows],
+            datafit,
+            coef,
+            intercept,
+            row_norm if scalar_norm else row_norm[rows],
+            clip_norm,
+            local,
+        )
+    return total
+
+
+class InMemoryDesign:
+    """What the engine's loop reads of an in-memory (X, y): one gradient sum per step.
+
+    X is put in the engine's form once (:func:`canonical_design`) and its
+    row norms are computed once (intercept included); each call of
+    :meth:`gradient_sum` is one pass of :func:`clipped_gradient_sum`.
+    :class:`skdp._dask.DaskDesign` is the same object for a Dask array.
+    """
+
+    def __init__(self, X, y, *, fit_intercept):
+        self.X = canonical_design(X)
+        self.y = y
+        row_norm = row_norms(self.X)
+        self.row_norm = np.hypot(row_norm, 1.0) if fit_intercept else row_norm
+        self.shape = self.X.shape
+
+    def gradient_sum(self, datafit, coef, intercept, clip_norm):
+        """``Σ_i clip_C(∇ℓ_i)`` at ``(coef, intercept)``, shape ``(d + 1, k)``."""
+        return clipped_gradient_sum(
+            self.X, self.y, datafit, coef, intercept, self.row_norm, clip_norm
+        )
+
+
+def design_of(X, y, *, fit_intercept):
+    """The gradient-sum source of ``(X, y)``: in memory, or on a Dask array."""
+    if is_dask_array(X):
+        from . import _dask
+
+        return _dask.DaskDesign(X, y, fit_intercept=fit_intercept)
+    return InMemoryDesign(X, y, fit_intercept=fit_intercept)
 
 
 class GradientDescent:
@@ -467,9 +569,11 @@ def dpgd(
 
     Parameters
     ----------
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    X : {ndarray, sparse matrix, dask array} of shape (n_samples, n_features)
         Finite features of any magnitude (clipping bounds each record's
-        influence), float64 or float32.
+        influence), float64 or float32. A Dask array (chunked along rows,
+        with y chunked like it; see :mod:`skdp._dask`) is read by one
+        reduction per step.
     y : ndarray of shape (n_samples,)
         Targets, in whatever encoding ``datafit.raw_grad`` expects.
     datafit : object
@@ -553,11 +657,8 @@ def dpgd(
         )
     if solver == "gd":
         check_step_size(learning_rate, alpha)
-    X = canonical_design(X)
-    n, d = X.shape
-    row_norm = row_norms(X)
-    if fit_intercept:
-        row_norm = np.hypot(row_norm, 1.0)
+    design = design_of(X, y, fit_intercept=fit_intercept)
+    n, d = design.shape
     if sensitivity is None:
         sensitivity = sensitivity_factor(adjacency) * clip_norm
     noise_std = noise_multiplier * sensitivity
@@ -580,9 +681,7 @@ def dpgd(
     intercept = np.zeros(n_outputs)
     mean_coef, mean_intercept = np.zeros_like(coef), np.zeros_like(intercept)
     for t in range(n_iter):
-        grad_sum = clipped_gradient_sum(
-            X, y, datafit, coef, intercept, row_norm, clip_norm
-        )
+        grad_sum = design.gradient_sum(datafit, coef, intercept, clip_norm)
         grad = add_gaussian_noise(grad_sum, noise_std, rng) / n
         grad[:d] += alpha * coef
         if not fit_intercept:

@@ -12,8 +12,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import (
     PRIVACY_CONSTRAINTS,
     DPEstimatorMixin,
+    is_dask_array,
     private_fit,
     require_positive_delta,
+    sum_over_rows,
     warn_if_delta_is_large,
 )
 from .._dpgd import row_norms
@@ -77,8 +79,22 @@ def clipped_moments(X, center, radius):
 
     Rows ``u_i = (x_i - c)·min(1, radius/||x_i - c||)``; returns
     ``(1/n)Σu_i`` and ``(1/n)Σu_i u_iᵀ``. Replacing one row moves them by at
-    most ``2·radius/n`` (L2) and ``sqrt(2)·radius²/n`` (Frobenius).
+    most ``2·radius/n`` (L2) and ``sqrt(2)·radius²/n`` (Frobenius). A Dask X
+    is read in one reduction: each chunk's ``Σu_i`` and ``Σu_i u_iᵀ``
+    (:func:`_clipped_moment_sums`), summed, then divided by the public n.
     """
+    n, d = X.shape
+    if is_dask_array(X):
+        sums = sum_over_rows(
+            _clipped_moment_sums, X, (d + d * d,), center=center, radius=radius
+        )
+        return sums[:d] / n, sums[d:].reshape(d, d) / n
+    U = _clipped_rows(X, center, radius)
+    return U.mean(axis=0), (U.T @ U) / n
+
+
+def _clipped_rows(X, center, radius):
+    """Rows ``(x_i - c)·min(1, radius/||x_i - c||)``: each one a function of its row."""
     with np.errstate(over="ignore"):
         U = X - center
     # Per entry, so still a function of the row alone: a difference that
@@ -88,8 +104,13 @@ def clipped_moments(X, center, radius):
     norms = row_norms(U)  # free of overflow
     with np.errstate(divide="ignore"):
         U *= np.minimum(1.0, radius / norms)[:, None]
-    n = U.shape[0]
-    return U.mean(axis=0), (U.T @ U) / n
+    return U
+
+
+def _clipped_moment_sums(X, *, center, radius):
+    """``(Σu_i, Σu_i u_iᵀ)`` of one chunk, flattened (a sum over rows)."""
+    U = _clipped_rows(X, center, radius)
+    return np.concatenate([U.sum(axis=0), (U.T @ U).ravel()])
 
 
 class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
@@ -264,6 +285,12 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
     output's TV guarantee is over fresh data: given one data set, the draws
     are not N(μ, Σ).
 
+    **Dask.** With ``method="bounded"``, ``fit`` also takes a
+    ``dask.array.Array``: the clipped sum and sum of outer products are one
+    reduction over the row chunks (d + d² floats), and the noise is drawn on
+    the client: the guarantee is that of the in-memory fit.
+    ``method="unbounded"`` refuses Dask input. See :ref:`large_data`.
+
     **Cost.** Bounded: O(n·d²) time, O(n·d) memory. Unbounded: O(n·d²)
     for StableCov (one pass on clean data, at most k + 1 with outliers) plus
     ``O(n1·|R|·d)`` for StableMean, in blocks of 10⁴ rows (≈ 100 MB). At the
@@ -378,7 +405,17 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
                 "release draw continuous noise whose law is the guarantee. Use "
                 "method='bounded' with noise='secure', or noise='fast'."
             )
-        if self.method == "unbounded":
+        if is_dask_array(X):
+            if self.method == "unbounded":
+                raise ValueError(
+                    "method='unbounded' runs its stability tests on the rows in "
+                    "memory and does not accept a Dask array; use "
+                    "method='bounded' (a sum over records) or compute X."
+                )
+            from .. import _dask
+
+            X, _ = _dask.validate(self, X, dtype=np.float64)
+        elif self.method == "unbounded":
             # Public checks first (sizes, parameters), before reading X.
             plan = self._plan(X)
             X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)

@@ -4,7 +4,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -13,6 +12,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import (
     PRIVACY_CONSTRAINTS,
     DPEstimatorMixin,
+    is_dask_array,
+    is_sparse_input,
     private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
@@ -38,6 +39,38 @@ _AVERAGE_DECAY = 0.9
 # Step size of solver="gd" when learning_rate="auto" (benchmarked with 50 steps
 # on standardised data).
 _GD_LEARNING_RATE = 3.0
+
+
+def _map_rows(method, estimator, X):
+    """``method`` on every row chunk of a Dask X: a lazy Dask array."""
+    from .. import _dask
+
+    check_is_fitted(estimator)
+    return _dask.map_rows(method, estimator, X, accept_sparse=True)
+
+
+def _encode(y, classes):
+    """Labels as indices into the sorted ``classes`` (one chunk of a Dask y)."""
+    return np.searchsorted(classes, y)
+
+
+class _labels_in:
+    """Chunk check of a Dask y: every label is one of ``classes`` (picklable)."""
+
+    def __init__(self, classes):
+        self.classes = classes
+
+    def __call__(self, y):
+        return bool(np.isin(y, self.classes).all())
+
+
+def _unique_labels(y):
+    """The labels present in y (a Dask y: one pass, then checked as targets)."""
+    if not is_dask_array(y):
+        return np.unique(y)
+    classes = np.unique(y.map_blocks(np.unique, dtype=y.dtype).compute())
+    check_classification_targets(classes)
+    return classes
 
 
 class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -190,6 +223,15 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     choosing among the fits by their scores on the private data is not
     covered: compose with :class:`skdp.PrivacyLedger`.
 
+    **Dask.** ``fit`` also takes a ``dask.array.Array`` (dense or CSR
+    chunks along rows): each step's clipped gradient sum is computed chunk
+    by chunk where the chunks live, by the same per-block code, and summed;
+    the noise is added on the client, once per step, so the guarantee and
+    ``privacy_spent_`` are those of the in-memory fit, and a seeded fit
+    gives the same model up to rounding. One extra pass checks the values
+    (finite, labels in ``classes``) before any noise. ``predict`` and the
+    other methods return Dask arrays. See :ref:`large_data`.
+
     **Cost.** Time ``O(n_iter_ · nnz(X) · k)``, memory O(n · k + d · k) beyond X
     (float32 X: plus one block of 2²⁰ values in float64).
 
@@ -293,10 +335,13 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         require_positive_delta(self)
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32]
-        )
-        check_classification_targets(y)
+        if is_dask_array(X):  # map-reduce on the chunks; noise on the client
+            X, y = self._validate_dask(X, y)
+        else:
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32]
+            )
+            check_classification_targets(y)
         warn_if_delta_is_large(self, X.shape[0])
         classes, y_encoded = self._encode_labels(y)
         datafit = BinomialLogistic() if classes.size == 2 else MultinomialLogistic()
@@ -332,6 +377,25 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.privacy_spent_ = cost
         return self
 
+    def _validate_dask(self, X, y):
+        """Dask (X, y): shapes and chunks, then one pass that checks values.
+
+        The pass releases only whether X and y are finite and, with declared
+        ``classes``, whether every label is one of them (as the in-memory
+        checks raise or not); nothing else is read before the noisy steps.
+        """
+        from .. import _dask
+
+        declared = None if self.classes is None else np.unique(self.classes)
+        return _dask.validate(
+            self,
+            X,
+            y,
+            accept_sparse=True,
+            y_check=None if declared is None else _labels_in(declared),
+            y_message="y contains labels that are not in the declared classes.",
+        )
+
     def _schedule(self, X, n_outputs):
         """Steps, step size, penalty and clip: the parameters, or public rules.
 
@@ -344,7 +408,7 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             n,
             (d + 1) * n_outputs,
             mu_from_epsilon(self.epsilon, self.delta),
-            sparse=sp.issparse(X),
+            sparse=is_sparse_input(X),
         )
         if self.max_iter != "auto":
             n_iter = self.max_iter
@@ -369,11 +433,12 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
                 PrivacyLeakWarning,
                 stacklevel=5,  # the caller of fit (through two decorators)
             )
-            classes = np.unique(y)
+            classes = _unique_labels(y)
         else:
             classes = np.unique(np.asarray(self.classes))
-            # The message names no label: the labels in y are private.
-            if not np.isin(y, classes).all():
+            # The message names no label: the labels in y are private. (A
+            # Dask y was checked in the validation pass.)
+            if not is_dask_array(y) and not np.isin(y, classes).all():
                 raise ValueError(
                     "y contains labels that are not in the declared classes."
                 )
@@ -383,6 +448,8 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
                 + ("y contains" if self.classes is None else "classes declares")
                 + " only one class."
             )
+        if is_dask_array(y):  # encoded chunk by chunk, lazily
+            return classes, y.map_blocks(_encode, classes, dtype=np.intp)
         return classes, np.searchsorted(classes, y)
 
     def _noise_multiplier(self, n_iter):
@@ -414,6 +481,8 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``classes_[1]``).
         """
         check_is_fitted(self)
+        if is_dask_array(X):
+            return _map_rows(self.decision_function, self, X)
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
         scores = X @ self.coef_.T + self.intercept_
         return scores[:, 0] if scores.shape[1] == 1 else scores
@@ -431,6 +500,8 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
             Predicted labels.
         """
+        if is_dask_array(X):
+            return _map_rows(self.predict, self, X)
         scores = self.decision_function(X)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
@@ -449,6 +520,8 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         log_proba : ndarray of shape (n_samples, n_classes)
             Log-probabilities.
         """
+        if is_dask_array(X):
+            return _map_rows(self.predict_log_proba, self, X)
         scores = self.decision_function(X)
         if scores.ndim == 1:
             return BinomialLogistic().log_proba(scores)
@@ -467,4 +540,6 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         proba : ndarray of shape (n_samples, n_classes)
             Probabilities; rows sum to one.
         """
+        if is_dask_array(X):
+            return _map_rows(self.predict_proba, self, X)
         return np.exp(self.predict_log_proba(X))

@@ -44,6 +44,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import (
     PRIVACY_CONSTRAINTS,
     DPEstimatorMixin,
+    is_dask_array,
     private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
@@ -242,6 +243,35 @@ def clip_features(X, bound):
     return np.clip(X, -limit, limit)
 
 
+def _clipped_design(X, bound):
+    """:func:`clip_features` of X; of each chunk (lazily) for a Dask array."""
+    if is_dask_array(X):
+        return X.map_blocks(clip_features, bound, dtype=X.dtype)
+    return clip_features(X, bound)
+
+
+def _is_binary(y):
+    return bool(np.isin(y, (0.0, 1.0)).all())
+
+
+def _is_count(y):
+    return bool((y >= 0).all())
+
+
+#: Per-chunk checks of a Dask response, with the in-memory messages.
+_RESPONSE_CHECKS = {
+    "logistic": (
+        _is_binary,
+        "family='logistic' needs y in {0, 1}; y has other values.",
+    ),
+    "poisson": (
+        _is_count,
+        "Some value(s) of y are negative which is not allowed for "
+        "family='poisson' (counts must be >= 0).",
+    ),
+}
+
+
 def gradient_step(X, y, datafit, theta, *, learning_rate, x_bound, residual_bound):
     """``v = θ - (η/n)·Σ_i clip_r(ψ'(z_i) - y_i)·(x_i, c)``, the input of NoisyHT.
 
@@ -261,7 +291,7 @@ def gradient_step(X, y, datafit, theta, *, learning_rate, x_bound, residual_boun
         datafit,
         theta[:d, None],
         c * theta[d:],
-        np.full(n, float(x_bound)),
+        float(x_bound),  # every row's ∞-norm bound (one scalar for all rows)
         residual_bound * x_bound,
     )[:, 0]
     grad[d] *= c
@@ -580,6 +610,13 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     against Mironov (2012). Each fit spends the budget; compose several with
     :class:`skdp.PrivacyLedger`.
 
+    **Dask.** ``fit`` also takes a ``dask.array.Array`` (dense or CSR
+    chunks along rows): the clipped residual sum of each step is one
+    reduction over the chunks; the peeling and the noisy release run on the
+    client, so the guarantee is that of the in-memory fit, and a seeded fit
+    gives the same model up to rounding. ``predict`` returns a Dask array.
+    See :ref:`large_data`.
+
     **Cost.** Time ``O(T·nnz(X))``, memory one clipped copy of X plus
     O(n + s·d) (the Laplace peeling draws an ``s × d`` array per step).
 
@@ -703,14 +740,17 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 "has no exact sampler here; the paper's Laplace peeling and "
                 "Laplace release do."
             )
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            accept_sparse="csr",
-            dtype=[np.float64, np.float32],
-            y_numeric=True,
-        )
+        if is_dask_array(X):  # map-reduce on the chunks; peeling on the client
+            X, y = self._validate_dask(X, y)
+        else:
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                accept_sparse="csr",
+                dtype=[np.float64, np.float32],
+                y_numeric=True,
+            )
         n, d = X.shape
         y, residual_bound = self._check_response(y)
         sparsity, n_iter, learning_rate = self._schedule(n, d, residual_bound)
@@ -739,7 +779,7 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         )
         exact = self.accounting == "exact"
         coef, intercept, _ = noisy_iht(
-            clip_features(X, self.x_bound),
+            _clipped_design(X, self.x_bound),
             y,
             _make_datafit(self.family),
             sparsity=sparsity,
@@ -769,6 +809,21 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self.privacy_spent_ = cost
         return self
 
+    def _validate_dask(self, X, y):
+        """Dask (X, y): shapes and chunks, then one pass that checks values.
+
+        The pass releases only whether X and y are finite and whether y is
+        valid for the family (0/1, or counts >= 0), as the in-memory checks
+        raise or not.
+        """
+        from .. import _dask
+
+        check, message = _RESPONSE_CHECKS.get(self.family, (None, ""))
+        X, y = _dask.validate(
+            self, X, y, accept_sparse=True, y_check=check, y_message=message
+        )
+        return X, y.astype(np.float64)
+
     def _residual_bound(self):
         """The residual clip r: ``residual_bound``, or ``y_bound`` if given.
 
@@ -794,8 +849,10 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         ``±r`` in :func:`gradient_step`, which bounds its influence whatever
         y is (see the class Notes). Logistic residuals lie in (-1, 1): r = 1.
         """
-        y = np.asarray(y, dtype=np.float64)
         residual_bound = self._residual_bound()  # warns for y_bound, any family
+        if is_dask_array(y):  # values checked in the validation pass
+            return y, 1.0 if self.family == "logistic" else residual_bound
+        y = np.asarray(y, dtype=np.float64)
         if self.family == "logistic":
             if not np.isin(y, (0.0, 1.0)).all():
                 raise ValueError(
@@ -955,5 +1012,10 @@ class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             ``x·coef_ + intercept_`` (gaussian), its exponential (poisson) or
             its logistic sigmoid, P(y = 1) (logistic).
         """
+        if is_dask_array(X):
+            from .. import _dask
+
+            check_is_fitted(self)
+            return _dask.map_rows(self.predict, self, X, accept_sparse=True)
         z = self._linear_predictor(X)
         return _make_datafit(self.family).inverse_link(z[:, None])[:, 0]

@@ -4,9 +4,10 @@ import math
 import warnings
 from copy import deepcopy
 from dataclasses import replace
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterSampler
 from sklearn.pipeline import Pipeline
@@ -106,6 +107,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     validation_fraction : float, default=0.2
         Share of the rows (chosen at random, independently of the data) that
         score the candidates; the rest trains them.
+    n_jobs : int or None, default=None
+        Candidates fitted in parallel, through :class:`joblib.Parallel`
+        (None: one at a time, unless a :func:`joblib.parallel_config`
+        context says otherwise; -1: all processors). Under
+        ``joblib.parallel_config(backend="dask")`` the candidates are fitted
+        on the workers of a ``dask.distributed`` cluster. The candidates
+        and their seeds are drawn here, in one stream, before any fit, and
+        the scores' noise after the fits in the order of the runs: a seeded
+        search gives the same result for any ``n_jobs`` and backend.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the split, the number of runs, the candidates, the score noise
         and (with a distinct seed each) the candidates' own noise. Use None
@@ -206,6 +216,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         ],
         "score_bound": [Interval(Real, 0, None, closed="neither"), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_jobs": [Integral, None],
         "random_state": ["random_state", np.random.Generator],
     }
 
@@ -221,6 +232,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         scoring=None,
         score_bound=None,
         validation_fraction=0.2,
+        n_jobs=None,
         random_state=None,
         noise="fast",
     ):
@@ -233,6 +245,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         self.scoring = scoring
         self.score_bound = score_bound
         self.validation_fraction = validation_fraction
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.noise = noise
 
@@ -430,7 +443,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         # adds 2^-16 noise stds to it (see the Notes).
         secure = self.noise == "secure"
         noise_std = score_range / m / (mu - _SECURE_SLACK if secure else mu)
-        best = None
+        # The candidates and their seeds are drawn first, in the order of the
+        # stream, none of which reads the data; then the fits, through joblib
+        # (in parallel when n_jobs or the joblib context asks); then each
+        # score's noise, in the order of the runs. A seeded search gives the
+        # same result for any n_jobs and backend.
+        runs = []
         for _ in range(n_runs):  # a loop over candidates, never over records
             params = next(
                 iter(
@@ -443,10 +461,16 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 p + "random_state": _seed(rng) if seeded else None for p, _ in dp_steps
             }
             candidate = clone(self.estimator).set_params(**params, **privacy, **seeds)
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
-                candidate.fit(X[train], y[train])
-            score = _score(candidate, X[valid], y[valid], scoring, score_range)
+            runs.append((params, candidate))
+        X_train, y_train, X_valid, y_valid = X[train], y[train], X[valid], y[valid]
+        fitted = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_and_score)(
+                candidate, X_train, y_train, X_valid, y_valid, scoring, score_range
+            )
+            for _, candidate in runs
+        )
+        best = None
+        for (params, _), (score, candidate) in zip(runs, fitted, strict=True):
             noisy = float(add_gaussian_noise(score, noise_std, rng))
             if best is None or noisy > best[0]:
                 best = (noisy, params, candidate)
@@ -524,6 +548,17 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
 
 def _seed(rng):
     return int(rng.integers(2**32))
+
+
+def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound):
+    """One run: the candidate fitted on the training part, and its exact score.
+
+    The score is released only with the noise the search adds to it.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
+        candidate.fit(X_train, y_train)
+    return _score(candidate, X_valid, y_valid, scoring, bound), candidate
 
 
 def _score(candidate, X, y, scoring, bound):

@@ -48,6 +48,7 @@ import math
 
 import numpy as np
 
+from .._base import sum_over_rows
 from ..mechanisms import gaussian_mechanism
 
 #: Decades of magnitude covered by the first (log) grid: its smallest bin is
@@ -144,8 +145,10 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        Finite data.
+    X : ndarray or Dask array of shape (n_samples, n_features)
+        Finite data. A Dask array is read by one reduction per round (the
+        counts of each chunk, summed); the noise is drawn here, once per
+        round.
     data_range : float
         Public range: the bounds lie in ``[-data_range, data_range]``.
     noise_multiplier : float
@@ -159,7 +162,6 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     lower, upper : ndarray of shape (n_features,)
     """
     n, d = X.shape
-    X = np.clip(X, -data_range, data_range)  # the public range; no overflow below
     sensitivity = histogram_sensitivity(d)
     noise_std = noise_multiplier * sensitivity
 
@@ -170,10 +172,10 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
 
     edges = magnitude_grid(data_range)
     n_log_bins = edges.size - 1
-    bins = np.clip(
-        np.searchsorted(edges, np.abs(X), side="right") - 1, 0, n_log_bins - 1
+    counts = sum_over_rows(
+        _magnitude_counts, X, (d, n_log_bins), edges=edges, data_range=data_range
     )
-    noisy = release(bin_counts(bins, n_log_bins))
+    noisy = release(counts)
     _, hi = bulk_window(noisy, (1.0 - _TAIL) * n, noise_std)
     upper = edges[hi]
     lower = -upper
@@ -181,12 +183,19 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     for _ in range(_ZOOM_ROUNDS):  # a loop over rounds, never over samples
         width = upper - lower
         n_bins = np.where(fine, _FINE_BINS, _ZOOM_BINS)
-        position = (X - lower) / width * n_bins
-        bins = np.clip(np.floor(position), 0, n_bins - 1).astype(np.intp)
         # One joint release of a d x max-bins count matrix: a record still
         # moves one count per feature (sensitivity sqrt(2 d)); the columns a
         # coarse feature does not use hold pure noise and are never read.
-        noisy = release(bin_counts(bins, int(n_bins.max())))
+        counts = sum_over_rows(
+            _zoom_counts,
+            X,
+            (d, int(n_bins.max())),
+            data_range=data_range,
+            lower=lower,
+            width=width,
+            n_bins=n_bins,
+        )
+        noisy = release(counts)
         lo = np.zeros(d, dtype=np.intp)
         hi = n_bins.copy()
         for mode, size, signal_sds in (
@@ -211,3 +220,29 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     # the tails, at a small cost in resolution.
     pad = _PAD * (upper - lower)
     return lower - pad, upper + pad
+
+
+def _magnitude_counts(X, *, edges, data_range):
+    """Counts of ``|x|`` (x clipped to the public range) on the log grid, per feature.
+
+    A sum over rows: :func:`private_bounds` calls it on X, or on every row
+    chunk of a Dask X (see :func:`skdp._base.sum_over_rows`).
+    """
+    X = np.clip(X, -data_range, data_range)  # the public range; no overflow below
+    n_log_bins = edges.size - 1
+    bins = np.clip(
+        np.searchsorted(edges, np.abs(X), side="right") - 1, 0, n_log_bins - 1
+    )
+    return bin_counts(bins, n_log_bins)
+
+
+def _zoom_counts(X, *, data_range, lower, width, n_bins):
+    """Counts of x (clipped to the public range) on each feature's equal-width grid.
+
+    Values outside ``[lower, lower + width]`` fall in the end bins. A sum
+    over rows, as :func:`_magnitude_counts`.
+    """
+    X = np.clip(X, -data_range, data_range)
+    position = (X - lower) / width * n_bins
+    bins = np.clip(np.floor(position), 0, n_bins - 1).astype(np.intp)
+    return bin_counts(bins, int(n_bins.max()))

@@ -16,8 +16,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import (
     PRIVACY_CONSTRAINTS,
     DPEstimatorMixin,
+    is_dask_array,
     private_fit,
     require_positive_delta,
+    sum_over_rows,
     warn_if_delta_is_large,
 )
 from ..accounting import (
@@ -59,6 +61,9 @@ def moment_sensitivity(n_features):
 
 def moment_sums(X, lower, upper):
     """The released vector ``(Σ_i z_ij, GAMMA·Σ_i z_ij²)_j`` of length 2d.
+
+    A sum over rows: the fit calls it on X, or on every row chunk of a Dask
+    X (see :func:`skdp._base.sum_over_rows`).
 
     ``z = (clip(x, lower, upper) - center) / width``, clipped once more to
     ``[-1/2, 1/2]`` so that rounding cannot push it out. Computed from
@@ -280,6 +285,12 @@ class DPStandardScaler(
     again: compose with :class:`skdp.PrivacyLedger`, which accepts whole
     pipelines and searches. Dense input only.
 
+    **Dask.** ``fit`` also takes a ``dask.array.Array`` (dense chunks along
+    rows): each histogram of the bound search and the moment sums are one
+    reduction over the chunks (counts and 2d floats); each grid is chosen
+    and every noise is drawn on the client, so the guarantee is that of the
+    in-memory fit. ``transform`` returns a Dask array. See :ref:`large_data`.
+
     **Cost.** Time O(n·d) per release (plus a binary search over the 49-bin
     log grid), memory O(n·d + 4096·d) beyond X.
 
@@ -355,7 +366,12 @@ class DPStandardScaler(
             The fitted scaler.
         """
         require_positive_delta(self)
-        X = validate_data(self, X, dtype=np.float64)
+        if is_dask_array(X):  # map-reduce on the chunks; noise on the client
+            from .. import _dask
+
+            X, _ = _dask.validate(self, X, dtype=np.float64)
+        else:
+            X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
         bounds = None if self.bounds is None else _check_bounds(self.bounds, d)
         warn_if_delta_is_large(self, n)
@@ -418,7 +434,7 @@ class DPStandardScaler(
         # Scale-safe: half-widths are finite for every finite pair of bounds
         # and the variance is at most half_width² <= MAX_HALF_WIDTH².
         center, half_width = _center_half_width(lower, upper)
-        sums = moment_sums(X, lower, upper)
+        sums = sum_over_rows(moment_sums, X, (2 * d,), lower=lower, upper=upper)
         noisy = gaussian_mechanism(
             sums,
             sensitivity=moment_sensitivity(d),
@@ -446,6 +462,10 @@ class DPStandardScaler(
             Standardised data.
         """
         check_is_fitted(self)
+        if is_dask_array(X):
+            from .. import _dask
+
+            return _dask.map_rows(self.transform, self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
         if self.with_mean:
             X -= self.mean_
@@ -467,6 +487,10 @@ class DPStandardScaler(
             Data on the original scale.
         """
         check_is_fitted(self)
+        if is_dask_array(X):
+            from .. import _dask
+
+            return _dask.map_rows(self.inverse_transform, self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
         if self.with_std:
             X *= self.scale_

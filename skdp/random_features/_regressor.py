@@ -1,5 +1,6 @@
 """DPRandomFeaturesRegressor: DP gradient descent on random features (paper 002)."""
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -10,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import (
     PRIVACY_CONSTRAINTS,
     DPEstimatorMixin,
+    is_dask_array,
     private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
@@ -201,6 +203,13 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
     several times (e.g. in ``GridSearchCV``) spends the budget each time:
     compose with :class:`skdp.PrivacyLedger`.
 
+    **Dask.** ``fit`` also takes a ``dask.array.Array`` with the primal
+    solver (``solver="auto"`` picks it; ``"kernel"`` is refused): each chunk
+    computes its random features and clipped gradient sum where it lives,
+    anew at every step (Φ is never stored; time ``O(T·n·p·d)``), and the
+    noise is added on the client once per step: the guarantee is that of the
+    in-memory fit. ``predict`` returns a Dask array. See :ref:`large_data`.
+
     **Cost.** Primal: ``O(T·n·p + n·p·d)`` time, ``8np`` bytes for the
     features. Kernel: ``O(n²p + n·p·d + n³ + T·n²)`` time, ``8n²`` bytes plus
     a block of 2²² features. Both store ``V`` (``8dp`` bytes).
@@ -297,14 +306,18 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
         """
         require_positive_delta(self)
         activation = resolve_activation(self.activation)
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True
-        )
+        dask_input = is_dask_array(X)
+        if dask_input:  # map-reduce on the chunks; noise on the client
+            X, y = self._validate_dask(X, y)
+        else:
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True
+            )
         n, d = X.shape
         warn_if_delta_is_large(self, n)
         n_iter, learning_rate, clip_norm = self._schedule(n, d)
         noise_multiplier = self._noise_multiplier(n_iter)
-        solver = self._resolve_solver(n, d, n_iter)
+        solver = "primal" if dask_input else self._resolve_solver(n, d, n_iter)
         weights_rng, noise_rng = as_generator(self.random_state, self.noise).spawn(2)
         weights = draw_weights(weights_rng, d, self.n_components)
         run = dict(
@@ -351,6 +364,24 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
         self.noise_multiplier_ = noise_multiplier
         self.privacy_spent_ = cost
         return self
+
+    def _validate_dask(self, X, y):
+        """Dask (X, y): the primal solver only; one pass checks that values are finite.
+
+        The kernel solver needs the n × n Gram matrix in one place, which is
+        what a Dask array is meant to avoid: it is refused, before any data
+        is read.
+        """
+        from .. import _dask
+
+        if self.solver == "kernel":
+            raise ValueError(
+                "solver='kernel' needs the n x n Gram matrix in memory and does "
+                "not accept a Dask array; use solver='primal' (or 'auto', which "
+                "picks 'primal' for Dask input)."
+            )
+        X, y = _dask.validate(self, X, y, dtype=np.float64, accept_sparse=True)
+        return X, y.astype(np.float64)
 
     def _schedule(self, n_samples, n_features):
         """Steps, step size and clip: the parameters, or the paper's scaling.
@@ -434,6 +465,10 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
             Predicted values.
         """
         check_is_fitted(self)
+        if is_dask_array(X):
+            from .. import _dask
+
+            return _dask.map_rows(self.predict, self, X, accept_sparse=True)
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
         activation = resolve_activation(self.activation)
         return predict_linear(X, self.random_weights_, activation, self.coef_)
@@ -443,8 +478,19 @@ def _feature_matrix(X, weights, activation):
     """The ``n × p`` feature matrix Φ, filled a block of columns at a time.
 
     In Fortran order, the order the DP-GD engine reads (it would copy a
-    row-major Φ once more).
+    row-major Φ once more). For a Dask X, Φ is a lazy Dask array computed
+    chunk by chunk where X's chunks live (the same per-entry function): it
+    is never held whole, and each step of the engine computes it anew from
+    X (time ``O(n·p·d)`` per step instead of ``O(n·p)``, memory one chunk
+    of Φ per worker task).
     """
+    if is_dask_array(X):
+        return X.map_blocks(
+            functools.partial(features, weights=weights, activation=activation),
+            chunks=(X.chunks[0], (weights.shape[1],)),
+            dtype=np.float64,
+            meta=np.empty((0, 0)),
+        )
     Phi = np.empty((X.shape[0], weights.shape[1]), order="F")
     for cols in column_blocks(X.shape[0], weights.shape[1]):
         Phi[:, cols] = features(X, weights, activation, cols)

@@ -1,0 +1,368 @@
+"""Dask arrays: the engine's data passes as map-reduce over row chunks.
+
+Imported only when an estimator is given a :class:`dask.array.Array` (the
+optional ``distributed`` extra); ``import skdp`` never imports Dask.
+
+**What runs where.** Every pass over the data is one Dask reduction: each
+row chunk is reduced, where it lives (a worker of a ``dask.distributed``
+cluster, or a thread of the local scheduler), by the *same* per-block
+function the in-memory code runs on its blocks (for DP-GD,
+:func:`skdp._dpgd.sum_over_row_blocks`, which clips every record of the chunk
+to ``C`` before summing), and the per-chunk sums, a few floats each, are
+added in a tree and returned to the client. Everything that is random or
+that releases anything runs on the client: the noise is drawn there, once
+per step, by the same loop and from the same generator as in memory
+(:func:`skdp._dpgd.dpgd`), never per chunk. The sum that receives the noise
+is the sum over all records, whatever the chunking, so one record still
+moves it by at most the same sensitivity (``2C`` under replace-one), and the
+guarantee and the accounting are those of the in-memory fit. With the same
+seed, the released model equals the in-memory one up to the rounding of the
+sums (their order of addition differs).
+
+**What is public.** n and d are read from the array's shape (as in memory),
+and the chunk sizes along rows, which the user chose. Before any noise is
+drawn, one extra pass checks that every value is finite (and, where the
+in-memory estimator checks labels, that they are valid): it releases only
+"valid or not", as the in-memory validation does, and a failing check
+raises before the first noisy step. Arrays whose chunk sizes are unknown
+(``nan`` in ``X.chunks``), whose row chunks differ between X and y, or that
+have no rows are refused before any data is read. Columns are rechunked to
+a single chunk (a record must be whole in one chunk for its clip).
+
+**Memory.** A worker holds one chunk of X at a time plus the chunk's
+temporaries (the engine's blocks of 2²⁰ values); the client holds O(d·k)
+floats per step, independent of n. The row norms of X (8 bytes a row) are
+computed once and kept (``persist``) where the scheduler keeps results: on
+the workers of a distributed cluster.
+"""
+
+import uuid
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+
+from . import _dpgd
+
+__all__ = [
+    "DaskDesign",
+    "block_sum",
+    "clipped_gradient_sum",
+    "map_rows",
+    "row_chunks",
+    "validate",
+]
+
+
+def _is_sparse(X):
+    return sp.issparse(getattr(X, "_meta", None))
+
+
+def row_chunks(X, *, accept_sparse=False):
+    """X checked for shape and chunks (no values read), one column chunk.
+
+    Raises a ValueError for an array that is not 2-D, has unknown chunk
+    sizes, no rows or no columns, or sparse chunks where they are not
+    accepted.
+    """
+    if X.ndim != 2:
+        raise ValueError(
+            f"Expected a 2D Dask array of shape (n_samples, n_features); got "
+            f"{X.ndim} dimension(s)."
+        )
+    if any(np.isnan(c) for chunks in X.chunks for c in chunks):
+        raise ValueError(
+            "The Dask array has unknown chunk sizes (nan in X.chunks), so n is "
+            "unknown: call X.compute_chunk_sizes() first (it reads only the "
+            "number of rows of each chunk)."
+        )
+    n, d = (int(s) for s in X.shape)
+    if n < 1 or d < 1:
+        raise ValueError(
+            f"Found array with {n} sample(s) and {d} feature(s) while a minimum "
+            "of 1 is required."
+        )
+    if _is_sparse(X) and not accept_sparse:
+        raise TypeError(
+            "This estimator does not accept a Dask array of sparse chunks; "
+            "pass dense chunks."
+        )
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})  # a record must be whole in one chunk
+    return X
+
+
+def _as_rows(y, X, name="y"):
+    """y as a 1-D Dask array chunked like X's rows (a numpy y is wrapped)."""
+    if y is None:
+        return None
+    from ._base import is_dask_array
+
+    if not is_dask_array(y):
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"{name} has shape {y.shape}; expected ({X.shape[0]},) to match X."
+            )
+        return da.from_array(y, chunks=(X.chunks[0],))
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got {y.ndim} dimension(s).")
+    if any(np.isnan(c) for c in y.chunks[0]):
+        raise ValueError(
+            f"{name} has unknown chunk sizes (nan in {name}.chunks): call "
+            f"{name}.compute_chunk_sizes() first."
+        )
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"X has {X.shape[0]} rows but {name} has {y.shape[0]}: they must match."
+        )
+    if tuple(y.chunks[0]) != tuple(X.chunks[0]):
+        raise ValueError(
+            f"X and {name} are chunked differently along rows ({len(X.chunks[0])} "
+            f"and {len(y.chunks[0])} chunks, or chunks of different sizes): give "
+            f"them the same row chunks, e.g. {name}.rechunk((X.chunks[0],))."
+        )
+    return y
+
+
+def _chunk_partial(fn, size, start_name, kwargs):
+    """Wrap ``fn`` for ``map_blocks``: 1-D arrays come back as 1-D, result (1, size)."""
+
+    def part(*blocks, block_info=None):
+        blocks = [b if i == 0 else b[:, 0] for i, b in enumerate(blocks)]
+        extra = dict(kwargs)
+        if start_name is not None:
+            extra[start_name] = block_info[0]["array-location"][0][0]
+        out = np.asarray(fn(*blocks, **extra), dtype=np.float64)
+        return out.reshape(1, size)
+
+    # The task's name in dashboards (no functools.wraps: Dask must see
+    # ``block_info`` in this wrapper's own signature).
+    part.__name__ = part.__qualname__ = fn.__name__
+    return part
+
+
+def block_sum(fn, X, *rows, size, start_name=None, **kwargs):
+    """``Σ_chunks fn(X_chunk, *row_chunks, **kwargs)``, a lazy 1-D Dask array.
+
+    ``fn`` returns ``size`` floats for each chunk (the arrays of ``rows``,
+    1-D and chunked like X, are passed as 1-D chunks); the results are added
+    in a tree (``sum(axis=0)``), so the client receives ``size`` floats. If
+    ``start_name`` is given, ``fn`` also receives the chunk's first row index
+    as that keyword.
+    """
+    arrays = [X] + [r[:, None] for r in rows]
+    part = _chunk_partial(fn, size, start_name, kwargs)
+    parts = da.map_blocks(
+        part,
+        *arrays,
+        chunks=((1,) * len(X.chunks[0]), (size,)),
+        dtype=np.float64,
+        meta=np.empty((0, 0)),
+        # A fresh key instead of a hash of the arguments: the arguments change
+        # at every step anyway, and hashing them (a pickle of the datafit and
+        # the iterate) cost more than the step on small data.
+        name=f"skdp-{fn.__name__}-{uuid.uuid4().hex}",
+    )
+    return parts.sum(axis=0)
+
+
+def _chunk_is_invalid(X, *ys, y_check=None):
+    """``[X has a non-finite value, y does, y fails y_check]`` as 0/1 for one chunk."""
+    data = X.data if sp.issparse(X) else X
+    out = [float(not np.isfinite(data).all())]
+    for y in ys:
+        numeric = np.issubdtype(y.dtype, np.number)
+        out.append(float(numeric and not np.isfinite(y).all()))
+        out.append(float(y_check is not None and not y_check(y)))
+    return np.array(out)
+
+
+def validate(
+    estimator,
+    X,
+    y=None,
+    *,
+    dtype=(np.float64, np.float32),
+    accept_sparse=False,
+    y_check=None,
+    y_message="y has invalid values.",
+    reset=True,
+):
+    """Check a Dask (X, y) before any noise: shapes, chunks, then one values pass.
+
+    The structural checks read nothing but shapes and chunk sizes. Then one
+    pass over the data computes, per chunk, whether X (and y) are finite
+    and whether ``y_check(y_chunk)`` holds: only these few bits reach the
+    client, as the in-memory validation raises or not. Sets
+    ``n_features_in_`` (``reset=True``) or checks it. Returns ``(X, y)``: X
+    with one column chunk and dtype in ``dtype`` (converted lazily to the
+    first one otherwise), y a 1-D Dask array chunked like X.
+    """
+    X = row_chunks(X, accept_sparse=accept_sparse)
+    dtypes = tuple(np.dtype(t) for t in np.atleast_1d(dtype))
+    if X.dtype not in dtypes:
+        X = X.astype(dtypes[0])
+    y = _as_rows(y, X)
+    _check_n_features(estimator, X, reset=reset)
+    checks = block_sum(
+        _chunk_is_invalid,
+        X,
+        *([] if y is None else [y]),
+        size=1 if y is None else 3,
+        y_check=y_check,
+    ).compute()
+    if checks[0]:
+        raise ValueError(
+            "Input X contains NaN or infinity (in at least one chunk); nothing "
+            "was fitted."
+        )
+    if y is not None and checks[1]:
+        raise ValueError(
+            "Input y contains NaN or infinity (in at least one chunk); nothing "
+            "was fitted."
+        )
+    if y is not None and checks[2]:
+        raise ValueError(y_message)
+    return X, y
+
+
+def _check_n_features(estimator, X, *, reset):
+    d = int(X.shape[1])
+    if reset:
+        estimator.n_features_in_ = d
+        if hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+        return
+    expected = getattr(estimator, "n_features_in_", d)
+    if d != expected:
+        raise ValueError(
+            f"X has {d} features, but {type(estimator).__name__} is expecting "
+            f"{expected} features as input."
+        )
+
+
+def map_rows(method, estimator, X, *, accept_sparse=False):
+    """``method`` applied to every row chunk of X: a lazy Dask array.
+
+    As dask-ml's ``ParallelPostFit`` does: the fitted estimator is shipped
+    with the task, and each chunk is predicted (or transformed) by the
+    in-memory method, which validates it. The output's dtype and number of
+    columns are read from the method's answer on one row of zeros (public).
+    """
+    X = row_chunks(X, accept_sparse=accept_sparse)
+    _check_n_features(estimator, X, reset=False)
+    probe = np.asarray(method(np.zeros((1, X.shape[1]), dtype=X.dtype)))
+    if probe.ndim == 1:
+        return X.map_blocks(
+            method, drop_axis=1, dtype=probe.dtype, meta=np.empty((0,), probe.dtype)
+        )
+    return X.map_blocks(
+        method,
+        chunks=(X.chunks[0], (probe.shape[1],)),
+        dtype=probe.dtype,
+        meta=np.empty((0, 0), probe.dtype),
+    )
+
+
+# ---------------------------------------------------------------------------
+# DP-GD
+# ---------------------------------------------------------------------------
+
+
+def _chunk_row_norms(X, fit_intercept):
+    """Row norms of one chunk as the in-memory engine computes them."""
+    norms = _dpgd.row_norms(_dpgd.canonical_design(X))
+    return np.hypot(norms, 1.0) if fit_intercept else norms
+
+
+def _chunk_gradient_sum(
+    X, y, *row_norm, datafit, coef, intercept, clip_norm, scalar_norm, record, start
+):
+    """One chunk's clipped gradient sum: the in-memory engine on the chunk."""
+    skip = None
+    if 0 <= record - start < X.shape[0]:
+        skip = record - start
+    total = _dpgd.sum_over_row_blocks(
+        _dpgd.canonical_design(X),
+        y,
+        datafit,
+        coef,
+        intercept,
+        scalar_norm if not row_norm else row_norm[0],
+        clip_norm,
+        skip=skip,
+    )
+    return total.ravel()
+
+
+def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
+    """:func:`skdp._dpgd.clipped_gradient_sum` of a Dask X: one reduction.
+
+    ``y`` and ``row_norm`` (unless a scalar) are 1-D Dask arrays chunked like
+    X's rows. Each chunk runs :func:`skdp._dpgd.sum_over_row_blocks` (every
+    record clipped to ``clip_norm`` where the chunk lives); ``(d + 1)·k``
+    floats per chunk are summed and returned. No noise here: the caller adds
+    it to the total, once. The audit hook (:func:`skdp._dpgd.injected_gradient`)
+    is honoured as in memory: its record's row is left out in its chunk and
+    the canary's clipped gradient is added here, on the client.
+    """
+    hook = _dpgd._INJECTED.get()
+    d, k = coef.shape
+    scalar = np.ndim(row_norm) == 0
+    rows = [y] if scalar else [y, row_norm]
+    total = (
+        block_sum(
+            _chunk_gradient_sum,
+            X,
+            *rows,
+            size=(d + 1) * k,
+            start_name="start",
+            datafit=datafit,
+            coef=coef,
+            intercept=intercept,
+            clip_norm=clip_norm,
+            scalar_norm=float(row_norm) if scalar else None,
+            record=-1 if hook is None else int(hook.record),
+        )
+        .compute()
+        .reshape(d + 1, k)
+    )
+    if hook is not None:
+        total += _dpgd._injected_contribution(hook, X, total.shape, clip_norm)
+    return total
+
+
+class DaskDesign:
+    """:class:`skdp._dpgd.InMemoryDesign` for a Dask X: one reduction per step.
+
+    The row norms (intercept included) are computed once, chunk by chunk, and
+    persisted where the scheduler keeps results (on the workers of a
+    distributed cluster: 8 bytes a row). Each :meth:`gradient_sum` is one
+    pass over X (:func:`clipped_gradient_sum`). X and y must have passed
+    :func:`validate` (finite values, matching row chunks).
+    """
+
+    def __init__(self, X, y, *, fit_intercept):
+        X = row_chunks(X, accept_sparse=True)
+        self.X, self.y = X, _as_rows(y, X)
+        self.shape = (int(X.shape[0]), int(X.shape[1]))
+        norms = X.map_blocks(
+            _chunk_row_norms,
+            fit_intercept,
+            drop_axis=1,
+            dtype=np.float64,
+            meta=np.empty((0,)),
+        )
+        (self.row_norm,) = dask.persist(norms)
+
+    def gradient_sum(self, datafit, coef, intercept, clip_norm):
+        """``Σ_i clip_C(∇ℓ_i)`` at ``(coef, intercept)``, shape ``(d + 1, k)``."""
+        return clipped_gradient_sum(
+            self.X, self.y, datafit, coef, intercept, self.row_norm, clip_norm
+        )

@@ -1,0 +1,475 @@
+"""Dask arrays (issue 19): fits, predictions, bad input, searches, audits.
+
+Every test is skipped when the ``distributed`` extra (dask[array],
+distributed) is missing. Tolerances: a Dask fit and an in-memory fit with
+the same seed agree to ``rtol=1e-8`` (they differ only in the order in
+which the per-chunk sums are added); predictions to ``rtol=1e-12``. The
+audits fix their seeds (see tests/test_audit.py for the statistics).
+"""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+
+import joblib  # noqa: E402
+from sklearn.datasets import make_classification  # noqa: E402
+
+import skdp._dpgd  # noqa: E402
+from skdp import (  # noqa: E402
+    DPGaussianSampler,
+    DPLogisticRegression,
+    DPRandomFeaturesRegressor,
+    DPSparseGLM,
+    DPStandardScaler,
+)
+from skdp import mechanisms as mech  # noqa: E402
+from skdp.audit import GLMCanary, audit_estimator  # noqa: E402
+from skdp.datasets import make_sparse_glm  # noqa: E402
+from skdp.model_selection import DPRandomSearchCV  # noqa: E402
+
+RTOL = 1e-8
+# Two chunkings of the rows for every estimator: uneven, and many small ones.
+CHUNKINGS = [(700, 1300), (250,) * 8]
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning)
+        yield
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A small in-process cluster: two workers, one thread each."""
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    )
+    client = distributed.Client(cluster, set_as_default=False)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def _dask(X, rows, y=None):
+    """X (and y) as Dask arrays with the given row chunks (one column chunk)."""
+    if sp.issparse(X):
+        Xd = da.from_array(X, chunks=(rows, X.shape[1]), asarray=False)
+    else:
+        Xd = da.from_array(X, chunks=(rows, X.shape[1]))
+    return Xd if y is None else (Xd, da.from_array(y, chunks=(rows,)))
+
+
+def _classification(n_classes=2, n=2000):
+    X, y = make_classification(
+        n_samples=n,
+        n_features=6,
+        n_informative=4,
+        n_classes=n_classes,
+        random_state=0,
+    )
+    return X, y
+
+
+def _assert_same(fitted_memory, fitted_dask, names):
+    for name in names:
+        a, b = getattr(fitted_memory, name), getattr(fitted_dask, name)
+        np.testing.assert_allclose(b, a, rtol=RTOL, atol=0, err_msg=name)
+    assert fitted_dask.privacy_spent_ == fitted_memory.privacy_spent_
+
+
+# --------------------------------------------------------------------------
+# Importing skdp never imports Dask
+# --------------------------------------------------------------------------
+
+
+def test_import_skdp_does_not_import_dask():
+    code = (
+        "import sys, skdp, skdp.linear_model, skdp.preprocessing, skdp.audit, "
+        "skdp.model_selection, skdp.random_features, skdp.gaussian\n"
+        "assert not [m for m in sys.modules if m == 'dask' or "
+        "m.startswith(('dask.', 'distributed'))], sorted(sys.modules)\n"
+        "assert 'skdp._dask' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --------------------------------------------------------------------------
+# Same seed, same model as in memory, whatever the chunking
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows", CHUNKINGS)
+@pytest.mark.parametrize("n_classes, classes", [(2, [0, 1]), (3, None)])
+def test_logistic_matches_in_memory(rows, n_classes, classes):
+    X, y = _classification(n_classes)
+    params = dict(classes=classes, random_state=0, max_iter=30)
+    memory = DPLogisticRegression(**params).fit(X, y)
+    fitted = DPLogisticRegression(**params).fit(*_dask(X, rows, y))
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+    np.testing.assert_array_equal(fitted.classes_, memory.classes_)
+    assert fitted.n_features_in_ == 6
+
+
+@pytest.mark.parametrize("rows", CHUNKINGS)
+def test_logistic_matches_in_memory_on_float32_and_sparse_chunks(rows):
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=20, solver="gd")
+    X32 = X.astype(np.float32)
+    memory = DPLogisticRegression(**params).fit(X32, y)
+    fitted = DPLogisticRegression(**params).fit(*_dask(X32, rows, y))
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    memory = DPLogisticRegression(**params).fit(Xs, y)
+    fitted = DPLogisticRegression(**params).fit(_dask(Xs, rows), y)  # numpy y
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+
+
+@pytest.mark.parametrize("rows", CHUNKINGS)
+@pytest.mark.parametrize("family", ["gaussian", "logistic", "poisson"])
+def test_sparse_glm_matches_in_memory(rows, family):
+    X, y, _ = make_sparse_glm(
+        n_samples=2000, n_features=40, n_informative=3, family=family, random_state=0
+    )
+    params = dict(family=family, sparsity=3, random_state=0)
+    memory = DPSparseGLM(**params).fit(X, y)
+    fitted = DPSparseGLM(**params).fit(*_dask(X, rows, y))
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+    np.testing.assert_array_equal(fitted.support_, memory.support_)
+
+
+@pytest.mark.parametrize("rows", CHUNKINGS)
+def test_random_features_matches_in_memory(rows):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 10))
+    y = np.sign(X @ rng.standard_normal(10))
+    params = dict(n_components=100, random_state=0, max_iter=20)
+    memory = DPRandomFeaturesRegressor(solver="primal", **params).fit(X, y)
+    fitted = DPRandomFeaturesRegressor(**params).fit(*_dask(X, rows, y))
+    assert fitted.solver_ == "primal"
+    _assert_same(memory, fitted, ["coef_", "random_weights_"])
+
+
+@pytest.mark.parametrize("rows", CHUNKINGS)
+@pytest.mark.parametrize("bounds", [None, (-50.0, 150.0)])
+def test_standard_scaler_matches_in_memory(rows, bounds):
+    rng = np.random.default_rng(0)
+    X = rng.normal(loc=[100.0, -3.0, 0.0], scale=[5.0, 0.01, 1.0], size=(2000, 3))
+    params = dict(random_state=0, bounds=bounds)
+    memory = DPStandardScaler(**params).fit(X)
+    fitted = DPStandardScaler(**params).fit(_dask(X, rows))
+    _assert_same(memory, fitted, ["bounds_", "mean_", "var_", "scale_"])
+
+
+@pytest.mark.parametrize("rows", CHUNKINGS)
+def test_gaussian_sampler_matches_in_memory(rows):
+    rng = np.random.default_rng(0)
+    X = rng.normal(loc=[1.0, -2.0], scale=[1.0, 3.0], size=(2000, 2))
+    params = dict(radius=10.0, random_state=0)
+    memory = DPGaussianSampler(**params).fit(X)
+    fitted = DPGaussianSampler(**params).fit(_dask(X, rows))
+    _assert_same(memory, fitted, ["mean_", "covariance_"])
+
+
+def test_fit_on_a_distributed_cluster_matches_in_memory(client):
+    """The same fit with the chunks on two workers: the client receives only
+    the per-step sums, and the model is the in-memory one."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=10)
+    memory = DPLogisticRegression(**params).fit(X, y)
+    with client.as_current(), dask.config.set(scheduler=client):
+        Xd, yd = _dask(X, 500, y)
+        Xd, yd = client.persist([Xd, yd])
+        fitted = DPLogisticRegression(**params).fit(Xd, yd)
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+
+
+def test_chunks_along_columns_are_merged():
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=10)
+    memory = DPLogisticRegression(**params).fit(X, y)
+    fitted = DPLogisticRegression(**params).fit(
+        da.from_array(X, chunks=(500, 2)), da.from_array(y, chunks=500)
+    )
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+
+
+# --------------------------------------------------------------------------
+# predict / transform: Dask in, Dask out, block by block
+# --------------------------------------------------------------------------
+
+
+def test_predictions_and_transforms_are_dask_arrays():
+    X, y = _classification(3)
+    Xd = _dask(X, 300)
+    clf = DPLogisticRegression(classes=[0, 1, 2], random_state=0).fit(X, y)
+    for method in (
+        "predict",
+        "predict_proba",
+        "predict_log_proba",
+        "decision_function",
+    ):
+        out = getattr(clf, method)(Xd)
+        assert isinstance(out, da.Array), method
+        np.testing.assert_allclose(
+            out.compute(), getattr(clf, method)(X), rtol=1e-12, err_msg=method
+        )
+    glm = DPSparseGLM(sparsity=2, random_state=0).fit(X, y.astype(float))
+    rf = DPRandomFeaturesRegressor(50, random_state=0, max_iter=5).fit(X, y)
+    scaler = DPStandardScaler(bounds=(-5.0, 5.0), random_state=0).fit(X)
+    for name, out, expected in [
+        ("sparse glm", glm.predict(Xd), glm.predict(X)),
+        ("random features", rf.predict(Xd), rf.predict(X)),
+        ("transform", scaler.transform(Xd), scaler.transform(X)),
+        ("inverse", scaler.inverse_transform(Xd), scaler.inverse_transform(X)),
+    ]:
+        assert isinstance(out, da.Array), name
+        assert out.chunks[0] == Xd.chunks[0], name
+        np.testing.assert_allclose(out.compute(), expected, rtol=1e-12, err_msg=name)
+    with pytest.raises(ValueError, match="X has 4 features"):
+        clf.predict(_dask(X[:, :4], 300))
+
+
+# --------------------------------------------------------------------------
+# Bad input: a clear error before the first noisy step, nothing half-fitted
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def noise_draws(monkeypatch):
+    """Counts the engine's and the mechanisms' noise draws."""
+    calls = []
+
+    def counting(rng, std, shape):
+        calls.append(shape)
+        return mech.gaussian_noise(rng, std, shape)
+
+    monkeypatch.setattr(skdp._dpgd, "gaussian_noise", counting)
+    return calls
+
+
+def _unknown_chunks(X):
+    Xd = _dask(X, 500)
+    return Xd[Xd[:, 0] > -np.inf]  # boolean indexing: row counts unknown
+
+
+def _nan_in_one_chunk(X):
+    X = X.copy()
+    X[1700, 2] = np.nan
+    return _dask(X, 500)
+
+
+def _inf_in_one_chunk(X):
+    X = X.copy()
+    X[3, 0] = np.inf
+    return _dask(X, 500)
+
+
+@pytest.mark.parametrize(
+    "make_X, make_y, match",
+    [
+        (_unknown_chunks, lambda y: y, "unknown chunk sizes"),
+        (_nan_in_one_chunk, lambda y: da.from_array(y, chunks=500), "NaN"),
+        (_inf_in_one_chunk, lambda y: da.from_array(y, chunks=500), "infinity"),
+        (lambda X: _dask(X, 500), lambda y: da.from_array(y, chunks=400), "chunked"),
+        (
+            lambda X: _dask(X, 500),
+            lambda y: da.from_array(np.where(y == 1, np.nan, y), chunks=500),
+            "Input y",
+        ),
+        (lambda X: _dask(X, 500), lambda y: da.from_array(y + 5, chunks=500), "labels"),
+    ],
+    ids=["unknown-chunks", "nan", "inf", "mismatched-chunks", "nan-in-y", "labels"],
+)
+def test_bad_input_raises_before_any_noise_and_leaves_nothing_fitted(
+    make_X, make_y, match, noise_draws
+):
+    X, y = _classification()
+    clf = DPLogisticRegression(classes=[0, 1], random_state=0, max_iter=5).fit(X, y)
+    noise_draws.clear()
+    with pytest.raises(ValueError, match=match):
+        clf.fit(make_X(X), make_y(y))
+    assert noise_draws == []  # not one noisy step
+    assert not [k for k in vars(clf) if k.endswith("_")]  # nothing half-fitted
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        DPSparseGLM(sparsity=2, random_state=0),
+        DPRandomFeaturesRegressor(20, random_state=0, max_iter=3),
+        DPStandardScaler(random_state=0),
+        DPGaussianSampler(radius=3.0, random_state=0),
+    ],
+    ids=["sparse_glm", "random_features", "scaler", "sampler"],
+)
+def test_nan_in_one_chunk_raises_before_any_noise_for_every_estimator(
+    estimator, noise_draws, monkeypatch
+):
+    import skdp.gaussian._sampler
+    import skdp.linear_model._sparse_glm
+    import skdp.preprocessing._quantiles
+    import skdp.preprocessing._scaler
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("noise drawn before the input was checked")
+
+    for module in (skdp.preprocessing._scaler, skdp.preprocessing._quantiles):
+        monkeypatch.setattr(module, "gaussian_mechanism", refuse)
+    monkeypatch.setattr(skdp.gaussian._sampler, "gaussian_mechanism", refuse)
+    monkeypatch.setattr(skdp.linear_model._sparse_glm, "peel_top_k", refuse)
+    X, y = _classification()
+    with pytest.raises(ValueError, match="NaN"):
+        estimator.fit(_nan_in_one_chunk(X), da.from_array(y.astype(float), 500))
+    assert noise_draws == []
+    assert not [k for k in vars(estimator) if k.endswith("_")]
+
+
+def test_estimators_that_are_not_sums_refuse_dask_input_clearly():
+    X, y = _classification()
+    Xd, yd = _dask(X, 500, y)
+    with pytest.raises(ValueError, match="solver='kernel'"):
+        DPRandomFeaturesRegressor(20, solver="kernel").fit(Xd, yd)
+    with pytest.raises(ValueError, match="method='unbounded'"):
+        DPGaussianSampler(method="unbounded", epsilon=1.0, delta=1e-6).fit(Xd)
+    with pytest.raises(TypeError, match="sparse chunks"):
+        DPStandardScaler().fit(_dask(sp.csr_matrix(X), 500))
+
+
+def test_sparse_glm_checks_the_response_in_the_validation_pass(noise_draws):
+    X, y, _ = make_sparse_glm(n_samples=500, n_features=10, family="poisson")
+    Xd = _dask(X, 100)
+    with pytest.raises(ValueError, match="negative"):
+        DPSparseGLM(family="poisson").fit(Xd, da.from_array(y - 100, chunks=100))
+    with pytest.raises(ValueError, match="logistic"):
+        DPSparseGLM(family="logistic").fit(Xd, da.from_array(y, chunks=100))
+
+
+# --------------------------------------------------------------------------
+# Searches and audits dispatch their fits through joblib: a Dask cluster
+# --------------------------------------------------------------------------
+
+
+def _tight_logistic(epsilon=2.0):
+    return DPLogisticRegression(
+        epsilon=epsilon,
+        delta=1e-5,
+        classes=[0, 1],
+        solver="gd",
+        learning_rate=1e-4,
+        alpha=0.0,
+        max_iter=2,
+    )
+
+
+def test_audit_and_search_on_a_dask_cluster_equal_the_local_backend(client):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 3)), np.arange(50) % 2
+    local = audit_estimator(_tight_logistic(), X, y, n_trials=16, random_state=0)
+    Xs, ys = _classification(n=600)
+    search = DPRandomSearchCV(
+        DPLogisticRegression(classes=[0, 1], max_iter=10),
+        {"clip_norm": [0.1, 1.0, 10.0]},
+        n_iter=4,
+        epsilon=2.0,
+        random_state=0,
+    )
+    local_search = search.fit(Xs, ys)
+    local_coef = local_search.best_estimator_.coef_
+    local_score = local_search.best_score_
+    with (
+        client.as_current(),
+        joblib.parallel_config(backend="dask"),
+        distributed.get_task_stream(client) as tasks,
+    ):
+        remote = audit_estimator(_tight_logistic(), X, y, n_trials=16, random_state=0)
+        remote_search = search.fit(Xs, ys)
+    assert len(tasks.data) > 0  # the fits ran on the cluster's workers
+    np.testing.assert_array_equal(remote.scores_in, local.scores_in)
+    np.testing.assert_array_equal(remote.scores_out, local.scores_out)
+    assert remote_search.best_score_ == local_score
+    np.testing.assert_array_equal(remote_search.best_estimator_.coef_, local_coef)
+
+
+def test_search_gives_the_same_result_for_any_n_jobs():
+    X, y = _classification(n=600)
+    results = []
+    for n_jobs in (None, 2):
+        # threads: the n_jobs path without the start-up of worker processes
+        with joblib.parallel_config(backend="threading"):
+            search = DPRandomSearchCV(
+                DPLogisticRegression(classes=[0, 1], max_iter=10),
+                {"clip_norm": [0.1, 1.0, 10.0]},
+                n_iter=4,
+                epsilon=2.0,
+                n_jobs=n_jobs,
+                random_state=0,
+            ).fit(X, y)
+        results.append((search.best_score_, search.best_estimator_.coef_))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+class _DaskLogistic(DPLogisticRegression):
+    """DPLogisticRegression fitted on a Dask array of two chunks (audit only)."""
+
+    def fit(self, X, y):
+        rows = (X.shape[0] // 2, X.shape[0] - X.shape[0] // 2)
+        return super().fit(*_dask(np.asarray(X), rows, np.asarray(y)))
+
+
+def test_black_box_audit_of_the_dask_fit_holds_and_catches_ten_times_less_noise(
+    monkeypatch,
+):
+    """The audit (black-box: the canary record's loss) of a fit on Dask
+    chunks does not refute its claim; the same fit with a tenth of the noise
+    (drawn on the client, by the engine's loop) is refuted. The noise is drawn
+    on the client, so monkeypatch reaches it; the local scheduler runs here."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 3)), np.arange(50) % 2
+    kw = dict(canary=GLMCanary(), statistic="loss", n_trials=80, random_state=2)
+    params = _tight_logistic(1.0).get_params()
+    with dask.config.set(scheduler="synchronous"):
+        correct = audit_estimator(_DaskLogistic(**params), X, y, **kw)
+        print(correct)
+        assert "black-box" in correct.statistic
+        assert not correct.refuted
+        # μ̂ measures the claimed μ (to 4 standard errors): as in memory.
+        assert abs(correct.mu_hat - correct.claimed_mu) <= 4 * correct.mu_hat_se
+        monkeypatch.setattr(
+            skdp._dpgd,
+            "gaussian_noise",
+            lambda rng, std, shape: mech.gaussian_noise(rng, std / 10, shape),
+        )
+        broken = audit_estimator(_DaskLogistic(**params), X, y, **kw)
+        print(broken)
+    assert broken.claimed_epsilon == correct.claimed_epsilon
+    assert broken.refuted
+    assert broken.mu_hat > 3 * broken.claimed_mu
+
+
+def test_gradient_canary_audit_enters_the_dask_fit():
+    """The default (white-box) audit of DP-GD injects its gradient canary into
+    the engine's sum: on Dask chunks the canary's record is left out in its
+    chunk and the canary added on the client, so the audit's scores equal the
+    in-memory ones trial by trial."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 3)), np.arange(50) % 2
+    params = _tight_logistic(1.0).get_params()
+    with dask.config.set(scheduler="synchronous"):
+        on_dask = audit_estimator(
+            _DaskLogistic(**params), X, y, n_trials=8, random_state=0
+        )
+    in_memory = audit_estimator(
+        DPLogisticRegression(**params), X, y, n_trials=8, random_state=0
+    )
+    np.testing.assert_allclose(on_dask.scores_in, in_memory.scores_in, rtol=RTOL)
+    np.testing.assert_allclose(on_dask.scores_out, in_memory.scores_out, rtol=RTOL)
