@@ -248,11 +248,11 @@ def noise_draws(monkeypatch):
     """Counts the engine's and the mechanisms' noise draws."""
     calls = []
 
-    def counting(rng, std, shape):
-        calls.append(shape)
-        return mech.gaussian_noise(rng, std, shape)
+    def counting(value, std, rng):
+        calls.append(np.shape(value))
+        return mech.add_gaussian_noise(value, std, rng)
 
-    monkeypatch.setattr(skdp._dpgd, "gaussian_noise", counting)
+    monkeypatch.setattr(skdp._dpgd, "add_gaussian_noise", counting)
     return calls
 
 
@@ -324,8 +324,10 @@ def test_nan_in_one_chunk_raises_before_any_noise_for_every_estimator(
 
     for module in (skdp.preprocessing._scaler, skdp.preprocessing._quantiles):
         monkeypatch.setattr(module, "gaussian_mechanism", refuse)
-    monkeypatch.setattr(skdp.gaussian._sampler, "gaussian_mechanism", refuse)
-    monkeypatch.setattr(skdp.linear_model._sparse_glm, "peel_top_k", refuse)
+    for name in ("gaussian_mechanism", "add_gaussian_noise"):
+        monkeypatch.setattr(skdp.gaussian._sampler, name, refuse)
+    for name in ("peel_top_k", "add_gaussian_noise", "add_laplace_noise"):
+        monkeypatch.setattr(skdp.linear_model._sparse_glm, name, refuse)
     X, y = _classification()
     with pytest.raises(ValueError, match="NaN"):
         estimator.fit(_nan_in_one_chunk(X), da.from_array(y.astype(float), 500))
@@ -446,8 +448,8 @@ def test_black_box_audit_of_the_dask_fit_holds_and_catches_ten_times_less_noise(
         assert abs(correct.mu_hat - correct.claimed_mu) <= 4 * correct.mu_hat_se
         monkeypatch.setattr(
             skdp._dpgd,
-            "gaussian_noise",
-            lambda rng, std, shape: mech.gaussian_noise(rng, std / 10, shape),
+            "add_gaussian_noise",
+            lambda value, std, rng: mech.add_gaussian_noise(value, std / 10, rng),
         )
         broken = audit_estimator(_DaskLogistic(**params), X, y, **kw)
         print(broken)
@@ -473,3 +475,26 @@ def test_gradient_canary_audit_enters_the_dask_fit():
     )
     np.testing.assert_allclose(on_dask.scores_in, in_memory.scores_in, rtol=RTOL)
     np.testing.assert_allclose(on_dask.scores_out, in_memory.scores_out, rtol=RTOL)
+
+
+def test_secure_noise_on_a_dask_fit_is_drawn_once_per_step_on_the_client(monkeypatch):
+    """noise="secure" (issue 22) and Dask input together: each step's summed
+    gradient (d + 1 values, never a chunk's) goes through the secure source
+    on the client, and the cost is the secure zCDP one."""
+    draws = []
+    real = mech.add_gaussian_noise
+
+    def spy(value, std, rng):
+        draws.append((np.shape(value), type(rng).__name__))
+        return real(value, std, rng)
+
+    monkeypatch.setattr(skdp._dpgd, "add_gaussian_noise", spy)
+    X, y = _classification()
+    model = DPLogisticRegression(classes=[0, 1], noise="secure")
+    model.fit(_dask(X, 500), da.from_array(y, 500))
+    assert len(draws) == model.n_iter_
+    assert set(draws) == {((X.shape[1] + 1, 1), "SecureNoise")}
+    spent = model.privacy_spent_
+    assert spent.mu is None and spent.zcdp is not None
+    assert "discrete Gaussian" in spent.sampler
+    assert np.isfinite(model.coef_).all()
