@@ -15,7 +15,6 @@ unfitted one (a search candidate) declares its budget with
 ``privacy_budget()`` (:class:`skdp._base.DPEstimatorMixin`).
 """
 
-import math
 import numbers
 import warnings
 from dataclasses import replace
@@ -692,15 +691,16 @@ def _collect_search(search, path, costs, leaks):
         best = clone(search.estimator).set_params(**search.best_params_)
         check = []
         _collect(best, path, check, {}, fitted=False, declared=declared)
-        actual = [c for c in refit_costs if c.mu is not None]
-        bound = [c for c in check if c.mu is not None]
+        # In zCDP, which covers GDP (ρ = μ²/2) and secure noise's zCDP costs.
+        actual = [c for c in refit_costs if c.rho is not None]
+        bound = [c for c in check if c.rho is not None]
         if actual and bound:
-            mu_actual = math.sqrt(sum(c.mu**2 for c in actual))
-            mu_bound = math.sqrt(sum(c.mu**2 for c in bound))
-            if mu_actual > mu_bound * (1.0 + 1e-9):
+            rho_actual = sum(c.rho for c in actual)
+            rho_bound = sum(c.rho for c in bound)
+            if rho_actual > rho_bound * (1.0 + 2e-9):
                 raise ValueError(
-                    f"{path}: the refitted model spent more (mu={mu_actual:.6g}) "
-                    f"than its declared budget (mu={mu_bound:.6g}); the other "
+                    f"{path}: the refitted model spent more (rho={rho_actual:.6g}) "
+                    f"than its declared budget (rho={rho_bound:.6g}); the other "
                     "fits cannot be bounded from their parameters."
                 )
 

@@ -3,6 +3,7 @@
 import math
 import pickle
 import warnings
+from dataclasses import replace
 
 import dp_accounting
 import numpy as np
@@ -472,6 +473,24 @@ def test_search_refuses_a_refit_that_spent_more_than_declared(data):
         3 * model.privacy_spent_.mu,
         delta=model.privacy_spent_.delta,
         adjacency=model.privacy_spent_.adjacency,
+    )
+    with pytest.raises(ValueError, match="spent more"):
+        PrivacyLedger(delta=DELTA).record(search)
+
+
+def test_search_refuses_a_secure_refit_that_spent_more_than_declared(data):
+    # The same check for zCDP costs (noise="secure"), which have no μ.
+    X, y = data
+    search = GridSearchCV(
+        DPLogisticRegression(classes=[0, 1], noise="secure"),
+        {"epsilon": [0.5, 2.0]},
+        cv=KFold(3),
+    ).fit(X, y)
+    model = search.best_estimator_
+    assert model.privacy_spent_.mu is None
+    PrivacyLedger(delta=DELTA).record(search)  # as fitted: accepted
+    model.privacy_spent_ = replace(
+        model.privacy_spent_, zcdp=1.5 * model.privacy_spent_.zcdp
     )
     with pytest.raises(ValueError, match="spent more"):
         PrivacyLedger(delta=DELTA).record(search)
