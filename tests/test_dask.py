@@ -372,6 +372,13 @@ def _tight_logistic(epsilon=2.0):
     )
 
 
+# joblib.parallel_config is joblib >= 1.3, which the distributed extra requires.
+needs_parallel_config = pytest.mark.skipif(
+    not hasattr(joblib, "parallel_config"), reason="joblib < 1.3"
+)
+
+
+@needs_parallel_config
 def test_audit_and_search_on_a_dask_cluster_equal_the_local_backend(client):
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(50, 3)), np.arange(50) % 2
@@ -401,6 +408,7 @@ def test_audit_and_search_on_a_dask_cluster_equal_the_local_backend(client):
     np.testing.assert_array_equal(remote_search.best_estimator_.coef_, local_coef)
 
 
+@needs_parallel_config
 def test_search_gives_the_same_result_for_any_n_jobs():
     X, y = _classification(n=600)
     results = []
