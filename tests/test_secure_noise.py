@@ -36,6 +36,7 @@ from skdp.datasets import make_btl_comparisons
 from skdp.fedrep import DPFedRep
 from skdp.gaussian import DPGaussianSampler
 from skdp.linear_model import DPLogisticRegression, DPSparseGLM
+from skdp.model_selection import DPRandomSearchCV
 from skdp.preprocessing import DPStandardScaler
 from skdp.random_features import DPRandomFeaturesRegressor
 from skdp.ranking import DPBradleyTerry, pairs_to_design
@@ -403,6 +404,24 @@ AUDITS = {
     "standard_scaler": (
         lambda: DPStandardScaler(epsilon=EPSILON, delta=DELTA, bounds=(-3.0, 3.0)),
         lambda: (np.random.default_rng(0).normal(size=(50, 3)), None),
+        {},
+    ),
+    "private_search": (
+        lambda: DPRandomSearchCV(
+            DPLogisticRegression(
+                classes=[0, 1],
+                solver="gd",
+                learning_rate=1e-4,
+                alpha=0.0,
+                fit_intercept=False,
+            ),
+            {"max_iter": [5, 10]},
+            n_iter=1.5,
+            epsilon=EPSILON,
+            delta=DELTA,
+            validation_fraction=0.1,
+        ),
+        lambda: (np.zeros((50, 3)), np.arange(50) % 2),
         {},
     ),
     "sparse_glm": (
