@@ -19,6 +19,7 @@ from skdp import PrivacyLedger
 from skdp._secure import (
     SecureNoise,
     _Bits,
+    _uniform_below,
     bernoulli_exp,
     discrete_gaussian,
     discrete_laplace,
@@ -153,6 +154,44 @@ def test_discrete_laplace_matches_its_pmf():
     """Algorithm 2 with t = 4: χ² on 2·10⁵ draws against P(y) ∝ exp(-|y|/4)."""
     draws = discrete_laplace(_Bits(_seeded_bytes(4)), 4, 200000)
     assert _chi_square(draws, lambda y: np.exp(-np.abs(y) / 4.0), 20) > 1e-3
+
+
+def _words(*values):
+    """A byte source that returns these 64-bit words, then zeros (tests only).
+
+    A draw of 32-bit words reads whole 64-bit words and uses their low
+    halves, so each value here is one draw in either width.
+    """
+    data = np.array(values, dtype="<u8").tobytes()
+
+    def source(n):
+        chunk, rest = data[:n], n - len(data[:n])
+        return chunk + bytes(rest)
+
+    return source
+
+
+def test_uniform_below_rejects_the_top_words_and_reduces_the_rest():
+    """Exact uniformity by rejection: with 32-bit words and bound 3, 2^32 mod
+    3 = 1 word (the value 0) is rejected and redrawn; accepted words are
+    reduced mod 3. Above 2^32 the rule runs on 64-bit words."""
+    # words 0 (rejected: below the threshold 1), then 5 -> 5 % 3 = 2
+    assert _uniform_below(_Bits(_words(0, 5)), 3, 1).tolist() == [2]
+    # a redrawn word equal to the threshold is kept: 0 rejected, then 1 -> 1
+    assert _uniform_below(_Bits(_words(0, 1, 5)), 3, 1).tolist() == [1]
+    # bound 7: 2^32 mod 7 = 4, so words 0..3 are rejected, 4 -> 4 % 7 = 4
+    assert _uniform_below(_Bits(_words(3, 2, 4)), 7, 1).tolist() == [4]
+    assert _uniform_below(_Bits(_words(4, 6)), 7, 1).tolist() == [4]
+    # bound 2^32: every 32-bit word is uniform as it is
+    assert _uniform_below(_Bits(_words(2**32 - 1)), 2**32, 1).tolist() == [2**32 - 1]
+    # bound 2^32 + 1 (64-bit words): 2^64 mod (2^32 + 1) = 1, word 0 rejected
+    big = _uniform_below(_Bits(_words(0, 2**40 + 3)), 2**32 + 1, 1)
+    assert big.tolist() == [(2**40 + 3) % (2**32 + 1)]
+    # and on random words: in range, and uniform (χ² at 5 buckets)
+    draws = _uniform_below(_Bits(_seeded_bytes(8)), 5, 100000)
+    assert draws.dtype == np.uint64 and int(draws.max()) < 5
+    counts = np.bincount(draws.astype(np.int64), minlength=5)
+    assert stats.chisquare(counts).pvalue > 1e-3
 
 
 @pytest.mark.parametrize("gamma", [(0, 1, 3), (1, 0, 1), (2, 5, 7)])
