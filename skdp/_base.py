@@ -52,7 +52,8 @@ PRIVACY_CONSTRAINTS = {
     "noise": [StrOptions({"fast", "secure"})],
 }
 
-#: The docstring entry of ``noise``, the same in every estimator.
+#: The docstring entry of ``noise``, the same in every estimator (each
+#: docstring repeats it; tests/test_secure_noise.py checks that the copies match).
 NOISE_PARAMETER_DOC = """noise : {"fast", "secure"}, default="fast"
     Sampler of the privacy noise. ``"fast"``: numpy's floating-point
     sampler (PCG64), not hardened against floating-point attacks on the

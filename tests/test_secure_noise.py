@@ -525,3 +525,26 @@ def test_fedrep_user_level_audit_does_not_refute_the_secure_claim(seeded_secure)
     )
     print(report)
     assert not report.refuted
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        DPLogisticRegression,
+        DPSparseGLM,
+        DPRandomFeaturesRegressor,
+        DPGaussianSampler,
+        DPFedRep,
+        DPStandardScaler,
+        DPBradleyTerry,
+    ],
+)
+def test_every_estimator_documents_noise_with_the_shared_text(estimator):
+    """The ``noise`` entry is written once (skdp._base.NOISE_PARAMETER_DOC);
+    each estimator's docstring carries that text, so the copies cannot drift."""
+    from skdp._base import NOISE_PARAMETER_DOC
+
+    def words(text):
+        return " ".join(text.split())
+
+    assert words(NOISE_PARAMETER_DOC) in words(estimator.__doc__)
