@@ -53,6 +53,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import erfcx, log_ndtr
 
+from ._secure import GRID_BITS
 from .exceptions import MechanismFailedError
 
 __all__ = [
@@ -582,7 +583,7 @@ def _check_gaussian_budget(epsilon, delta):
 
 #: The rounding of secure noise adds at most noise_std·2^-GRID_BITS to the L2
 #: sensitivity of one release (see skdp._secure and add_gaussian_noise).
-_SECURE_SLACK = 2.0**-16
+_SECURE_SLACK = 2.0**-GRID_BITS
 
 
 def _secure_step_rho(noise_multiplier):

@@ -24,6 +24,7 @@ from .._base import (
 )
 from .._ledger import _reads_only_shape, is_dp_estimator
 from ..accounting import (
+    _SECURE_SLACK,
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
     PrivacyCost,
@@ -41,9 +42,6 @@ __all__ = ["DPRandomSearchCV"]
 #: Below this, each candidate's release would be noise (ε ≈ 4e-4 at δ = 1e-5).
 _MIN_CANDIDATE_MU = 1e-4
 _PRIVACY_PARAMS = ("epsilon", "delta", "random_state", "noise")
-#: The L2 sensitivity that secure noise's grid rounding adds, per unit of
-#: noise std (skdp.mechanisms.add_gaussian_noise).
-_SECURE_SLACK = 2.0**-16
 
 
 def _delegate(method):
