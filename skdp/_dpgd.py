@@ -83,6 +83,8 @@ SUPPORTED_ADJACENCIES = (REPLACE_ONE,)
 # still in cache when X.T @ g follows X @ coef.
 _BLOCK_VALUES = 1 << 20
 
+_TINY = np.finfo(np.float64).tiny
+
 
 def check_datafit(datafit):
     """Raise a TypeError naming every member the engine needs and ``datafit`` lacks."""
@@ -486,7 +488,7 @@ class Adam:
         m_hat = self.m / (1 - self.beta1**self.t)
         v_hat = self.v / (1 - self.beta2**self.t)
         # + tiny: a coordinate that never moves (0/0) without noise stays put.
-        scale = np.sqrt(v_hat) + self.noise_scale + np.finfo(float).tiny
+        scale = np.sqrt(v_hat) + self.noise_scale + _TINY
         return self.learning_rate * m_hat / scale
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import check_grad
+from scipy.special import expit
 
 from skdp import _dpgd
 from skdp._datafits import BinomialLogistic, MultinomialLogistic
@@ -73,6 +74,27 @@ def test_raw_grad_respects_grad_bound(datafit, k):
     norms = np.linalg.norm(datafit.raw_grad(y, z), axis=1)
     assert norms.max() <= datafit.grad_bound
     assert norms.max() > 0.9 * datafit.grad_bound  # the bound is nearly attained
+
+
+def test_logistic_residual_is_scipy_expit_minus_y_to_the_bit():
+    # The in-place sigmoid must be expit's own formula, 1/(1 + e^{-z}), on
+    # the whole line: saturated tails (e^{-z} = inf gives 0), ±inf, signed
+    # zeros, subnormals; a NaN stays NaN (the engine then drops the record).
+    rng = np.random.default_rng(2)
+    z = np.concatenate(
+        [
+            rng.normal(scale=5.0, size=10_000),
+            rng.uniform(-800.0, 800.0, size=10_000),
+            [np.inf, -np.inf, np.nan, 0.0, -0.0, 709.8, -709.8, 745.2, -745.2, 5e-324],
+        ]
+    )[:, None]
+    y = (rng.random(z.shape[0]) < 0.5).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning escapes either
+        residual = BinomialLogistic().raw_grad(y, z)
+    expected = expit(z)
+    expected[:, 0] -= y
+    np.testing.assert_array_equal(residual, expected)  # NaN where expit is NaN
 
 
 def test_check_datafit_names_missing_members():

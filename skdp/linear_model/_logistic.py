@@ -50,8 +50,14 @@ def _map_rows(method, estimator, X):
 
 
 def _encode(y, classes):
-    """Labels as indices into the sorted ``classes`` (one chunk of a Dask y)."""
-    return np.searchsorted(classes, y)
+    """Labels as indices into the sorted ``classes`` (or one chunk of a Dask y).
+
+    Two classes give float64 0/1, the target of the one-output logistic
+    datafit (subtracting integers from its float residuals at every step
+    costs 3× more); more classes give integers, which index the columns.
+    """
+    indices = np.searchsorted(classes, y)
+    return indices.astype(np.float64) if classes.size == 2 else indices
 
 
 class _labels_in:
@@ -449,8 +455,9 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
                 + " only one class."
             )
         if is_dask_array(y):  # encoded chunk by chunk, lazily
-            return classes, y.map_blocks(_encode, classes, dtype=np.intp)
-        return classes, np.searchsorted(classes, y)
+            dtype = np.float64 if classes.size == 2 else np.intp
+            return classes, y.map_blocks(_encode, classes, dtype=dtype)
+        return classes, _encode(y, classes)
 
     def _noise_multiplier(self, n_iter):
         """σ / sensitivity for ``n_iter`` steps at (epsilon, delta)."""
