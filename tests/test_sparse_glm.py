@@ -179,6 +179,21 @@ def test_sparse_duplicates_summing_to_infinity_fit_like_their_clipped_row():
     np.testing.assert_array_equal(fitted.predict(stored), neighbour.predict(csr))
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_dense_features_are_clipped_into_a_fortran_ordered_copy(order):
+    # The engine reads a dense float64 X in Fortran order: the clipped copy
+    # is made in that order, whatever the input's, with np.clip's values and
+    # the input untouched.
+    rng = np.random.default_rng(0)
+    X = np.asarray(rng.normal(scale=3.0, size=(50, 6)), order=order)
+    before = X.copy()
+    clipped = clip_features(X, 2.0)
+    assert clipped.flags.f_contiguous and clipped.dtype == np.float64
+    assert not np.shares_memory(clipped, X)
+    np.testing.assert_array_equal(clipped, np.clip(before, -2.0, 2.0))
+    np.testing.assert_array_equal(X, before)
+
+
 @pytest.mark.parametrize("x_bound", [0.1, 0.3, 3.0, 1e-3])
 def test_float32_features_are_clipped_within_the_bound(x_bound):
     """Issue 20, item 4: float32(0.1) = 0.100000001 > 0.1, so clipping to it

@@ -50,7 +50,7 @@ from .._base import (
     warn_if_delta_is_large,
 )
 from .._datafits import BinomialLogistic, Poisson, Quadratic
-from .._dpgd import _Progress, clipped_gradient_sum
+from .._dpgd import _Progress, canonical_design, clipped_gradient_sum
 from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
@@ -220,7 +220,8 @@ def representable_bound(bound, dtype):
 
 
 def clip_features(X, bound):
-    """Entries of X clipped to ``[-bound, bound]``: a copy, CSR made canonical.
+    """Entries of X clipped to ``[-bound, bound]``: a copy, CSR made canonical,
+    a dense float64 X in Fortran order.
 
     Every entry of the result is at most ``bound`` in absolute value, exactly,
     in X's own dtype (see :func:`representable_bound`). A sparse X has its
@@ -240,7 +241,13 @@ def clip_features(X, bound):
             X.sum_duplicates()
         np.clip(X.data, -limit, limit, out=X.data)
         return X
-    return np.clip(X, -limit, limit)
+    # The engine reads a dense float64 X in Fortran order (each step reads X
+    # twice; see canonical_design): the copy is made in that order, and
+    # clipped in place.
+    design = canonical_design(X)
+    if design is X:
+        return np.clip(X, -limit, limit)
+    return np.clip(design, -limit, limit, out=design)
 
 
 def _clipped_design(X, bound):
