@@ -1,5 +1,6 @@
 """The DP gradient-descent engine and the datafits it runs on."""
 
+import re
 import warnings
 
 import numpy as np
@@ -768,3 +769,267 @@ def test_many_blocks_in_either_order_match_one_block(monkeypatch, datafit, k, or
     np.testing.assert_allclose(
         got, clipped.sum(axis=0).reshape(6, k), rtol=1e-10, atol=1e-12
     )
+
+
+# --------------------------------------------------------------------------
+# Gaps found by mutation testing of skdp/_dpgd.py and skdp/_datafits.py
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_clip_scale_matches_an_explicit_norm_for_every_output_count(k):
+    # clip_scale has its own one-output branch (|g|, no square to overflow),
+    # used by DPRandomFeaturesRegressor; the factor is min(1, C/(||g||·||x̃||))
+    # with ||g|| over *all* k outputs (two outputs must not take the
+    # one-output branch), 1 for a zero gradient even on a row of infinite
+    # norm, 0 when the product overflows, without a floating-point warning
+    # (DPRandomFeaturesRegressor calls it outside any np.errstate). Oracle:
+    # math.hypot per record.
+    import math
+
+    rng = np.random.default_rng(31)
+    C = 0.6
+    g = rng.normal(scale=2.0, size=(40, k))
+    row_norm = rng.uniform(0.1, 3.0, size=40)
+    g[0], row_norm[0] = 0.0, np.inf  # zero gradient, infinite row: factor 1
+    g[1], row_norm[1] = 1e200, 1e200  # the product overflows: factor 0
+    g[2, 0], row_norm[2] = 1e160, 1.0  # one output: |g| itself, no overflow
+    g[3] = 0.0  # zero gradient, finite row
+    expected = []
+    for gi, ri in zip(g, row_norm.tolist(), strict=True):
+        norm = math.hypot(*gi) * ri if math.hypot(*gi) > 0 else 0.0
+        expected.append(1.0 if norm == 0 else min(1.0, C / norm))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0·inf and overflow stay silent
+        got = clip_scale(g.copy(), row_norm, C)
+    if k > 1:  # ||g||² overflows with several outputs: any factor up to C/1e160
+        assert 0.0 <= got[2] <= expected[2]
+        got[2] = expected[2]
+    np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+    assert got[0] == 1.0 and got[1] == 0.0 and got[3] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("datafit", "k"),
+    [(BinomialLogistic(), 1)] + [(MultinomialLogistic(), k) for k in (2, 3)],
+)
+def test_every_output_count_clips_the_whole_record_gradient(datafit, k):
+    # The engine's one-output clip (g_i to ±C/||x̃_i||) must be taken for one
+    # output only: a two-output record clipped on its first column alone
+    # would leave the second unbounded. Explicit per-record oracle; rows far
+    # out so that almost every record is clipped.
+    rng = np.random.default_rng(32)
+    n, d, C = 30, 3, 0.5
+    X = rng.normal(scale=5.0, size=(n, d))
+    y = _labels(datafit, k, n, rng)
+    coef, intercept = rng.normal(size=(d, k)), rng.normal(size=k)
+    row_norm = np.hypot(row_norms(X), 1.0)
+    got = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, C)
+    X1 = np.hstack([X, np.ones((n, 1))])
+    per_record = np.einsum("ik,ij->ijk", datafit.raw_grad(y, X @ coef + intercept), X1)
+    per_record = per_record.reshape(n, -1)
+    norms = np.linalg.norm(per_record, axis=1)
+    assert (norms > C).sum() >= n // 2
+    clipped = per_record * np.minimum(1.0, C / norms)[:, None]
+    np.testing.assert_allclose(
+        got, clipped.sum(axis=0).reshape(d + 1, k), rtol=1e-12, atol=1e-12
+    )
+
+
+@pytest.mark.parametrize(("datafit", "k"), DATAFITS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_hostile_records_raise_no_floating_point_warning(datafit, k, dtype):
+    # Norms past the float range, inf − inf predictors and overflowing
+    # duplicates are all handled under np.errstate: a RuntimeWarning that
+    # only some records trigger would tell who is in the data (and turns
+    # into an error under -W error), so none may escape a fit.
+    rng = np.random.default_rng(33)
+    dense = np.vstack([_hostile_rows(dtype), rng.normal(size=(6, 4)).astype(dtype)])
+    y = _labels(datafit, k, dense.shape[0], rng)
+    top = float(np.finfo(dtype).max)
+    overflowing = sp.csr_matrix(
+        (np.array([top, top, 1.0], dtype=dtype), [0, 0, 1], [0, 2, 3]), shape=(2, 4)
+    )
+    overflowing.has_canonical_format = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for X in _forms(dense).values():
+            run_dpgd(X, y, datafit, n_outputs=k, n_iter=3, learning_rate=5.0)
+        run_dpgd(overflowing, y[:2], datafit, n_outputs=k, n_iter=2)
+
+
+@pytest.mark.parametrize(
+    ("form", "record"),
+    [("dense-float32", 0), ("dense-float32", 14), ("csr-float64", 0)],
+)
+def test_injected_gradient_skips_its_record_at_block_boundaries(
+    monkeypatch, form, record
+):
+    # Blocks of 7 rows (float32, d = 5): record 14 starts a block and ends
+    # the previous one, record 0 starts the first; a float64 CSR matrix is
+    # one whole block. The replaced record must be left out exactly once,
+    # wherever it falls.
+    monkeypatch.setattr(_dpgd, "_BLOCK_VALUES", 37)
+    rng = np.random.default_rng(34)
+    n, d, k, C = 40, 5, 3, 0.8
+    X = rng.normal(scale=3.0, size=(n, d))
+    X = X.astype(np.float32) if form == "dense-float32" else sp.csr_matrix(X)
+    y = rng.integers(0, k, n)
+    coef, intercept = rng.normal(size=(d, k)), rng.normal(size=k)
+    row_norm = np.hypot(row_norms(X), 1.0)
+    datafit = MultinomialLogistic()
+    keep = np.delete(np.arange(n), record)
+    without_r = clipped_gradient_sum(
+        X[keep], y[keep], datafit, coef, intercept, row_norm[keep], C
+    )
+    raw = rng.normal(size=(d + 1, k))
+    with injected_gradient(record, lambda X, shape: raw):
+        got = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, C)
+    np.testing.assert_allclose(
+        got - without_r, C * raw / np.linalg.norm(raw), rtol=0, atol=1e-9
+    )
+
+
+def test_injected_gradient_reads_the_design_once_and_reclips_for_a_new_clip():
+    # The canary function receives the engine's X and is called once per
+    # (shape, clip); a new clip norm within the same context is applied
+    # (a cached canary clipped to a larger C would exceed the new bound); a
+    # non-finite canary contributes 0 like a record; a flat canary is put in
+    # the engine's layout, and one of the wrong size is refused (it would
+    # otherwise be broadcast over every coordinate row, norm sqrt(d+1)·C).
+    rng = np.random.default_rng(35)
+    n, d, k = 20, 3, 2
+    X = rng.normal(size=(n, d))
+    y = rng.integers(0, k, n)
+    coef, intercept = np.zeros((d, k)), np.zeros(k)
+    row_norm = np.hypot(row_norms(X), 1.0)
+    datafit = MultinomialLogistic()
+    without_0 = {
+        C: clipped_gradient_sum(X[1:], y[1:], datafit, coef, intercept, row_norm[1:], C)
+        for C in (1.0, 0.1)
+    }
+    raw = rng.normal(size=(d + 1) * k) * 100.0  # flat, norm far above C
+    seen = []
+
+    def canary(design, shape):
+        seen.append(design)
+        return raw
+
+    with injected_gradient(0, canary):
+        for C in (1.0, 1.0, 0.1):
+            got = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, C)
+            expected = C * raw.reshape(d + 1, k) / np.linalg.norm(raw)
+            np.testing.assert_allclose(got - without_0[C], expected, atol=1e-12)
+    assert len(seen) == 2 and all(s is X for s in seen)
+    with injected_gradient(0, lambda X, shape: np.full(shape, np.nan)):
+        got = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, 1.0)
+    np.testing.assert_allclose(got, without_0[1.0], rtol=0, atol=1e-12)
+    with injected_gradient(0, lambda X, shape: np.ones(k)):
+        with pytest.raises(ValueError):
+            clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, 1.0)
+
+
+def test_secure_noise_is_accounted_as_secure_noise():
+    # A secure source adds discrete Gaussian noise on a grid, whose cost is
+    # the zCDP one of secure_noise_cost (slack 2^-16 per step), not the
+    # continuous sqrt(T)/z-GDP (which would understate ε).
+    from skdp._secure import SecureNoise
+    from skdp.accounting import REPLACE_ONE, gaussian_cost, secure_noise_cost
+
+    secure = SecureNoise(bytes_source=np.random.default_rng(0).bytes)
+    _, _, cost = run_dpgd(
+        np.ones((4, 2)),
+        np.array([0.0, 1.0, 0.0, 1.0]),
+        noise_multiplier=2.0,
+        n_iter=3,
+        rng=secure,
+    )
+    expected = secure_noise_cost(2.0, 3, delta=1e-5, adjacency=REPLACE_ONE)
+    fast = gaussian_cost(2.0, 3, delta=1e-5, adjacency=REPLACE_ONE)
+    assert cost.epsilon == expected.epsilon > fast.epsilon
+    assert cost.mu is None
+
+
+def test_progress_output_is_silent_by_default_and_counts_its_lines(capsys):
+    # verbose=0 prints nothing; 1 prints a header naming n and d, a line at
+    # every tenth of the run (every step below 20 steps) and at the last
+    # step, and a summary; 2 a line per step. Step lines state the iterate's
+    # norm (already private).
+    X = np.ones((10, 3))
+    y = np.array([0.0, 1.0] * 5)
+    run_dpgd(X, y, n_iter=25)
+    assert capsys.readouterr().out == ""
+    run_dpgd(X, y, n_iter=25, verbose=1)
+    lines = capsys.readouterr().out.splitlines()
+    assert "n = 10 records of 3 features" in lines[0]
+    steps = [line for line in lines if "step " in line]
+    assert [s.split()[2] for s in steps] == [
+        f"{t}/25:" for t in (2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 25)
+    ]
+    assert all("||coef|| = " in s for s in steps)
+    assert lines[-1].startswith("[full-batch] done: 25 steps")
+    for n_iter, verbose in [(13, 1), (25, 2)]:  # a line per step in both
+        run_dpgd(X, y, n_iter=n_iter, verbose=verbose)
+        out = capsys.readouterr().out.splitlines()
+        assert len([line for line in out if "step " in line]) == n_iter
+    # A caller without a (private) iterate to show gets no norm.
+    _dpgd._Progress("Demo run", 3, verbose=2).step(0)
+    assert re.fullmatch(r"\[Demo\] step 1/3: \d+\.\d\d s\n", capsys.readouterr().out)
+
+
+def test_auto_schedule_follows_its_documented_formula():
+    # n_iter = clip(round(764·sqrt(p/n)), 50, 200) (764/6 = 127.3, 765/6 =
+    # 127.5); horizon base·sqrt(ρ/100) in [base, 50]; clip 1 dense, 0.5
+    # sparse; dense is the default.
+    assert _dpgd.auto_schedule(36, 1, 0.01) == (127, 5.0, 1.0)
+    assert _dpgd.auto_schedule(400, 1, 1.0) == (50, 10.0, 1.0)
+    assert _dpgd.auto_schedule(400, 1, 1.0, sparse=True) == (50, 40.0, 0.5)
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0])
+def test_quadratic_and_poisson_datafits_are_consistent(scale):
+    # raw_grad is the derivative of the per-record loss (value is the mean),
+    # Quadratic() is the unhalved squared error by default, and each
+    # inverse_link is its model's mean.
+    from skdp._datafits import Poisson, Quadratic
+
+    rng = np.random.default_rng(36)
+    n = 9
+    z0 = rng.normal(size=n)
+    y_real, y_count = rng.normal(size=n), rng.poisson(2.0, size=n).astype(float)
+    for datafit, y in [(Quadratic(scale), y_real), (Poisson(), y_count)]:
+
+        def f(z, datafit=datafit, y=y):
+            return datafit.value(y, z.reshape(n, 1))
+
+        def grad(z, datafit=datafit, y=y):
+            return datafit.raw_grad(y, z.reshape(n, 1)).ravel() / n
+
+        assert check_grad(f, grad, z0) < 1e-6
+    z = z0[:, None]
+    assert Quadratic().value(y_real, z) == pytest.approx(np.mean((z0 - y_real) ** 2))
+    np.testing.assert_array_equal(Quadratic().inverse_link(z), z)
+    np.testing.assert_array_equal(Poisson().inverse_link(z), np.exp(z))
+    np.testing.assert_array_equal(BinomialLogistic().inverse_link(z), expit(z))
+    z3 = rng.normal(size=(n, 3))
+    p = MultinomialLogistic().inverse_link(z3)
+    np.testing.assert_allclose(p, np.exp(MultinomialLogistic().log_proba(z3)))
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-15)
+
+
+def test_a_scalar_row_norm_clips_every_record_with_the_same_bound():
+    # DPSparseGLM passes one scalar bound for all rows (its ∞-norm bound):
+    # each one-output record's residual is then clipped to ±C/s, in every
+    # block layout (the scalar is not indexed by the blocks' rows).
+    rng = np.random.default_rng(37)
+    n, d, s, C = 30, 4, 2.0, 0.3
+    X = rng.uniform(-1.0, 1.0, size=(n, d)).astype(np.float32)
+    y = rng.integers(0, 2, n).astype(float)
+    coef, intercept = rng.normal(size=(d, 1)), np.array([0.5])
+    datafit = BinomialLogistic()
+    residual = datafit.raw_grad(y, X.astype(np.float64) @ coef + intercept)[:, 0]
+    r = np.clip(residual, -C / s, C / s)
+    assert np.any(np.abs(residual) > C / s) and np.any(np.abs(residual) < C / s)
+    expected = np.append(X.astype(np.float64).T @ r, r.sum())[:, None]
+    got = clipped_gradient_sum(X, y, datafit, coef, intercept, s, C)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
