@@ -180,15 +180,17 @@ def test_sparse_duplicates_summing_to_infinity_fit_like_their_clipped_row():
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_dense_features_are_clipped_into_a_fortran_ordered_copy(order):
-    # The engine reads a dense float64 X in Fortran order: the clipped copy
-    # is made in that order, whatever the input's, with np.clip's values and
-    # the input untouched.
+@pytest.mark.parametrize("n_features", [6, 300])
+def test_dense_features_are_clipped_into_a_copy_in_the_engines_order(order, n_features):
+    # The engine reads a dense float64 X with few columns in Fortran order:
+    # the clipped copy is made in that order; a wide X keeps its own. Values
+    # are np.clip's and the input is untouched.
     rng = np.random.default_rng(0)
-    X = np.asarray(rng.normal(scale=3.0, size=(50, 6)), order=order)
+    X = np.asarray(rng.normal(scale=3.0, size=(50, n_features)), order=order)
     before = X.copy()
     clipped = clip_features(X, 2.0)
-    assert clipped.flags.f_contiguous and clipped.dtype == np.float64
+    fortran = order == "F" or n_features < 200
+    assert clipped.flags.f_contiguous == fortran and clipped.dtype == np.float64
     assert not np.shares_memory(clipped, X)
     np.testing.assert_array_equal(clipped, np.clip(before, -2.0, 2.0))
     np.testing.assert_array_equal(X, before)

@@ -221,7 +221,7 @@ def representable_bound(bound, dtype):
 
 def clip_features(X, bound):
     """Entries of X clipped to ``[-bound, bound]``: a copy, CSR made canonical,
-    a dense float64 X in Fortran order.
+    a dense X in the order the engine reads it (see canonical_design).
 
     Every entry of the result is at most ``bound`` in absolute value, exactly,
     in X's own dtype (see :func:`representable_bound`). A sparse X has its
@@ -241,9 +241,9 @@ def clip_features(X, bound):
             X.sum_duplicates()
         np.clip(X.data, -limit, limit, out=X.data)
         return X
-    # The engine reads a dense float64 X in Fortran order (each step reads X
-    # twice; see canonical_design): the copy is made in that order, and
-    # clipped in place.
+    # The engine reads a dense float64 X with few columns in Fortran order
+    # (each step reads X twice; see canonical_design): that copy is made in
+    # that order and clipped in place; any other X is clipped as it is.
     design = canonical_design(X)
     if design is X:
         return np.clip(X, -limit, limit)
