@@ -10,10 +10,16 @@ import numpy as np
 import pytest
 
 from skdp.mechanisms import (
+    SecureNoise,
+    add_gaussian_noise,
+    add_laplace_noise,
     as_generator,
+    check_secure_seed,
     gaussian_mechanism,
     gaussian_noise,
     laplace_noise,
+    noise_seed_id,
+    peel_top_k,
 )
 
 N_DRAWS = 10**6
@@ -224,3 +230,146 @@ def test_gumbel_noise_is_the_seeded_gumbel_law():
     np.testing.assert_array_equal(gumbel_noise(np.random.default_rng(0), 0.0, 3), 0)
     with pytest.raises(ValueError):
         gumbel_noise(np.random.default_rng(0), -1.0, 3)
+
+
+# ---------------------------------------------------------------------------
+# Gaps found by mutation testing (mutmut on mechanisms.py)
+# ---------------------------------------------------------------------------
+
+
+def _secure(seed=0):
+    """A SecureNoise reading a seeded byte stream (deterministic tests)."""
+    return SecureNoise(bytes_source=np.random.default_rng(seed).bytes)
+
+
+def test_secure_noise_source_and_its_refusal_of_seeds():
+    # noise="secure" gives a SecureNoise, and never with a fixed seed (a seed
+    # would make the noise predictable); check_secure_seed defaults to it.
+    assert isinstance(as_generator(None, "secure"), SecureNoise)
+    for seed in (0, np.random.default_rng(0), np.random.RandomState(0)):
+        with pytest.raises(ValueError, match="cannot be seeded"):
+            as_generator(seed, "secure")
+        with pytest.raises(ValueError, match="cannot be seeded"):
+            check_secure_seed(seed)
+        check_secure_seed(seed, noise="fast")  # fast noise may be seeded
+    check_secure_seed(None)
+    with pytest.raises(ValueError, match="noise must be"):
+        as_generator(None, "exact")
+
+
+def test_generator_child_stream_is_seeded_by_four_full_words():
+    # A Generator seeds its child from four 63-bit words of its stream (a
+    # smaller draw would leave few possible child streams).
+    parent = np.random.default_rng(SEED)
+    child = as_generator(parent).random(5)
+    words = np.random.default_rng(SEED).integers(2**63, size=4)
+    np.testing.assert_array_equal(child, np.random.default_rng(words).random(5))
+
+
+def test_random_state_child_stream_is_seeded_by_four_31_bit_words():
+    child = as_generator(np.random.RandomState(SEED)).random(5)
+    words = np.random.RandomState(SEED).randint(2**31, size=4)
+    np.testing.assert_array_equal(child, np.random.default_rng(words).random(5))
+
+
+def test_noise_seed_id_fingerprints_the_stream_exactly():
+    import hashlib
+
+    def digest(material):
+        return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+    assert noise_seed_id(None) is None
+    assert noise_seed_id(7) == digest("int:7") == noise_seed_id(np.int64(7))
+    assert noise_seed_id(7) != noise_seed_id(8)
+    gen = np.random.default_rng(SEED)
+    assert noise_seed_id(gen) == digest(f"Generator:{gen.bit_generator.state!r}")
+    assert noise_seed_id(gen) == noise_seed_id(np.random.default_rng(SEED))
+    gen.random()
+    assert noise_seed_id(gen) != noise_seed_id(np.random.default_rng(SEED))
+    rs = np.random.RandomState(SEED)
+    name, keys, pos, has_gauss, gauss = rs.get_state()
+    assert noise_seed_id(rs) == digest(
+        f"RandomState:{name}:{keys.tobytes().hex()}:{pos}:{has_gauss}:{gauss!r}"
+    )
+    assert noise_seed_id(rs) == noise_seed_id(np.random.RandomState(SEED))
+    assert noise_seed_id(rs) != noise_seed_id(np.random.RandomState(SEED + 1))
+    with pytest.raises(ValueError, match="Unsupported random_state"):
+        noise_seed_id("0")
+
+
+def test_laplace_release_is_value_plus_independent_laplace_draws():
+    # One draw per coordinate (never one scalar broadcast over all of them).
+    value = np.arange(12.0).reshape(3, 4)
+    out = add_laplace_noise(value, 0.8, np.random.default_rng(SEED))
+    expected = value + np.random.default_rng(SEED).laplace(0.0, 0.8, (3, 4))
+    np.testing.assert_array_equal(out, expected)
+    assert np.unique(out - value).size == value.size
+
+
+def test_secure_releases_accept_zero_and_small_scales_and_refuse_negative_ones():
+    value = np.array([0.25, -1.5, 3.0])
+    for add in (add_gaussian_noise, add_laplace_noise):
+        np.testing.assert_array_equal(add(value, 0.0, _secure()), value)
+        out = add(value, 0.01, _secure())
+        assert out.shape == value.shape
+        assert np.all(np.abs(out - value) < 1.0)  # 100 scales: P < e^-100
+        assert not np.array_equal(out, value)
+        for bad in (-1e-12, np.nan):
+            with pytest.raises(ValueError, match="noise scale"):
+                add(value, bad, _secure())
+
+
+@pytest.mark.parametrize("noise", ["gumbel", "laplace"])
+def test_peel_top_k_accepts_k_from_one_to_d_only(noise):
+    scores = np.array([3.0, 1.0, 2.0])
+    rng = np.random.default_rng(SEED)
+    assert peel_top_k(scores, 1, noise=noise, scale=0.0, rng=rng).tolist() == [0]
+    top = peel_top_k(scores, 3, noise=noise, scale=0.0, rng=rng)
+    assert top.tolist() == [0, 2, 1]
+    for k in (0, 4):
+        with pytest.raises(ValueError, match="k must be in"):
+            peel_top_k(scores, k, noise=noise, scale=0.0, rng=rng)
+    with pytest.raises(ValueError, match="noise must be"):
+        peel_top_k(scores, 1, noise="gaussian", scale=1.0, rng=rng)
+
+
+def test_gumbel_peeling_is_the_top_k_of_the_gumbel_perturbed_scores():
+    # White box: the k largest of scores + Gumbel(scale) draws, largest first
+    # (d = 1000: argpartition's answer is only right with the right kth).
+    for d in (20, 1000):
+        scores = np.linspace(0.0, 1.0, d)
+        for k in (1, 2, 5, d):
+            out = peel_top_k(
+                scores, k, noise="gumbel", scale=0.5, rng=np.random.default_rng(SEED)
+            )
+            noisy = scores + np.random.default_rng(SEED).gumbel(0.0, 0.5, d)
+            np.testing.assert_array_equal(out, np.argsort(-noisy)[:k])
+
+
+def test_laplace_peeling_is_k_rounds_of_report_noisy_max_with_fresh_noise():
+    # White box: round i takes the argmax of scores + row i of a (k, d) Laplace
+    # draw, among the indices not selected before.
+    scores = np.linspace(0.0, 1.0, 20)
+    k = 6
+    out = peel_top_k(
+        scores, k, noise="laplace", scale=0.5, rng=np.random.default_rng(SEED)
+    )
+    noisy = scores + np.random.default_rng(SEED).laplace(0.0, 0.5, (k, 20))
+    expected = []
+    for row in noisy:
+        row = row.copy()
+        row[expected] = -np.inf
+        expected.append(int(np.argmax(row)))
+    np.testing.assert_array_equal(out, expected)
+    assert len(set(out.tolist())) == k
+
+
+@pytest.mark.parametrize("rng", [np.random.default_rng(0), _secure()])
+def test_peeling_never_selects_an_index_twice(rng):
+    # A dominant score must be removed from every later round (noise of scale
+    # 1e-3 cannot reorder scores 1 apart: P < e^-500).
+    scores = np.array([100.0, 3.0, 2.0, 1.0])
+    top = peel_top_k(scores, 4, noise="laplace", scale=1e-3, rng=rng)
+    assert top.tolist() == [0, 1, 2, 3]
+    top = peel_top_k(scores, 3, noise="laplace", scale=1e-3, rng=rng)
+    assert top.tolist() == [0, 1, 2]
