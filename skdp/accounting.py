@@ -818,7 +818,7 @@ def epsilon_from_zcdp_tight(rho, delta):
     ``ρ + 2·sqrt(ρ·log(1/δ))`` (the same bound without the two log terms).
     """
     rho, delta = float(rho), float(delta)
-    if rho == 0.0:
+    if rho == 0.0 or delta >= 1.0:  # every mechanism is (0, 1)-DP
         return 0.0
     centre = math.sqrt(-math.log(delta) / rho)  # α - 1 ≈ sqrt(log(1/δ)/ρ)
     eps = epsilon_from_rdp(lambda alpha: alpha * rho, delta, centre=centre)

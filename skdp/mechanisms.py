@@ -338,6 +338,8 @@ def peel_top_k(scores, k, *, noise, scale, rng):
     d = scores.shape[0]
     if not 1 <= k <= d:
         raise ValueError(f"k must be in [1, {d}]; got {k}.")
+    if scale < 0:
+        raise ValueError(f"The noise scale must be >= 0; got {scale}.")
     secure = isinstance(rng, SecureNoise)
     if noise == "gumbel":
         if secure:
@@ -355,6 +357,9 @@ def peel_top_k(scores, k, *, noise, scale, rng):
         # the lowest index, which the ε_p proof allows: see the Notes).
         noisy, _ = rng.laplace_integers(np.broadcast_to(scores, (k, d)), scale)
         removed = np.iinfo(np.int64).min
+    elif secure:  # scale 0: the exact top k (not private), as with a fast source
+        noisy = np.tile(scores, (k, 1))
+        removed = -np.inf
     else:
         noisy = scores + laplace_noise(rng, scale, (k, d))
         removed = -np.inf

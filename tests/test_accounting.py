@@ -51,10 +51,12 @@ from skdp.accounting import (
     delta_from_mu,
     epsilon_from_mu,
     epsilon_from_zcdp,
+    epsilon_from_zcdp_tight,
     gaussian_cost,
     gaussian_noise_multiplier,
     log_delta_from_mu,
     mu_from_epsilon,
+    secure_noise_cost,
     zcdp_from_epsilon,
     zcdp_from_pure_dp,
 )
@@ -1395,3 +1397,17 @@ def test_private_selection_epsilon_matches_an_independent_grid(rho, delta, mean,
     # equal to it to 1e-9 (the optimisations' resolution).
     assert ours >= oracle * (1 - 1e-12)
     assert ours == pytest.approx(oracle, rel=1e-9)
+
+
+def test_zcdp_costs_whose_deltas_reach_one_compose_to_zero_epsilon():
+    # Every mechanism is (0, 1)-DP: a zCDP cost at delta 1, or zCDP parts
+    # whose deltas add up to 1 or more, report (0, 1), as Gaussian parts do
+    # (the Renyi-order search used to take log(0) and raise).
+    part = secure_noise_cost(5.0, 10, delta=0.6, adjacency=REPLACE_ONE)
+    total = compose([part, part])
+    assert (total.epsilon, total.delta) == (0.0, 1.0)
+    assert total.rho == pytest.approx(2 * part.rho)
+    assert secure_noise_cost(5.0, 10, delta=1.0, adjacency=REPLACE_ONE).epsilon == 0
+    assert part.epsilon_at(1.0) == 0.0
+    assert epsilon_from_zcdp_tight(0.3, 1.0) == 0.0
+    assert epsilon_from_zcdp_tight(0.3, 1e-5) > 0.0

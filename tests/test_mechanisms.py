@@ -373,3 +373,16 @@ def test_peeling_never_selects_an_index_twice(rng):
     assert top.tolist() == [0, 1, 2, 3]
     top = peel_top_k(scores, 3, noise="laplace", scale=1e-3, rng=rng)
     assert top.tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+def test_laplace_peeling_at_scale_zero_is_the_exact_top_k_for_either_source(noise):
+    # Scale 0 is the non-private reference: the exact top k, in order, from
+    # a secure source too (it used to ask the secure source for continuous
+    # Laplace noise and raise TypeError); a negative scale is refused.
+    rng = as_generator(0 if noise == "fast" else None, noise)
+    scores = np.array([3.0, 1.0, 2.0, 5.0, 4.0])
+    selected = peel_top_k(scores, 3, noise="laplace", scale=0.0, rng=rng)
+    np.testing.assert_array_equal(selected, [3, 4, 0])
+    with pytest.raises(ValueError, match="scale must be >= 0"):
+        peel_top_k(scores, 3, noise="laplace", scale=-1.0, rng=rng)
