@@ -478,8 +478,9 @@ def _feature_matrix(X, weights, activation):
     """The ``n × p`` feature matrix Φ, filled a block of columns at a time.
 
     In Fortran order, the order the DP-GD engine reads with few columns
-    (with many, both orders run alike). For a Dask X, Φ is a lazy Dask array computed
-    chunk by chunk where X's chunks live (the same per-entry function): it
+    (with many, both orders run alike). For a Dask X, Φ is a lazy Dask
+    array computed chunk by chunk where X's chunks live (the same per-entry
+    function): it
     is never held whole, and each step of the engine computes it anew from
     X (time ``O(n·p·d)`` per step instead of ``O(n·p)``, memory one chunk
     of Φ per worker task).
