@@ -480,10 +480,9 @@ def _feature_matrix(X, weights, activation):
     In Fortran order, the order the DP-GD engine reads with few columns
     (with many, both orders run alike). For a Dask X, Φ is a lazy Dask
     array computed chunk by chunk where X's chunks live (the same per-entry
-    function): it
-    is never held whole, and each step of the engine computes it anew from
-    X (time ``O(n·p·d)`` per step instead of ``O(n·p)``, memory one chunk
-    of Φ per worker task).
+    function): it is never held whole, and each step of the engine computes
+    it anew from X (time ``O(n·p·d)`` per step instead of ``O(n·p)``, memory
+    one chunk of Φ per worker task).
     """
     if is_dask_array(X):
         return X.map_blocks(
