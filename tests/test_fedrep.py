@@ -11,7 +11,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from skdp import PrivacyLedger
-from skdp.accounting import REPLACE_ONE, REPLACE_ONE_USER
+from skdp.accounting import (
+    REPLACE_ONE,
+    REPLACE_ONE_USER,
+    gaussian_noise_multiplier,
+    secure_noise_cost,
+)
 from skdp.audit import UserCanary, audit_estimator
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.fedrep import DPFedRep
@@ -601,7 +606,9 @@ def test_cold_start_model_is_the_pooled_least_squares_fit():
     )
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_huge_and_float32_inputs_fit_finitely():
+    # ... and quietly: each user's overflow is handled in that user's term
     X, y, groups, _, _ = make_users(50, 4, 5, 2, seed=7)
     X32 = X.astype(np.float32)
     X32[groups == 2] *= np.float32(1e30)
@@ -1108,12 +1115,19 @@ def test_secure_noise_is_calibrated_for_its_rounding(accounting):
     est = DPFedRep(
         1, epsilon=1.0, delta=1e-6, n_rounds=2, noise="secure", accounting=accounting
     ).fit(X, y, groups)
-    secure = fr.gaussian_noise_multiplier(1.0, 1e-6, 4, noise="secure")
-    assert secure > 1.05 * fr.gaussian_noise_multiplier(1.0, 1e-6, 4)
+    secure = gaussian_noise_multiplier(1.0, 1e-6, 4, noise="secure")
+    assert secure > 1.05 * gaussian_noise_multiplier(1.0, 1e-6, 4)
     if accounting == "exact":
         assert est.noise_multiplier_ == pytest.approx(secure, rel=1e-12)
+        # charged as secure releases (zCDP), not as exact Gaussians (0.927)
+        assert est.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
     else:
         assert est.noise_multiplier_ >= secure
+    expected = secure_noise_cost(
+        est.noise_multiplier_, 4, delta=1e-6, adjacency=REPLACE_ONE_USER
+    )
+    assert est.privacy_spent_.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+    assert est.privacy_spent_.rho == pytest.approx(expected.rho, rel=1e-12)
     assert est.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
     assert est.privacy_spent_.adjacency == REPLACE_ONE_USER
 
@@ -1154,3 +1168,17 @@ def test_clip_factors_drop_only_the_user_with_a_non_finite_head():
             got = fr._user_clip_factors(G, V_bad, counts, 0.5)
         assert got[1] == 0.0
         np.testing.assert_array_equal(np.delete(got, 1), np.delete(base, 1))
+
+
+def test_paper_accounting_never_spends_more_than_asked():
+    """At a large ε the paper's classical formula asks for less noise than ε
+    allows (it is valid for ε < 1 only): "paper" then uses the exact noise,
+    and the fit spends exactly the requested ε, not more."""
+    X, y, groups, _, _ = make_users(30, 4, 3, 1, seed=29)
+    kwargs = dict(epsilon=50.0, delta=1e-5, n_rounds=3, init="random")
+    est = DPFedRep(1, accounting="paper", **kwargs).fit(X, y, groups)
+    exact = gaussian_noise_multiplier(50.0, 1e-5, 4)
+    paper = 2.0 * np.sqrt(4 * np.log(1.25 / 1e-5)) / 50.0
+    assert paper < 0.95 * exact
+    assert est.noise_multiplier_ == pytest.approx(exact, rel=1e-12)
+    assert est.privacy_spent_.epsilon == pytest.approx(50.0, rel=1e-6)
