@@ -1,5 +1,7 @@
 """DPFedRep: Private FedRep with user-level privacy (Snedeker, Zhou & Bassily)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import sklearn
@@ -1182,3 +1184,15 @@ def test_paper_accounting_never_spends_more_than_asked():
     assert paper < 0.95 * exact
     assert est.noise_multiplier_ == pytest.approx(exact, rel=1e-12)
     assert est.privacy_spent_.epsilon == pytest.approx(50.0, rel=1e-6)
+
+
+def test_delta_is_checked_against_the_number_of_users():
+    """The privacy unit is a user: δ is compared with 1/n_users (here 1/50),
+    not with 1/n_rows (1/200)."""
+    X, y, groups, _, _ = make_users(50, 4, 3, 1, seed=30)
+    kwargs = dict(n_rounds=1, init="random")
+    with pytest.warns(PrivacyLeakWarning, match="1/n_samples = 0.02"):
+        DPFedRep(1, delta=0.03, **kwargs).fit(X, y, groups)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        DPFedRep(1, delta=0.01, **kwargs).fit(X, y, groups)
