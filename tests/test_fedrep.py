@@ -1,16 +1,24 @@
 """DPFedRep: Private FedRep with user-level privacy (Snedeker, Zhou & Bassily)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import sklearn
 from dp_accounting import dp_event, pld
 from joblib import effective_n_jobs
+from sklearn.metrics import r2_score
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, cross_validate
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from skdp import PrivacyLedger
-from skdp.accounting import REPLACE_ONE, REPLACE_ONE_USER
+from skdp.accounting import (
+    REPLACE_ONE,
+    REPLACE_ONE_USER,
+    gaussian_noise_multiplier,
+    secure_noise_cost,
+)
 from skdp.audit import UserCanary, audit_estimator
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.fedrep import DPFedRep
@@ -600,7 +608,9 @@ def test_cold_start_model_is_the_pooled_least_squares_fit():
     )
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_huge_and_float32_inputs_fit_finitely():
+    # ... and quietly: each user's overflow is handled in that user's term
     X, y, groups, _, _ = make_users(50, 4, 5, 2, seed=7)
     X32 = X.astype(np.float32)
     X32[groups == 2] *= np.float32(1e30)
@@ -896,3 +906,293 @@ def test_clip_defaults_and_explicit_clips():
         0.7,
         1.1,
     )
+
+
+# --- the whole fit against a per-user loop, given its noise ---------------------
+
+
+def loop_spectral(X, y, groups, v_half, clip):
+    """Algorithm 2's clipped sum, one user at a time: the symmetrised product
+    of the means of y_j x_j over the user's two halves, clipped to ψ_init;
+    and the number of users the clip binds for."""
+    total, n_clipped = np.zeros((X.shape[1], X.shape[1])), 0
+    for u in np.unique(groups):
+        A, B = (groups == u) & v_half, (groups == u) & ~v_half
+        if not B.any():
+            continue  # one row: no pair crosses the halves
+        a, b = X[A].T @ y[A] / A.sum(), X[B].T @ y[B] / B.sum()
+        Z = (np.outer(a, b) + np.outer(b, a)) / 2
+        total += Z * min(1.0, clip / np.linalg.norm(Z))
+        n_clipped += np.linalg.norm(Z) > clip
+    return total, n_clipped
+
+
+def loop_cold_start(X, y, groups, clip):
+    """Each user's (X_iᵀX_i/m_i, X_iᵀy_i/m_i), jointly clipped by the bound
+    hypot(trace, ‖h_i‖) to ψ_cold, summed; and the number of users clipped."""
+    G, h = np.zeros((X.shape[1], X.shape[1])), np.zeros(X.shape[1])
+    n_clipped = 0
+    for u in np.unique(groups):
+        rows = groups == u
+        m = rows.sum()
+        G_i, h_i = X[rows].T @ X[rows] / m, X[rows].T @ y[rows] / m
+        bound = np.hypot(np.trace(G_i), np.linalg.norm(h_i))
+        G, h = G + min(1.0, clip / bound) * G_i, h + min(1.0, clip / bound) * h_i
+        n_clipped += bound > clip
+    return G, h, n_clipped
+
+
+@pytest.fixture
+def recorded_noise(monkeypatch):
+    """Every call of the noise mechanism during a fit: (value, std, noise)."""
+    calls = []
+    real = fr.add_gaussian_noise
+
+    def recording(value, std, rng):
+        value = np.array(value, dtype=float)
+        out = real(value, std, rng)
+        calls.append((value, std, out - value))
+        return out
+
+    monkeypatch.setattr(fr, "add_gaussian_noise", recording)
+    return calls
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_every_release_is_the_per_user_loops_mean_plus_calibrated_noise(
+    recorded_noise, monkeypatch, n_jobs
+):
+    """White box, whole fit: with the fit's own noise draws recorded, each of
+    the n_iter_ releases (private init, every round, cold start) is exactly
+    the per-user loop's clipped sum divided by n (ragged users, some of one
+    row), noised once with std = noise_multiplier_ · 2ψ/n for the ψ of that
+    release; U follows U ← QR(U − η·noisy mean); the noise multiplier is the
+    exact one for all n_iter_ releases, the noise is fresh every release, and
+    the heads are each user's least squares on the released U."""
+    splits = []
+    real_split = fr._split_halves
+    monkeypatch.setattr(
+        fr, "_split_halves", lambda *a: splits.append(real_split(*a)) or splits[-1]
+    )
+    X, y, groups, _, _ = make_users(40, 5, 5, 2, seed=21, ragged=True)
+    y = 1.5 * y
+    n, d, k = 40, 5, 2
+    psi, psi_init, psi_cold, eta = 3.0, 1.5, 5.0, 0.5
+    est = DPFedRep(
+        k,
+        epsilon=3.0,
+        delta=1e-6,
+        n_rounds=3,
+        learning_rate=eta,
+        clip_norm=psi,
+        init_clip_norm=psi_init,
+        cold_start_clip_norm=psi_cold,
+        random_state=0,
+        n_jobs=n_jobs,
+    ).fit(X, y, groups)
+    (v_half,) = splits
+    z = est.noise_multiplier_
+    assert est.n_iter_ == 5 == len(recorded_noise)
+    assert z == pytest.approx(fr.gaussian_noise_multiplier(3.0, 1e-6, 5), rel=1e-12)
+    assert est.privacy_spent_.mu == pytest.approx(np.sqrt(5) / z, rel=1e-12)
+
+    stds = [std for _, std, _ in recorded_noise]
+    expected_stds = [z * 2 * c / n for c in [psi_init, psi, psi, psi, psi_cold]]
+    np.testing.assert_allclose(stds, expected_stds, rtol=1e-12)
+
+    # the private initialisation
+    value, _, noise = recorded_noise[0]
+    Z_sum, n_clipped = loop_spectral(X, y, groups, v_half, psi_init)
+    assert 10 <= n_clipped <= 25  # of 35 users with two rows or more
+    np.testing.assert_allclose(value, Z_sum / n, atol=1e-12)
+    noisy = value + noise
+    U = np.linalg.eigh((noisy + noisy.T) / 2)[1][:, ::-1][:, :k]
+    np.testing.assert_allclose(np.abs(est.init_components_), np.abs(U.T), atol=1e-10)
+    U = est.init_components_.T  # eigenvectors' signs are arbitrary
+
+    # the rounds: the loop's clipped mean gradient at the current U (the clip
+    # binds for some users and not others: their sums differ from both)
+    for value, _, noise in recorded_noise[1:4]:
+        _, total = loop_round(X, y, groups, U, v_half, psi)
+        np.testing.assert_allclose(value, total / n, atol=1e-12)
+        all_clipped = loop_round(X, y, groups, U, v_half, 1e-9)[1] * psi / 1e-9
+        none_clipped = loop_round(X, y, groups, U, v_half, np.inf)[1]
+        assert not np.allclose(total, all_clipped, atol=1e-3)
+        assert not np.allclose(total, none_clipped, atol=1e-3)
+        U = np.linalg.qr(U - eta * (value + noise))[0]
+    np.testing.assert_allclose(est.components_, U.T, atol=1e-12)
+
+    # the cold-start model: one release of (Ĝ, ĥ), floored at 4σ·sqrt(d)
+    value, std, noise = recorded_noise[4]
+    G, h, n_clipped = loop_cold_start(X, y, groups, psi_cold)
+    assert 10 <= n_clipped <= 30  # of 40
+    np.testing.assert_allclose(value, np.append(G.ravel(), h) / n, atol=1e-12)
+    noisy = value + noise
+    G, h = noisy[: d * d].reshape(d, d), noisy[d * d :]
+    vals, vecs = np.linalg.eigh((G + G.T) / 2)
+    coef = vecs @ (vecs.T @ h / np.maximum(vals, 4 * std * np.sqrt(d)))
+    np.testing.assert_allclose(est.cold_start_coef_, coef, rtol=1e-10)
+
+    # fresh noise of the stated scale: no two releases share a draw, and the
+    # standardised draws (25 + 3·10 + 30 values) have unit spread (±0.3, about
+    # 4 standard errors)
+    draws = [noise.ravel() / std for _, std, noise in recorded_noise]
+    for i in range(len(draws)):
+        for j in range(i):
+            assert not np.allclose(draws[i][:10], draws[j][:10])
+    assert 0.7 < np.std(np.concatenate(draws)) < 1.3
+
+    # the heads: each user's own least squares on the released U (not DP)
+    for u in [0, 7, 39]:
+        rows = groups == u
+        v = np.linalg.lstsq(X[rows] @ U, y[rows], rcond=None)[0]
+        np.testing.assert_allclose(est.user_coef_[u], v, atol=1e-10)
+
+
+def test_new_data_of_another_width_is_refused_without_refitting():
+    """predict, transform and personalize check X against the fit's
+    n_features_in_ (scikit-learn's message) and never reset it."""
+    X, y, groups, _, _ = make_users(30, 4, 5, 2, seed=22)
+    est = DPFedRep(2, n_rounds=1, random_state=0).fit(X, y, groups)
+    for call in [
+        lambda: est.predict(X[:, :4], groups),
+        lambda: est.transform(X[:, :4]),
+        lambda: est.personalize(X[:, :4], y, groups),
+    ]:
+        with pytest.raises(ValueError, match="X has 4 features"):
+            call()
+        assert est.n_features_in_ == 5
+
+
+def test_score_weights_the_rows():
+    X, y, groups, _, _ = make_users(30, 4, 5, 2, seed=23)
+    est = DPFedRep(2, n_rounds=1, random_state=0).fit(X, y, groups)
+    w = np.random.default_rng(0).random(len(y))
+    expected = r2_score(y, est.predict(X, groups), sample_weight=w)
+    assert est.score(X, y, groups, sample_weight=w) == pytest.approx(expected)
+    assert est.score(X, y, groups, sample_weight=w) != pytest.approx(
+        est.score(X, y, groups)
+    )
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e3])
+def test_public_init_rank_check_is_scale_free(scale):
+    """Columns dependent up to rounding are refused at any scale, and so is
+    an all-zero start (its QR has no direction at all)."""
+    X, y, groups, _, _ = make_users(20, 4, 5, 2, seed=25)
+    nearly = np.zeros((5, 2))
+    nearly[0] = 1.0
+    nearly[1, 1] = 1e-16
+    for bad in [scale * nearly, np.zeros((5, 2))]:
+        with pytest.raises(ValueError, match="linearly independent"):
+            DPFedRep(2, init=bad).fit(X, y, groups)
+
+
+def test_documented_defaults():
+    # A silently changed default (ε above all) changes every unconfigured fit.
+    assert DPFedRep().get_params() == dict(
+        n_components=2,
+        epsilon=1.0,
+        delta=1e-5,
+        accounting="exact",
+        n_rounds=10,
+        learning_rate=0.5,
+        clip_norm="auto",
+        init="private",
+        init_clip_norm="auto",
+        cold_start_clip_norm="auto",
+        random_state=None,
+        noise="fast",
+        n_jobs=None,
+        verbose=0,
+    )
+
+
+@pytest.mark.parametrize("accounting", ["exact", "paper"])
+def test_secure_noise_is_calibrated_for_its_rounding(accounting):
+    """noise="secure" pays for its grid rounding: the multiplier is the secure
+    one for all n_iter_ releases (larger than the fast one), and the fit's
+    exact cost meets the requested ε."""
+    X, y, groups, _, _ = make_users(30, 4, 3, 1, seed=26)
+    est = DPFedRep(
+        1, epsilon=1.0, delta=1e-6, n_rounds=2, noise="secure", accounting=accounting
+    ).fit(X, y, groups)
+    secure = gaussian_noise_multiplier(1.0, 1e-6, 4, noise="secure")
+    assert secure > 1.05 * gaussian_noise_multiplier(1.0, 1e-6, 4)
+    if accounting == "exact":
+        assert est.noise_multiplier_ == pytest.approx(secure, rel=1e-12)
+        # charged as secure releases (zCDP), not as exact Gaussians (0.927)
+        assert est.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+    else:
+        assert est.noise_multiplier_ >= secure
+    expected = secure_noise_cost(
+        est.noise_multiplier_, 4, delta=1e-6, adjacency=REPLACE_ONE_USER
+    )
+    assert est.privacy_spent_.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+    assert est.privacy_spent_.rho == pytest.approx(expected.rho, rel=1e-12)
+    assert est.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
+    assert est.privacy_spent_.adjacency == REPLACE_ONE_USER
+
+
+def test_cold_start_clip_binds_for_small_terms_too():
+    """A user whose bound hypot(trace G_i, ‖h_i‖) is below 1 is still clipped
+    to a clip below it (scaled to exactly C), and one below the clip passes."""
+    rng = np.random.default_rng(27)
+    X, y = 0.2 * rng.standard_normal((6, 4)), 0.2 * rng.standard_normal(6)
+    users, _ = users_of(X, y, np.zeros(6, dtype=np.intp))
+    raw_G, raw_h = X.T @ X / 6, X.T @ y / 6
+    bound = np.hypot(np.trace(raw_G), np.linalg.norm(raw_h))
+    assert 0.1 < bound < 0.5
+    G, h = fr._cold_start_sums(users, 0.05)
+    np.testing.assert_allclose(np.hypot(np.trace(G), np.linalg.norm(h)), 0.05)
+    np.testing.assert_allclose(G, raw_G * 0.05 / bound, rtol=1e-12)
+    G, h = fr._cold_start_sums(users, 0.9)
+    np.testing.assert_allclose(G, raw_G, rtol=1e-12)
+    np.testing.assert_allclose(h, raw_h, rtol=1e-12)
+
+
+def test_clip_factors_drop_only_the_user_with_a_non_finite_head():
+    """_user_clip_factors decides per user: a NaN or infinite v_i zeroes that
+    user's factor and leaves every other user's factor as it was."""
+    rng = np.random.default_rng(28)
+    G, V = rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
+    counts = np.array([3, 2, 0, 4, 1, 5])
+    base = fr._user_clip_factors(G, V, counts, 0.5)
+    norms = 2.0 / np.maximum(counts, 1) * np.linalg.norm(G, axis=1)
+    norms *= np.linalg.norm(V, axis=1)
+    expected = np.where(counts > 0, 2.0 / np.maximum(counts, 1), 0.0)
+    expected *= np.minimum(1.0, 0.5 / norms)
+    np.testing.assert_allclose(base, expected, rtol=1e-12)
+    for bad in [np.nan, np.inf]:
+        V_bad = V.copy()
+        V_bad[1, 0] = bad
+        with np.errstate(invalid="ignore"):
+            got = fr._user_clip_factors(G, V_bad, counts, 0.5)
+        assert got[1] == 0.0
+        np.testing.assert_array_equal(np.delete(got, 1), np.delete(base, 1))
+
+
+def test_paper_accounting_never_spends_more_than_asked():
+    """At a large ε the paper's classical formula asks for less noise than ε
+    allows (it is valid for ε < 1 only): "paper" then uses the exact noise,
+    and the fit spends exactly the requested ε, not more."""
+    X, y, groups, _, _ = make_users(30, 4, 3, 1, seed=29)
+    kwargs = dict(epsilon=50.0, delta=1e-5, n_rounds=3, init="random")
+    est = DPFedRep(1, accounting="paper", **kwargs).fit(X, y, groups)
+    exact = gaussian_noise_multiplier(50.0, 1e-5, 4)
+    paper = 2.0 * np.sqrt(4 * np.log(1.25 / 1e-5)) / 50.0
+    assert paper < 0.95 * exact
+    assert est.noise_multiplier_ == pytest.approx(exact, rel=1e-12)
+    assert est.privacy_spent_.epsilon == pytest.approx(50.0, rel=1e-6)
+
+
+def test_delta_is_checked_against_the_number_of_users():
+    """The privacy unit is a user: δ is compared with 1/n_users (here 1/50),
+    not with 1/n_rows (1/200)."""
+    X, y, groups, _, _ = make_users(50, 4, 3, 1, seed=30)
+    kwargs = dict(n_rounds=1, init="random")
+    with pytest.warns(PrivacyLeakWarning, match="1/n_samples = 0.02"):
+        DPFedRep(1, delta=0.03, **kwargs).fit(X, y, groups)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        DPFedRep(1, delta=0.01, **kwargs).fit(X, y, groups)
