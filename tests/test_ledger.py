@@ -936,3 +936,205 @@ def test_a_search_over_the_paper_sampler_is_totalled_from_what_it_spends():
     # the paper's classical multiplier adds more noise than needed.
     assert by_hand[3].mu == pytest.approx(mu(100.0), rel=1e-9)
     assert by_hand[0].mu < mu(1.0)
+
+
+# --------------------------------------------------------------------------
+# Budgets, parameter constraints and the budget helpers (skdp._base)
+# --------------------------------------------------------------------------
+
+
+def test_an_empty_ledger_totals_to_nothing():
+    total = PrivacyLedger(delta=DELTA).total()
+    assert total == PrivacyCost(0.0, 0.0, 0.0, REPLACE_ONE, "nothing released")
+    assert repr(PrivacyLedger()) == "PrivacyLedger(empty)"
+
+
+def test_privacy_budget_is_gdp_zcdp_or_a_pair_from_the_parameters():
+    from skdp import DPSparseGLM
+    from skdp.accounting import zcdp_from_epsilon_tight
+
+    gdp = DPStandardScaler(epsilon=0.7, delta=DELTA).privacy_budget()
+    assert (gdp.epsilon, gdp.delta, gdp.zcdp) == (0.7, DELTA, None)
+    assert gdp.mu == mu(0.7) and gdp.adjacency == REPLACE_ONE
+    assert gdp.caveats == ()
+    secure = DPStandardScaler(epsilon=0.7, delta=DELTA, noise="secure")
+    zcdp = secure.privacy_budget()
+    assert zcdp.mu is None
+    assert zcdp.zcdp == zcdp_from_epsilon_tight(0.7, DELTA)
+    pair = DPSparseGLM(epsilon=0.7, delta=1e-5).privacy_budget()
+    assert (pair.epsilon, pair.delta, pair.mu, pair.zcdp) == (0.7, 1e-5, None, None)
+    no_delta = DPSparseGLM(epsilon=0.7, delta=0.0).privacy_budget()
+    assert (no_delta.mu, no_delta.zcdp) == (None, None)
+    secure.set_params(delta=0.0)  # no Gaussian guarantee at δ = 0: the pair
+    assert (secure.privacy_budget().mu, secure.privacy_budget().zcdp) == (None, None)
+    labels = DPLogisticRegression(delta=DELTA).privacy_budget()
+    assert labels.caveats == (PUBLIC_LABELS,)
+    assert (
+        DPLogisticRegression(delta=DELTA, classes=[0, 1]).privacy_budget().caveats == ()
+    )
+
+
+@pytest.mark.parametrize(
+    "params, ok",
+    [
+        ({"epsilon": 1e-9}, True),
+        ({"epsilon": 0.0}, False),
+        ({"epsilon": -1.0}, False),
+        ({"delta": 0.999}, True),
+        ({"delta": 1.0}, False),
+        ({"delta": -1e-12}, False),
+        ({"noise": "secure"}, True),
+        ({"noise": "exact"}, False),
+        ({"accounting": "paper"}, True),
+        ({"accounting": "fast"}, False),
+        ({"random_state": np.random.default_rng(0)}, True),
+        ({"random_state": "0"}, False),
+    ],
+    ids=repr,
+)
+def test_privacy_parameters_are_validated(params, ok):
+    from sklearn.utils._param_validation import validate_parameter_constraints
+
+    from skdp._base import PRIVACY_CONSTRAINTS
+
+    values = {"epsilon": 1.0, "delta": DELTA, "accounting": "exact"}
+    values |= {"random_state": None, "noise": "fast", **params}
+    if ok:
+        validate_parameter_constraints(PRIVACY_CONSTRAINTS, values, caller_name="t")
+    else:
+        with pytest.raises(ValueError, match=f"'{next(iter(params))}'"):
+            validate_parameter_constraints(PRIVACY_CONSTRAINTS, values, caller_name="t")
+    # δ = 0 passes the constraints; a Gaussian mechanism refuses it itself.
+    zero = {**values, "delta": 0.0, **params} if "delta" not in params else None
+    if ok and zero is not None:
+        validate_parameter_constraints(PRIVACY_CONSTRAINTS, zero, caller_name="t")
+
+
+def test_gaussian_fits_refuse_delta_zero_and_warn_from_delta_one_over_n():
+    X = np.random.default_rng(0).uniform(0, 1, size=(40, 2))
+    with pytest.raises(ValueError, match=r"cannot be\s*\(epsilon, 0\)-DP"):
+        DPStandardScaler(delta=0.0, bounds=(0, 1)).fit(X)
+    # δ ≥ 1/n may publish a record: warned at exactly 1/n, not just below.
+    with pytest.warns(PrivacyLeakWarning, match="at least 1/n_samples") as rec:
+        DPStandardScaler(delta=1 / 40, bounds=(0, 1)).fit(X)
+    assert rec[0].filename == __file__  # the caller of fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        DPStandardScaler(delta=np.nextafter(1 / 40, 0), bounds=(0, 1)).fit(X)
+
+
+def test_search_over_a_target_transformer_charges_its_dp_transformer(data):
+    # An unfitted TransformedTargetRegressor candidate fits its transformer
+    # too: a DP transformer is charged once per training part, like the
+    # regressor. Without a refit, the default LinearRegression and a checked
+    # func/inverse_func pair are named as leaks from the parameters alone.
+    X, _ = data
+    cv = KFold(3, shuffle=True, random_state=0)
+    ttr = TransformedTargetRegressor(
+        regressor=DPRandomFeaturesRegressor(50, delta=DELTA),
+        transformer=DPStandardScaler(epsilon=0.4, delta=DELTA),
+    )
+    search = GridSearchCV(ttr, {"regressor__epsilon": [0.5, 1.0]}, cv=cv)
+    search.fit(X, X[:, 0])
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, search)
+    best = search.best_params_["regressor__epsilon"]
+    expected = 2 * (mu(0.5) ** 2 + mu(1.0) ** 2 + 2 * mu(0.4) ** 2)
+    expected += mu(best) ** 2 + mu(0.4) ** 2
+    assert len(ledger) == 2 * 2 * 2 + 2
+    assert ledger.total().mu == pytest.approx(math.sqrt(expected), rel=1e-9)
+
+    plain = TransformedTargetRegressor(func=np.log1p, inverse_func=np.expm1)
+    for check_inverse in (True, False):
+        search = GridSearchCV(
+            plain, {"check_inverse": [check_inverse]}, cv=cv, refit=False
+        ).fit(np.abs(X[:60]), np.abs(X[:60, 0]))
+        messages = record_quietly(PrivacyLedger(), search)
+        assert any("/regressor (LinearRegression)" in m for m in messages)
+        # Unchecked, the pair is applied to nothing of the data: no leak.
+        leaks = [m for m in messages if "/transformer (FunctionTransformer)" in m]
+        assert len(leaks) == check_inverse
+
+
+def test_a_fit_is_checked_against_its_budget_in_the_budgets_own_terms():
+    # skdp._base._check_within_budget, branch by branch, at the edge of its
+    # 1e-9 relative slack: μ against a GDP budget, ρ against a zCDP budget,
+    # a GDP report against a pair budget (its ε at the budget's δ), a pair
+    # against a pair; and the adjacency a fit may report.
+    from skdp._base import _check_within_budget
+    from skdp.accounting import REPLACE_ONE_USER
+    from skdp.exceptions import MechanismFailedError
+
+    def ok(spent, budget):
+        _check_within_budget(spent, budget, "Est")
+
+    def refused(spent, budget):
+        with pytest.raises(MechanismFailedError):
+            _check_within_budget(spent, budget, "Est")
+
+    gdp = PrivacyCost.from_gdp(0.5, delta=DELTA)
+    ok(PrivacyCost.from_gdp(0.5 * (1 + 5e-10), delta=DELTA), gdp)
+    refused(PrivacyCost.from_gdp(0.5 * (1 + 2e-9), delta=DELTA), gdp)
+    refused(PrivacyCost(0.1, DELTA), gdp)  # no μ: cannot be checked in μ
+    zcdp = PrivacyCost(1.0, DELTA, zcdp=0.02)
+    ok(PrivacyCost(5.0, DELTA, zcdp=0.02 * (1 + 5e-10)), zcdp)
+    ok(PrivacyCost.from_gdp(0.2, delta=DELTA), zcdp)  # ρ = μ²/2 = 0.02
+    refused(PrivacyCost(0.1, DELTA, zcdp=0.02 * (1 + 2e-9)), zcdp)
+    refused(PrivacyCost(0.1, DELTA), zcdp)  # no ρ
+    pair = PrivacyCost(1.0, 1e-5)
+    at_budget = mu_from_epsilon(1.0, 1e-5)
+    ok(PrivacyCost.from_gdp(at_budget * (1 - 1e-10), delta=1e-9), pair)
+    refused(PrivacyCost.from_gdp(at_budget * (1 + 1e-6), delta=1e-9), pair)
+    ok(PrivacyCost(1.0 * (1 + 5e-10), 1e-5 * (1 + 5e-10)), pair)
+    refused(PrivacyCost(1.0 * (1 + 2e-9), 1e-5), pair)
+    refused(PrivacyCost(1.0, 1e-5 * (1 + 2e-9)), pair)
+    # A user-level budget may be met at the record level (a DPFedRep fit
+    # without user ids), never the other way round.
+    user = replace(gdp, adjacency=REPLACE_ONE_USER)
+    ok(gdp, user)
+    refused(replace(gdp, adjacency=REPLACE_ONE_USER), gdp)
+    refused(replace(gdp, adjacency=ADD_REMOVE), gdp)
+    with pytest.raises(MechanismFailedError, match="Est would release more"):
+        _check_within_budget(PrivacyCost.from_gdp(1.0, delta=DELTA), gdp, "Est")
+
+
+class _HelperHolder(ClassifierMixin, BaseEstimator):
+    """A user's wrapper whose DP fit sits only inside a scikit-learn helper
+    object (not an estimator), as CalibratedClassifierCV keeps its fits."""
+
+    def __init__(self, epsilon=1.0):
+        self.epsilon = epsilon
+
+    def fit(self, X, y):
+        from sklearn.calibration import _CalibratedClassifier
+
+        model = dp_model(self.epsilon).fit(X, y)
+        self.calibrated_ = [_CalibratedClassifier(model, [], classes=model.classes_)]
+        self.classes_ = model.classes_
+        return self
+
+
+def test_a_dp_fit_held_by_a_scikit_learn_helper_object_is_found(data):
+    # The walk that refuses unknown wrappers looks inside scikit-learn's
+    # helper objects too; missing it would count the DP fit as zero and only
+    # warn of a non-private step.
+    X, y = data
+    fitted = _HelperHolder().fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    with pytest.raises(ValueError, match=r"_HelperHolder\).*LogisticRegression"):
+        ledger.record(fitted)
+    assert len(ledger) == 0
+
+
+def test_repr_and_leak_warnings_point_at_what_was_recorded(data):
+    gdp = PrivacyLedger(delta=1e-5).record(PrivacyCost.from_gdp(0.5, delta=1e-5))
+    eps = epsilon_from_mu(0.5, 1e-5)
+    assert repr(gdp) == f"PrivacyLedger(1 releases: ({eps:.6g}, 1e-05)-DP, mu=0.5)"
+    pair = PrivacyLedger().record(PrivacyCost(1.0, 1e-5)).record(PrivacyCost(1.0, 0))
+    assert repr(pair) == "PrivacyLedger(2 releases: (2, 1e-05)-DP)"
+    # A leak warning is attributed to the line that called record().
+    X, y = data
+    pipe = make_pipeline(StandardScaler(), dp_model()).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="standardscaler") as rec:
+        PrivacyLedger(delta=DELTA).record(pipe)
+    assert {w.filename for w in rec} == {__file__}

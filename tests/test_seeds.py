@@ -248,3 +248,100 @@ def test_a_pipeline_of_two_steps_with_one_seed_is_refused():
     pipe.set_params(dplogisticregression__random_state=1)
     quietly(pipe.fit, X, y)
     assert len(quietly(PrivacyLedger(delta=DELTA).record, pipe)) == 2
+
+
+# --------------------------------------------------------------------------
+# The fit contract (skdp._base.private_fit, atomic_fit)
+# --------------------------------------------------------------------------
+
+
+def fitted_names(estimator):
+    """Independent of skdp._base.fitted_attributes: every trailing-_ attribute."""
+    return sorted(k for k in vars(estimator) if k.endswith("_"))
+
+
+def test_a_failed_refit_leaves_nothing_of_the_earlier_fit(data):
+    # A fit that raises must not leave the attributes of an earlier
+    # successful fit behind (they no longer match the parameters or data).
+    est = quietly(scaler().fit, data)
+    assert "privacy_spent_" in fitted_names(est)
+    bad = data.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        est.fit(bad)
+    assert fitted_names(est) == []
+
+
+def test_a_refit_over_its_budget_leaves_nothing_and_is_refused(data, monkeypatch):
+    # The fit itself succeeds, then the budget check refuses it: nothing of
+    # the release survives.
+    from skdp.exceptions import MechanismFailedError
+
+    est = scaler(epsilon=1.0)
+    smaller = scaler(epsilon=0.5).privacy_budget()
+    monkeypatch.setattr(DPStandardScaler, "privacy_budget", lambda self: smaller)
+    with pytest.raises(MechanismFailedError, match="more than its declared"):
+        est.fit(data)
+    assert fitted_names(est) == []
+
+
+def test_atomic_fit_removes_every_fitted_attribute_on_failure():
+    from skdp._base import atomic_fit
+
+    class Toy:
+        def __init__(self):
+            self.param = 1
+            self._private = 2
+
+        @atomic_fit
+        def fit(self, fail):
+            self.coef_ = 1.0
+            self.n_iter_ = 3
+            if fail:
+                raise RuntimeError("boom")
+            return self
+
+    toy = Toy().fit(False)
+    assert fitted_names(toy) == ["coef_", "n_iter_"]
+    with pytest.raises(RuntimeError, match="boom"):
+        toy.fit(True)
+    assert vars(toy) == {"param": 1, "_private": 2}
+
+
+def test_secure_noise_refuses_a_seed_before_any_work(data):
+    # A seed with secure noise would make the CSPRNG's noise predictable:
+    # refused before the data is read (and before the seed warning).
+    for seed in (0, np.random.default_rng(0)):
+        est = DPStandardScaler(delta=DELTA, bounds=BOUNDS, noise="secure")
+        est.set_params(random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match="cannot be seeded"):
+                est.fit(data)
+        assert fitted_names(est) == []
+    fitted = DPStandardScaler(delta=DELTA, bounds=BOUNDS, noise="secure").fit(data)
+    assert fitted.privacy_spent_.noise_seeds == ()
+
+
+def test_the_release_says_which_sampler_and_stream_drew_its_noise(data):
+    from skdp.mechanisms import NOISE_SAMPLERS
+
+    fast = scaler().fit(data).privacy_spent_
+    assert fast.sampler == NOISE_SAMPLERS["fast"]
+    secure = DPStandardScaler(delta=DELTA, bounds=BOUNDS, noise="secure").fit(data)
+    assert secure.privacy_spent_.sampler == NOISE_SAMPLERS["secure"]
+    # The fingerprint is taken before the fit consumes the generator.
+    g = np.random.default_rng(11)
+    before = noise_seed_id(g)
+    spent = quietly(scaler(random_state=g).fit, data).privacy_spent_
+    assert spent.noise_seeds == (before,)
+
+
+def test_the_seed_warning_names_the_seed_and_points_at_the_caller(data):
+    with pytest.warns(PrivacyLeakWarning) as rec:
+        scaler(random_state=np.random.default_rng(0)).fit(data)
+    (warning,) = rec
+    assert "random_state=Generator seeds the privacy noise of DPStandardScaler" in (
+        str(warning.message)
+    )
+    assert warning.filename == __file__
