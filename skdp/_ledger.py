@@ -303,36 +303,43 @@ def _reads_only_shape(estimator):
     return False
 
 
-def _dp_inside(obj, _depth=0, _seen=None):
+def _dp_inside(obj):
     """A DP estimator held anywhere inside ``obj`` (parameters or fitted state).
 
     Walks lists, tuples, dicts, estimators and scikit-learn's helper objects
     (e.g. the ``_CalibratedClassifier`` entries of ``calibrated_classifiers_``)
-    to a bounded depth; None if there is none.
+    at any depth (a DP fit nested deeper than a fixed bound would otherwise
+    be missed and its cost dropped from the total); the set of visited
+    objects stops cycles. None if there is none.
     """
+    seen = set()
+    stack = [obj]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        values = _contents(current)
+        for value in values:
+            if value is not current and is_dp_estimator(value):
+                return value
+        stack.extend(reversed(values))  # depth first, in the order held
+    return None
+
+
+def _contents(obj):
+    """The values a container, an estimator or a scikit-learn helper holds."""
     from sklearn.base import BaseEstimator
 
-    _seen = set() if _seen is None else _seen
-    if id(obj) in _seen or _depth > 8:
-        return None
-    _seen.add(id(obj))
     if isinstance(obj, dict):
-        values = list(obj.values())
-    elif isinstance(obj, (list, tuple)):
-        values = list(obj)
-    elif isinstance(obj, BaseEstimator) or (
+        return list(obj.values())
+    if isinstance(obj, (list, tuple)):
+        return list(obj)
+    if isinstance(obj, BaseEstimator) or (
         type(obj).__module__.startswith("sklearn") and hasattr(obj, "__dict__")
     ):
-        values = list(vars(obj).values())
-    else:
-        return None
-    for value in values:
-        if value is not obj and is_dp_estimator(value):
-            return value
-        found = _dp_inside(value, _depth + 1, _seen)
-        if found is not None:
-            return found
-    return None
+        return list(vars(obj).values())
+    return []
 
 
 # ---------------------------------------------------------------------------

@@ -1126,6 +1126,35 @@ def test_a_dp_fit_held_by_a_scikit_learn_helper_object_is_found(data):
     assert len(ledger) == 0
 
 
+class _DeepHolder(ClassifierMixin, BaseEstimator):
+    """A user's wrapper that keeps its DP fit under many levels of lists."""
+
+    def __init__(self, levels=12):
+        self.levels = levels
+
+    def fit(self, X, y):
+        model = dp_model().fit(X, y)
+        held = model
+        for _ in range(self.levels):
+            held = [held]
+        self.held_ = held
+        self.classes_ = model.classes_
+        return self
+
+
+@pytest.mark.parametrize("levels", [1, 12, 200])
+def test_a_dp_fit_nested_at_any_depth_in_an_unknown_wrapper_is_refused(data, levels):
+    # The walk used to stop at depth 8: a DP fit nested deeper was not found,
+    # so the wrapper was recorded as a non-private step (a leak warning, a
+    # total of 0) instead of being refused.
+    X, y = data
+    fitted = _DeepHolder(levels).fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    with pytest.raises(ValueError, match=r"_DeepHolder\).*LogisticRegression"):
+        ledger.record(fitted)
+    assert len(ledger) == 0
+
+
 def test_repr_and_leak_warnings_point_at_what_was_recorded(data):
     gdp = PrivacyLedger(delta=1e-5).record(PrivacyCost.from_gdp(0.5, delta=1e-5))
     eps = epsilon_from_mu(0.5, 1e-5)
