@@ -41,8 +41,8 @@ enforced by the code that runs, not assumed of the data:
 * a record whose gradient is not finite (``X @ coef`` can be ``inf − inf``)
   contributes nothing, so every contribution is finite and of norm ≤ C;
 * float32 data stay float32 in memory; the sums are accumulated in float64,
-  a block of rows at a time. A dense float64 X with few columns is read in
-  Fortran order (copied once if it is not; see :func:`canonical_design`).
+  a block of rows at a time. A dense float64 X is read in Fortran order
+  (copied once if it is not; see :func:`canonical_design`).
 
 **Dask.** X may be a Dask array chunked along rows: :func:`design_of`
 then hands the loop a :class:`skdp._dask.DaskDesign`, whose gradient sum is
@@ -85,11 +85,6 @@ _BLOCK_VALUES = 1 << 20
 
 _TINY = np.finfo(np.float64).tiny
 
-# A dense float64 X with fewer columns than this is read in Fortran order
-# (see canonical_design): OpenBLAS's X.T @ g on a row-major X is 2-5× slower
-# at d = 10-100, within 5% from d = 200 on (n·d = 8·10⁶, this machine).
-_FORTRAN_BELOW_COLUMNS = 200
-
 
 def check_datafit(datafit):
     """Raise a TypeError naming every member the engine needs and ``datafit`` lacks."""
@@ -115,15 +110,12 @@ def canonical_design(X):
     ε = ∞ for that pair.) Summing finite values one after another never gives
     NaN. The caller's matrix is never modified.
 
-    A dense float64 X with fewer than ``_FORTRAN_BELOW_COLUMNS`` (200)
-    columns is put in column-major (Fortran) order, copied once if it is
+    A dense X is put in column-major (Fortran) order, copied once if it is
     not already: each step reads X twice, for ``X @ coef`` and ``X.T @ g``,
-    and OpenBLAS runs the second 2-3× slower on a row-major X with few
-    columns (36 ms against 11 ms at n = 10⁶, d = 50; see the fit-time
-    section of ``docs/benchmarks.md``). Pass a Fortran-ordered X to avoid
-    the copy. With more columns both orders run alike (within 5% per step
-    from about 200 on), so X is read as given: a copy would cost time and
-    double the memory for nothing.
+    and OpenBLAS runs a step 1.3-3.5× slower on a row-major X (2.6× at
+    d = 50, 1.3× at d = 800, n·d = 8·10⁶; see
+    ``benchmarks/bench_memory_order.py``), while the copy costs a few steps'
+    time once. Pass a Fortran-ordered X to avoid the copy.
     """
     if not sp.issparse(X):
         return _column_major(X)
@@ -138,18 +130,13 @@ def canonical_design(X):
 
 
 def _column_major(X):
-    """Dense float64 X with few columns in Fortran order, copied a block of
-    rows at a time if needed; any other dense X as it is.
+    """Dense X in Fortran order, copied a block of rows at a time if needed.
 
     (``np.asfortranarray`` on a large row-major array is a slow strided
     copy: 1.9 s against 0.2 s by blocks at n = 10⁶, d = 50.)
     """
-    if (
-        X.flags.f_contiguous
-        or X.dtype != np.float64  # float32 is read in float64 blocks instead
-        or X.shape[1] >= _FORTRAN_BELOW_COLUMNS
-    ):
-        return X
+    if X.flags.f_contiguous or X.dtype != np.float64:
+        return X  # a float32 X is not copied: it is read in float64 blocks
     out = np.empty(X.shape, dtype=X.dtype, order="F")
     for rows in _row_blocks(X):
         out[rows] = X[rows]

@@ -179,23 +179,6 @@ def test_sparse_duplicates_summing_to_infinity_fit_like_their_clipped_row():
     np.testing.assert_array_equal(fitted.predict(stored), neighbour.predict(csr))
 
 
-@pytest.mark.parametrize("order", ["C", "F"])
-@pytest.mark.parametrize("n_features", [6, 300])
-def test_dense_features_are_clipped_into_a_copy_in_the_engines_order(order, n_features):
-    # The engine reads a dense float64 X with few columns in Fortran order:
-    # the clipped copy is made in that order; a wide X keeps its own. Values
-    # are np.clip's and the input is untouched.
-    rng = np.random.default_rng(0)
-    X = np.asarray(rng.normal(scale=3.0, size=(50, n_features)), order=order)
-    before = X.copy()
-    clipped = clip_features(X, 2.0)
-    fortran = order == "F" or n_features < 200
-    assert clipped.flags.f_contiguous == fortran and clipped.dtype == np.float64
-    assert not np.shares_memory(clipped, X)
-    np.testing.assert_array_equal(clipped, np.clip(before, -2.0, 2.0))
-    np.testing.assert_array_equal(X, before)
-
-
 @pytest.mark.parametrize("x_bound", [0.1, 0.3, 3.0, 1e-3])
 def test_float32_features_are_clipped_within_the_bound(x_bound):
     """Issue 20, item 4: float32(0.1) = 0.100000001 > 0.1, so clipping to it

@@ -329,10 +329,9 @@ class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training features (standardised, ideally). A dense float64 X
-            with fewer than 200 columns that is not in Fortran order is
-            copied once into it (each step reads X twice, and ``X.T @ g`` is
-            up to 3× faster in that order): pass ``np.asfortranarray(X)`` to
-            save the copy's memory.
+            that is not in Fortran order is copied once into it (each step
+            reads X twice, and ``X.T @ g`` is up to 3× faster in that order):
+            pass ``np.asfortranarray(X)`` to save the copy's memory.
         y : array-like of shape (n_samples,)
             Class labels.
 

@@ -50,7 +50,7 @@ from .._base import (
     warn_if_delta_is_large,
 )
 from .._datafits import BinomialLogistic, Poisson, Quadratic
-from .._dpgd import _Progress, canonical_design, clipped_gradient_sum
+from .._dpgd import _Progress, clipped_gradient_sum
 from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
@@ -220,8 +220,7 @@ def representable_bound(bound, dtype):
 
 
 def clip_features(X, bound):
-    """Entries of X clipped to ``[-bound, bound]``: a copy, CSR made canonical,
-    a dense X in the order the engine reads it (see canonical_design).
+    """Entries of X clipped to ``[-bound, bound]``: a copy, CSR made canonical.
 
     Every entry of the result is at most ``bound`` in absolute value, exactly,
     in X's own dtype (see :func:`representable_bound`). A sparse X has its
@@ -241,13 +240,7 @@ def clip_features(X, bound):
             X.sum_duplicates()
         np.clip(X.data, -limit, limit, out=X.data)
         return X
-    # The engine reads a dense float64 X with few columns in Fortran order
-    # (each step reads X twice; see canonical_design): that copy is made in
-    # that order and clipped in place; any other X is clipped as it is.
-    design = canonical_design(X)
-    if design is X:
-        return np.clip(X, -limit, limit)
-    return np.clip(design, -limit, limit, out=design)
+    return np.clip(X, -limit, limit)
 
 
 def _clipped_design(X, bound):

@@ -477,12 +477,12 @@ class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)
 def _feature_matrix(X, weights, activation):
     """The ``n × p`` feature matrix Φ, filled a block of columns at a time.
 
-    In Fortran order, the order the DP-GD engine reads with few columns
-    (with many, both orders run alike). For a Dask X, Φ is a lazy Dask
-    array computed chunk by chunk where X's chunks live (the same per-entry
-    function): it is never held whole, and each step of the engine computes
-    it anew from X (time ``O(n·p·d)`` per step instead of ``O(n·p)``, memory
-    one chunk of Φ per worker task).
+    In Fortran order, the order the DP-GD engine reads (it would copy a
+    row-major Φ once more). For a Dask X, Φ is a lazy Dask array computed
+    chunk by chunk where X's chunks live (the same per-entry function): it
+    is never held whole, and each step of the engine computes it anew from
+    X (time ``O(n·p·d)`` per step instead of ``O(n·p)``, memory one chunk
+    of Φ per worker task).
     """
     if is_dask_array(X):
         return X.map_blocks(
