@@ -2,6 +2,7 @@
 
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -49,3 +50,13 @@ def load_average():
 
 def distinct_warnings(caught):
     return sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+
+
+def best_time(function, repeats, clock=time.perf_counter):
+    """The shortest of ``repeats`` timings of ``function()`` by ``clock``."""
+    best = np.inf
+    for _ in range(repeats):
+        start = clock()
+        function()
+        best = min(best, clock() - start)
+    return best

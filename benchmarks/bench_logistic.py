@@ -47,6 +47,7 @@ import numpy as np
 import scipy
 import sklearn
 from _common import (
+    best_time,
     cpu_model_name,
     distinct_warnings,
     load_average,
@@ -347,15 +348,14 @@ def kernel_floor(X, n_iter, repeats=3):
     """
     Xf = np.asfortranarray(X)
     w = np.full(X.shape[1], 0.01)
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
+
+    def steps():
         for _ in range(n_iter):
             z = Xf @ w
             np.exp(z, out=z)
             Xf.T @ z
-        best = min(best, time.perf_counter() - start)
-    return best
+
+    return best_time(steps, repeats)
 
 
 def time_large(estimator_class, repeats):

@@ -29,7 +29,7 @@ from statistics import median
 from unittest import mock
 
 import numpy as np
-from _common import markdown_table, use_checkout
+from _common import best_time, markdown_table, use_checkout
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -95,12 +95,7 @@ def bare_fit(X, y, model):
 
 
 def best_cpu_time(function):
-    best = np.inf
-    for _ in range(REPEATS):
-        start = time.thread_time()
-        function()
-        best = min(best, time.thread_time() - start)
-    return best
+    return best_time(function, REPEATS, clock=time.thread_time)
 
 
 def parts(X, y, model):

@@ -14,11 +14,10 @@ engine copies a row-major float64 X; DPSparseGLM's IHT runs a few steps
 (2 at n = 3·10⁴, d = 800) and keeps its clipped copy in X's own order.
 """
 
-import time
 from pathlib import Path
 
 import numpy as np
-from _common import markdown_table, use_checkout
+from _common import best_time, markdown_table, use_checkout
 
 use_checkout(Path(__file__).resolve().parent.parent)
 
@@ -29,24 +28,15 @@ COLUMNS = (10, 20, 50, 100, 200, 400, 800, 1600)
 REPEATS = 15
 
 
-def best_time(function, repeats=REPEATS):
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def measure(d, rng):
     """One table row: step times on both orders and the copy's, for d columns."""
     n = N_VALUES // d
     X = rng.normal(size=(n, d))
     XF = np.asfortranarray(X)
     w, g = rng.normal(size=(d, 1)), rng.normal(size=(n, 1))
-    step_c = best_time(lambda: X @ w) + best_time(lambda: X.T @ g)
-    step_f = best_time(lambda: XF @ w) + best_time(lambda: XF.T @ g)
-    copy = best_time(lambda: _dpgd._column_major(X), repeats=3)
+    step_c = best_time(lambda: X @ w, REPEATS) + best_time(lambda: X.T @ g, REPEATS)
+    step_f = best_time(lambda: XF @ w, REPEATS) + best_time(lambda: XF.T @ g, REPEATS)
+    copy = best_time(lambda: _dpgd._column_major(X), 3)
     return [
         d,
         f"{step_c * 1e3:.2f}",

@@ -18,21 +18,12 @@ throughput. Prints a Markdown table for docs/benchmarks.md.
 import argparse
 import os
 import platform
-import time
 
 import numpy as np
+from _common import best_time
 
 from skdp._secure import SecureNoise
 from skdp.mechanisms import add_gaussian_noise, add_laplace_noise
-
-
-def _best_of(f, repeats=3):
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main():
@@ -53,15 +44,15 @@ def main():
         ("Gaussian, std 1e3", lambda: rng.normal(0.0, 1e3, n), add_gaussian_noise, 1e3),
         ("Laplace, scale 1", lambda: rng.laplace(0.0, 1.0, n), add_laplace_noise, 1.0),
     ]:
-        t_fast = _best_of(fast)
+        t_fast = best_time(fast, 3)
         zeros = np.zeros(n)
-        t_secure = _best_of(
-            lambda add=secure_add, z=zeros, s=scale: add(z, s, SecureNoise())
+        t_secure = best_time(
+            lambda add=secure_add, z=zeros, s=scale: add(z, s, SecureNoise()), 3
         )
         counted[0] = 0
         secure_add(zeros, scale, SecureNoise(bytes_source=counting_urandom))
         rows.append((name, n / t_fast, n / t_secure, t_secure / t_fast, counted[0] / n))
-    t_os = _best_of(lambda: os.urandom(8 * n))
+    t_os = best_time(lambda: os.urandom(8 * n), 3)
     print(
         f"Machine: {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores, numpy {np.__version__}; n = {n:.0e} draws per call."

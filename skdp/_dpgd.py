@@ -112,10 +112,11 @@ def canonical_design(X):
 
     A dense X is put in column-major (Fortran) order, copied once if it is
     not already: each step reads X twice, for ``X @ coef`` and ``X.T @ g``,
-    and OpenBLAS runs a step 1.3-3.5× slower on a row-major X (2.6× at
-    d = 50, 1.3× at d = 800, n·d = 8·10⁶; see
-    ``benchmarks/bench_memory_order.py``), while the copy costs a few steps'
-    time once. Pass a Fortran-ordered X to avoid the copy.
+    and OpenBLAS runs a step 2-3.5× slower on a row-major X up to d = 400,
+    1.2× at d = 800 and alike at d = 1600 (n·d = 8·10⁶; see
+    ``benchmarks/bench_memory_order.py``), while the copy repays itself
+    within 3-7 steps up to d = 400 and about 23 at d = 800. Pass a
+    Fortran-ordered X to avoid the copy.
     """
     if not sp.issparse(X):
         return _column_major(X)
