@@ -29,13 +29,21 @@ class BinomialLogistic:
 
     .. math:: \\ell(y, z) = \\log(1 + e^{z}) - y z, \\qquad
               \\partial_z \\ell = \\sigma(z) - y \\in (-1, 1).
+
+    ``raw_grad`` computes σ with scipy's ``expit`` formula, ``1/(1 + e^{-z})``,
+    but with numpy's ``exp``: where numpy and the C library's ``exp`` differ
+    in the last bit (some CPUs, e.g. with AVX-512), σ differs from ``expit``
+    by an ulp. "The same model" across machines therefore means the same
+    released distribution, with seeded outputs equal to within rounding, not
+    bit for bit; the privacy guarantee never depends on those bits (every
+    residual is clipped to the public bound either way).
     """
 
     grad_bound = 1.0
 
     def raw_grad(self, y, z):
-        # σ(z) = 1/(1 + e^{-z}) by in-place passes: the same formula (and
-        # bits) as scipy's expit, 15% faster; e^{-z} = inf gives σ = 0.
+        # σ(z) = 1/(1 + e^{-z}) by in-place passes: expit's formula, 15%
+        # faster than expit and a subtraction; e^{-z} = inf gives σ = 0.
         g = np.negative(z)
         with np.errstate(over="ignore"):
             np.exp(g, out=g)

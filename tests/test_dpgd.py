@@ -77,10 +77,14 @@ def test_raw_grad_respects_grad_bound(datafit, k):
     assert norms.max() > 0.9 * datafit.grad_bound  # the bound is nearly attained
 
 
-def test_logistic_residual_is_scipy_expit_minus_y_to_the_bit():
-    # The in-place sigmoid must be expit's own formula, 1/(1 + e^{-z}), on
-    # the whole line: saturated tails (e^{-z} = inf gives 0), ±inf, signed
-    # zeros, subnormals; a NaN stays NaN (the engine then drops the record).
+def test_logistic_residual_is_scipy_expit_minus_y_within_a_few_ulp():
+    # The in-place sigmoid is expit's own formula, 1/(1 + e^{-z}), on the
+    # whole line: saturated tails (e^{-z} = inf gives 0), ±inf, signed zeros,
+    # subnormals; a NaN stays NaN (the engine then drops the record). numpy's
+    # exp and the libm exp behind scipy's expit may differ in the last bit on
+    # some CPUs (seen on AVX-512: 2% of draws), so the sigmoid is compared to
+    # 2 ulp and the residual to 2 ulp of the sigmoid plus the subtraction's
+    # own rounding; never bit for bit across libraries.
     rng = np.random.default_rng(2)
     z = np.concatenate(
         [
@@ -92,10 +96,17 @@ def test_logistic_residual_is_scipy_expit_minus_y_to_the_bit():
     y = (rng.random(z.shape[0]) < 0.5).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no overflow warning escapes either
+        sigmoid = BinomialLogistic().raw_grad(np.zeros(z.shape[0]), z)
         residual = BinomialLogistic().raw_grad(y, z)
-    expected = expit(z)
-    expected[:, 0] -= y
-    np.testing.assert_array_equal(residual, expected)  # NaN where expit is NaN
+    expected_sigmoid = expit(z)
+    np.testing.assert_array_equal(np.isnan(sigmoid), np.isnan(expected_sigmoid))
+    finite = ~np.isnan(expected_sigmoid)
+    np.testing.assert_array_max_ulp(sigmoid[finite], expected_sigmoid[finite], 2)
+    expected = expected_sigmoid[:, 0] - y
+    np.testing.assert_array_equal(np.isnan(residual[:, 0]), np.isnan(expected))
+    tolerance = 2 * np.spacing(expected_sigmoid[:, 0]) + np.spacing(np.abs(expected))
+    error = np.abs(residual[:, 0] - expected)
+    assert np.all(error[finite[:, 0]] <= tolerance[finite[:, 0]])
 
 
 def test_check_datafit_names_missing_members():
