@@ -1,0 +1,282 @@
+"""One total budget for a whole pipeline.
+
+:func:`make_private_pipeline` builds a :class:`~sklearn.pipeline.Pipeline`
+and :func:`set_privacy_budget` splits one total (ε, δ) among the DP steps of
+any pipeline, so that :class:`~skdp.PrivacyLedger` reports exactly that total
+for the fitted pipeline. The split is arithmetic on public parameters: it
+reads no data.
+"""
+
+import math
+from numbers import Real
+
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
+
+from ._ledger import _dp_inside, is_dp_estimator
+from .accounting import (
+    epsilon_from_mu,
+    epsilon_from_zcdp_tight,
+    mu_from_epsilon,
+    zcdp_from_epsilon_tight,
+)
+
+__all__ = ["make_private_pipeline", "set_privacy_budget"]
+
+#: Every step's share is lowered by this factor, so that the rounding of the
+#: conversions can never lift the composed total above the target.
+_SAFETY = 1.0 - 1e-9
+
+
+def make_private_pipeline(*steps, epsilon=1.0, delta=1e-5, weights=None, **kwargs):
+    """A :func:`~sklearn.pipeline.make_pipeline` whose DP steps share one budget.
+
+    The pipeline is built by :func:`sklearn.pipeline.make_pipeline` (step
+    names are the lower-cased class names), then :func:`set_privacy_budget`
+    sets the ``epsilon`` and ``delta`` of every DP step in it, nested
+    pipelines, :class:`~sklearn.compose.ColumnTransformer`,
+    :class:`~sklearn.pipeline.FeatureUnion` and
+    :class:`~sklearn.compose.TransformedTargetRegressor` included, so that
+    one fit of the pipeline spends exactly (``epsilon``, ``delta``) as
+    :class:`~skdp.PrivacyLedger` totals it.
+
+    Parameters
+    ----------
+    *steps : list of estimators
+        As for :func:`~sklearn.pipeline.make_pipeline`. The DP steps'
+        ``epsilon`` and ``delta`` are overwritten (with ``set_params``).
+    epsilon : float, default=1.0
+        Total ε of one fit of the whole pipeline.
+    delta : float, default=1e-5
+        Total δ, in (0, 1).
+    weights : dict or None, default=None
+        Share of each DP step, keyed by its parameter path (e.g.
+        ``"dpstandardscaler"``, or ``"columntransformer__num"`` for a step
+        inside a ColumnTransformer); steps not named weigh 1. None: equal
+        weights. See :func:`set_privacy_budget`.
+    **kwargs
+        ``memory``, ``transform_input`` and ``verbose``, passed to
+        :func:`~sklearn.pipeline.make_pipeline`.
+
+    Returns
+    -------
+    pipeline : Pipeline
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from skdp import DPLogisticRegression, DPStandardScaler, PrivacyLedger
+    >>> from skdp.pipeline import make_private_pipeline
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> pipe = make_private_pipeline(
+    ...     DPStandardScaler(), DPLogisticRegression(classes=[0, 1]),
+    ...     epsilon=1.0, delta=1e-5,
+    ... ).fit(X, y)
+    >>> total = PrivacyLedger().record(pipe).total()
+    >>> round(total.epsilon, 6), total.delta
+    (1.0, 1e-05)
+    """
+    return set_privacy_budget(
+        make_pipeline(*steps, **kwargs), epsilon=epsilon, delta=delta, weights=weights
+    )
+
+
+def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
+    """Split one total (ε, δ) among the DP steps of ``estimator``, in place.
+
+    Every DP step is found through :class:`~sklearn.pipeline.Pipeline`,
+    :class:`~sklearn.pipeline.FeatureUnion`,
+    :class:`~sklearn.compose.ColumnTransformer` and
+    :class:`~sklearn.compose.TransformedTargetRegressor`, nested in any way
+    (a DP step is not looked inside). Each gets its own ``epsilon`` and
+    ``delta`` so that the fitted composite, recorded by
+    :class:`~skdp.PrivacyLedger`, totals (``epsilon``, ``delta``): at most
+    that, and equal to it up to rounding (relative 1e-8).
+
+    Parameters
+    ----------
+    estimator : estimator
+        A DP estimator or a composite holding DP steps. Modified in place
+        (``set_params``) and returned, as ``set_params`` does.
+    epsilon : float, default=1.0
+        Total ε > 0.
+    delta : float, default=1e-5
+        Total δ in (0, 1); every DP step gets an equal part of it.
+    weights : dict or None, default=None
+        Weight of each DP step, keyed by its parameter path (the key of
+        ``estimator.get_params()`` that holds it); steps not named weigh 1.
+
+    Returns
+    -------
+    estimator : the same object
+
+    Notes
+    -----
+    **The split.** Let ``k`` be the number of DP steps and ``W`` the sum of
+    their weights. Every step gets ``δ/k``. The steps whose declared budget
+    (:meth:`privacy_budget`) is Gaussian-DP or zCDP compose exactly, as the
+    ledger composes them (:func:`skdp.accounting.compose`), and together get
+    the share ``ε·W_c/W`` of ε (``W_c``: their weights): if all are GDP,
+    ``μ = mu_from_epsilon(ε·W_c/W, δ·k_c/k)`` and step ``i`` gets
+    ``μ_i = μ·sqrt(w_i/W_c)``, so that ``Σ μ_i² = μ²``; if any is zCDP
+    (``noise="secure"``), the same with ``ρ`` and ``ρ_i = ρ·w_i/W_c`` (a
+    μ-GDP step counts as ``μ²/2``-zCDP). Each step's ``epsilon`` is the
+    one that gives it that μ_i or ρ_i at its δ. Any other step (a budget
+    stated only as an (ε, δ) pair, e.g. :class:`~skdp.DPSparseGLM`) adds by
+    basic composition and gets ``ε·w_i/W``.
+
+    The total is exact for one fit of the composite. Fitting it more than
+    once on the same data (cross-validation, a search) spends it more than
+    once: record the search or the folds with the ledger.
+
+    **Refused**, before anything is changed: a DP step without
+    ``epsilon``/``delta`` parameters, and a DP estimator held by anything
+    other than the four composites above (a wrapper may fit it several
+    times, which this split cannot know).
+
+    Examples
+    --------
+    >>> from sklearn.compose import ColumnTransformer
+    >>> from skdp import DPLogisticRegression, DPStandardScaler
+    >>> from skdp.pipeline import set_privacy_budget
+    >>> from sklearn.pipeline import make_pipeline
+    >>> pre = ColumnTransformer([("a", DPStandardScaler(), [0, 1]),
+    ...                          ("b", DPStandardScaler(), [2])])
+    >>> pipe = make_pipeline(pre, DPLogisticRegression(classes=[0, 1]))
+    >>> pipe = set_privacy_budget(pipe, epsilon=2.0, delta=1e-6,
+    ...                           weights={"dplogisticregression": 2})
+    >>> steps = ["columntransformer__a", "columntransformer__b",
+    ...          "dplogisticregression"]
+    >>> [round(pipe.get_params()[s].epsilon, 3) for s in steps]
+    [0.996, 0.996, 1.446]
+    """
+    _check_total(epsilon, delta)
+    steps = _dp_steps(estimator)
+    if not steps:
+        raise TypeError(
+            f"{type(estimator).__name__} holds no DP estimator: nothing to budget."
+        )
+    weights = _check_weights(weights, [path for path, _ in steps])
+    params = _split(steps, weights, float(epsilon), float(delta))
+    if "" in params:  # the estimator itself is the one DP step
+        return estimator.set_params(**params[""])
+    estimator.set_params(
+        **{f"{path}__{name}": v for path, p in params.items() for name, v in p.items()}
+    )
+    return estimator
+
+
+def _check_total(epsilon, delta):
+    if not isinstance(epsilon, Real) or not (0 < epsilon < math.inf):
+        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
+    if not isinstance(delta, Real) or not (0 < delta < 1):
+        raise ValueError(
+            f"delta must be in (0, 1); got {delta!r} (Gaussian noise needs delta > 0)."
+        )
+
+
+def _dp_steps(estimator, path=""):
+    """``[(parameter path, DP step)]`` found through the known composites."""
+    if estimator in ("passthrough", "drop", None) or isinstance(estimator, str):
+        return []
+    if is_dp_estimator(estimator):
+        if not {"epsilon", "delta"} <= set(estimator.get_params(deep=False)):
+            raise TypeError(
+                f"{type(estimator).__name__} ({path or 'estimator'}) has no "
+                "epsilon and delta parameters to set."
+            )
+        return [(path, estimator)]
+    children = _composite_children(estimator)
+    if children is None:  # not a known composite: it must hold no DP estimator
+        if _dp_inside(estimator) is not None:
+            raise TypeError(
+                f"{type(estimator).__name__} ({path or 'estimator'}) holds a DP "
+                "estimator but is not a Pipeline, FeatureUnion, ColumnTransformer "
+                "or TransformedTargetRegressor: it may fit it more than once, which "
+                "a split of one budget cannot know. Set that step's epsilon and "
+                "delta yourself and total the fitted object with PrivacyLedger."
+            )
+        return []
+    found = []
+    for name, child in children:
+        found += _dp_steps(child, f"{path}__{name}" if path else name)
+    return found
+
+
+def _composite_children(estimator):
+    """``[(name, child)]`` of the four composites that fit each child once on the
+    rows they are given; None for anything else."""
+    if isinstance(estimator, Pipeline):
+        return list(estimator.steps)
+    if isinstance(estimator, FeatureUnion):
+        return list(estimator.transformer_list)
+    if isinstance(estimator, ColumnTransformer):
+        children = [(name, step) for name, step, _ in estimator.transformers]
+        return [*children, ("remainder", estimator.remainder)]
+    if isinstance(estimator, TransformedTargetRegressor):
+        children = [("regressor", estimator.regressor)]
+        if estimator.transformer is not None:
+            children.append(("transformer", estimator.transformer))
+        return children
+    return None
+
+
+def _check_weights(weights, paths):
+    if weights is None:
+        return [1.0] * len(paths)
+    if not isinstance(weights, dict):
+        raise TypeError(
+            f"weights must be a dict or None; got {type(weights).__name__}."
+        )
+    unknown = sorted(set(weights) - set(paths))
+    if unknown:
+        raise ValueError(
+            f"weights names {unknown}, which are not DP steps; the DP steps are "
+            f"{paths}."
+        )
+    out = [weights.get(path, 1.0) for path in paths]
+    for path, w in zip(paths, out, strict=True):
+        if not isinstance(w, Real) or not (0 < w < math.inf):
+            raise ValueError(f"The weight of {path!r} must be > 0; got {w!r}.")
+    return [float(w) for w in out]
+
+
+def _kind(step, delta):
+    """ "gdp", "zcdp" or "pair": how the ledger composes this step's budget."""
+    budget = clone(step).set_params(delta=delta).privacy_budget()
+    if budget.mu is not None:
+        return "gdp"
+    return "zcdp" if budget.zcdp is not None else "pair"
+
+
+def _split(steps, weights, epsilon, delta):
+    """``{path: {"epsilon": ε_i, "delta": δ_i}}`` (see set_privacy_budget)."""
+    k = len(steps)
+    step_delta = delta / k
+    kinds = [_kind(step, step_delta) for _, step in steps]
+    total_weight = sum(weights)
+    concentrated = [i for i, kind in enumerate(kinds) if kind != "pair"]
+    eps = [epsilon * w / total_weight * _SAFETY for w in weights]  # basic composition
+    if concentrated:
+        weight_c = sum(weights[i] for i in concentrated)
+        eps_c = epsilon * weight_c / total_weight
+        delta_c = step_delta * len(concentrated)
+        if "zcdp" in kinds:
+            rho = zcdp_from_epsilon_tight(eps_c, delta_c)
+            for i in concentrated:
+                rho_i = rho * weights[i] / weight_c * _SAFETY
+                eps[i] = (
+                    epsilon_from_zcdp_tight(rho_i, step_delta)
+                    if kinds[i] == "zcdp"
+                    else epsilon_from_mu(math.sqrt(2.0 * rho_i), step_delta)
+                )
+        else:
+            mu = mu_from_epsilon(eps_c, delta_c)
+            for i in concentrated:
+                mu_i = mu * math.sqrt(weights[i] / weight_c) * _SAFETY
+                eps[i] = epsilon_from_mu(mu_i, step_delta)
+    return {
+        path: {"epsilon": eps[i], "delta": step_delta}
+        for i, (path, _) in enumerate(steps)
+    }

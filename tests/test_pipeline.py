@@ -1,0 +1,203 @@
+"""make_private_pipeline / set_privacy_budget: one total for a whole pipeline."""
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+from sklearn.ensemble import BaggingClassifier
+from sklearn.pipeline import FeatureUnion, make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+from skdp import (
+    DPLogisticRegression,
+    DPSparseGLM,
+    DPStandardScaler,
+    PrivacyLedger,
+)
+from skdp.pipeline import make_private_pipeline, set_privacy_budget
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(600, 4))
+y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
+y_real = X @ np.array([1.0, -0.5, 0.0, 0.0]) + 0.3 * rng.normal(size=600)
+
+
+def _lr():
+    return DPLogisticRegression(classes=[0, 1])
+
+
+def _columns_pipeline():
+    columns = ColumnTransformer(
+        [
+            ("a", DPStandardScaler(), [0, 1]),
+            ("b", make_pipeline(FunctionTransformer(), DPStandardScaler()), [2]),
+        ],
+        remainder=DPStandardScaler(),
+    )
+    return make_pipeline(columns, _lr())
+
+
+COLUMN_WEIGHTS = {
+    "dplogisticregression": 3.0,
+    "columntransformer__b__dpstandardscaler": 0.5,
+}
+
+# (name, a factory of the unfitted composite, weights, whether y is real)
+COMPOSITES = [
+    ("two steps", lambda: make_pipeline(DPStandardScaler(), _lr()), None, False),
+    ("columns, nested, remainder", _columns_pipeline, COLUMN_WEIGHTS, False),
+    (
+        "union",
+        lambda: make_pipeline(
+            FeatureUnion([("dp", DPStandardScaler()), ("id", FunctionTransformer())]),
+            _lr(),
+        ),
+        {"featureunion__dp": 2.0},
+        False,
+    ),
+    (
+        "secure step (zCDP)",
+        lambda: make_pipeline(DPStandardScaler(noise="secure"), _lr()),
+        None,
+        False,
+    ),
+    (
+        "target scaled, and a pair budget",
+        lambda: make_pipeline(
+            DPStandardScaler(),
+            TransformedTargetRegressor(
+                regressor=DPSparseGLM(sparsity=2), transformer=DPStandardScaler()
+            ),
+        ),
+        None,
+        True,
+    ),
+    ("one estimator", _lr, None, False),
+]
+
+
+def _fit(estimator, regression=False):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small n: delta warnings
+        return estimator.fit(X, y_real if regression else y)
+
+
+@pytest.mark.parametrize("epsilon, delta", [(1.0, 1e-5), (0.3, 1e-7), (8.0, 1e-6)])
+@pytest.mark.parametrize(
+    "make, weights, regression",
+    [c[1:] for c in COMPOSITES],
+    ids=[c[0] for c in COMPOSITES],
+)
+def test_the_ledger_totals_exactly_the_budget_given(
+    make, weights, regression, epsilon, delta
+):
+    estimator = set_privacy_budget(
+        make(), epsilon=epsilon, delta=delta, weights=weights
+    )
+    total = PrivacyLedger().record(_fit(estimator, regression)).total()
+    assert total.epsilon <= epsilon
+    assert total.epsilon == pytest.approx(epsilon, rel=1e-7)
+    assert total.delta == pytest.approx(delta, rel=1e-9)
+    at_delta = PrivacyLedger(delta=delta).record(estimator).total()
+    assert at_delta.epsilon == pytest.approx(epsilon, rel=1e-7)
+
+
+def _fitted_dp_steps(pipe):
+    """The fitted DP steps' reported costs, keyed by where they sit."""
+    pre = pipe.named_steps["columntransformer"]
+    return {
+        "a": pre.named_transformers_["a"].privacy_spent_,
+        "b": pre.named_transformers_["b"][-1].privacy_spent_,
+        "remainder": pre.named_transformers_["remainder"].privacy_spent_,
+        "lr": pipe[-1].privacy_spent_,
+    }
+
+
+def test_weights_split_mu_squared_and_dp_accounting_agrees_on_the_total():
+    # White box against an independent accountant: each step's reported μ²
+    # is its weight's share of the total, and dp-accounting's PLD of the
+    # composed Gaussians gives back the target ε at the target δ.
+    pipe = set_privacy_budget(
+        _columns_pipeline(), epsilon=1.0, delta=1e-5, weights=COLUMN_WEIGHTS
+    )
+    costs = _fitted_dp_steps(_fit(pipe))
+    w = {"a": 1.0, "b": 0.5, "remainder": 1.0, "lr": 3.0}
+    mu2 = {k: c.mu**2 for k, c in costs.items()}
+    total_mu2 = sum(mu2.values())
+    for k in w:
+        assert mu2[k] / total_mu2 == pytest.approx(w[k] / sum(w.values()), rel=1e-8)
+        assert costs[k].delta == pytest.approx(1e-5 / 4, rel=1e-12)
+    # PLD of one Gaussian with the composed μ (noise multiplier 1/μ, add/remove
+    # sensitivity 1 ≡ GDP's shift μ): an accountant written by others.
+    accountant = dp_accounting.pld.PLDAccountant(
+        value_discretization_interval=1e-4
+    ).compose(dp_accounting.GaussianDpEvent(1.0 / math.sqrt(total_mu2)))
+    assert accountant.get_epsilon(1e-5) == pytest.approx(1.0, abs=2e-3)
+
+
+def test_zcdp_shares_follow_the_weights():
+    pipe = make_pipeline(DPStandardScaler(noise="secure"), _lr())
+    set_privacy_budget(pipe, epsilon=1.0, delta=1e-5, weights={"dpstandardscaler": 3})
+    _fit(pipe)
+    rho_scaler = pipe[0].privacy_spent_.rho
+    rho_lr = pipe[1].privacy_spent_.rho
+    assert rho_scaler / rho_lr == pytest.approx(3.0, rel=1e-6)
+
+
+def test_a_pair_budget_adds_by_basic_composition():
+    pipe = make_pipeline(DPStandardScaler(), DPSparseGLM(sparsity=2))
+    set_privacy_budget(pipe, epsilon=2.0, delta=1e-5, weights={"dpsparseglm": 3})
+    assert pipe[1].epsilon == pytest.approx(1.5, rel=1e-8)
+    assert pipe[0].privacy_budget().epsilon == pytest.approx(0.5, rel=1e-8)
+
+
+def test_make_private_pipeline_passes_pipeline_options():
+    pipe = make_private_pipeline(DPStandardScaler(), _lr(), verbose=True)
+    assert pipe.verbose is True
+    assert [name for name, _ in pipe.steps] == [
+        "dpstandardscaler",
+        "dplogisticregression",
+    ]
+
+
+@pytest.mark.parametrize(
+    "estimator, match",
+    [
+        (make_pipeline(StandardScaler(), FunctionTransformer()), "holds no DP"),
+        (
+            make_pipeline(DPStandardScaler(), BaggingClassifier(_lr())),
+            "BaggingClassifier .* holds a DP estimator",
+        ),
+    ],
+)
+def test_refuses_what_it_cannot_split(estimator, match):
+    before = estimator.get_params()
+    with pytest.raises(TypeError, match=match):
+        set_privacy_budget(estimator, epsilon=1.0, delta=1e-5)
+    after = estimator.get_params()
+    assert {k: v for k, v in after.items() if k.endswith("epsilon")} == {
+        k: v for k, v in before.items() if k.endswith("epsilon")
+    }
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(epsilon=0.0), "epsilon"),
+        (dict(epsilon=math.inf), "epsilon"),
+        (dict(delta=0.0), "delta"),
+        (dict(delta=1.0), "delta"),
+        (dict(weights={"nope": 1.0}), "not DP steps"),
+        (dict(weights={"dpstandardscaler": 0.0}), "must be > 0"),
+        (dict(weights={"dpstandardscaler": math.nan}), "must be > 0"),
+        (dict(weights=[1.0, 2.0]), "dict"),
+    ],
+)
+def test_bad_arguments_raise_before_any_change(kwargs, match):
+    pipe = make_pipeline(DPStandardScaler(epsilon=0.7), _lr())
+    with pytest.raises((ValueError, TypeError), match=match):
+        set_privacy_budget(pipe, **kwargs)
+    assert pipe[0].epsilon == 0.7
