@@ -255,6 +255,8 @@ def private_fit(fit):
       total fits that share their noise.
     * Assumptions are visible: a fit that read its label set from y says so
       in ``privacy_spent_.caveats``.
+    * ``sample_weight`` is refused with a TypeError that says why (a weight
+      scales a record's sensitivity), before any work.
     * The sampler is visible: ``privacy_spent_.sampler`` says which one drew
       the noise (``noise="fast"`` or ``"secure"``); ``noise="secure"`` with a
       ``random_state`` other than None raises a ValueError before any work.
@@ -262,6 +264,8 @@ def private_fit(fit):
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
+        if "sample_weight" in kwargs:
+            _refuse_sample_weight(self)
         noise = getattr(self, "noise", "fast")
         check_secure_seed(self.random_state, noise)
         seed = noise_seed_id(self.random_state)
@@ -285,6 +289,17 @@ def private_fit(fit):
         return result
 
     return wrapper
+
+
+def _refuse_sample_weight(estimator):
+    raise TypeError(
+        f"{type(estimator).__name__}.fit does not take sample_weight: a record "
+        "of weight w moves the released statistics w times as far as a record "
+        "of weight 1, so noise calibrated for one record's clipped contribution "
+        "would not cover it, and a bound on the weights read from the data "
+        "would leak. Weight by a public rule before fitting (e.g. resample "
+        "rows), or fit without weights."
+    )
 
 
 def _warn_seeded(estimator):

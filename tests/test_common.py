@@ -16,6 +16,7 @@ an expected failure that starts passing is an error, so the lists stay honest.
 
 import inspect
 
+import numpy as np
 import pytest
 from _sklearn_compat import parametrize_with_checks
 from pytest import mark
@@ -56,6 +57,11 @@ ANY_EPSILON_XFAILS = {
             "leak (ε = ∞ between them); the scores are centred (identified only "
             "up to a constant), so on the check's positive rows, which are not "
             "comparisons e_i − e_j, x·scores_ takes both signs at any ε."
+        ),
+        "check_classifier_data_not_an_array": (
+            "the check's X is a (12, 2) array of non-negative integers, which is "
+            "what raw [i, j] item-id pairs look like: DPBradleyTerry refuses it "
+            "with a message that names PairsEncoder (issue 32, item 6)."
         ),
     },
 }
@@ -233,3 +239,13 @@ def test_a_fit_that_overspends_releases_nothing(cls, monkeypatch):
 
 def _spend(cost):
     return {"epsilon": cost.epsilon, "delta": cost.delta, "mu": cost.mu}
+
+
+@pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_sample_weight_is_refused_saying_why(cls):
+    estimator = cls()
+    with pytest.raises(
+        TypeError, match="does not take sample_weight: a record of weight"
+    ):
+        estimator.fit(np.ones((10, 2)), np.arange(10) % 2, sample_weight=np.ones(10))
+    assert not hasattr(estimator, "privacy_spent_")

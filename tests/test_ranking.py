@@ -860,7 +860,8 @@ def test_collapsing_duplicate_rows_changes_nothing_but_the_work(form):
     ],
     # Why, in tests/test_common.py (ANY_EPSILON_XFAILS).
     expected_failed_checks=lambda estimator: {
-        "check_classifiers_one_label": "y = ones(10) must fit (issue 20, item 8)"
+        "check_classifiers_one_label": "y = ones(10) must fit (issue 20, item 8)",
+        "check_classifier_data_not_an_array": "raw item-id pairs are refused",
     },
 )
 def test_sklearn_compatible_comparison_unit(estimator, check):
@@ -914,3 +915,18 @@ def test_make_btl_rare_items_compares_the_rare_items_rarely():
     )
     with pytest.raises(ValueError, match="common item"):
         make_btl_rare_items(n_items=5, n_rare=4)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_raw_item_id_pairs_are_refused_with_a_pointer_to_pairs_encoder(sparse):
+    pairs = np.array([[0, 1], [2, 1], [3, 0], [1, 3]] * 5)
+    X = sp.csr_matrix(pairs) if sparse else pairs
+    y = np.arange(20) % 2
+    with pytest.raises(ValueError, match="PairsEncoder") as info:
+        DPBradleyTerry().fit(X, y)
+    assert "[0, 1]" not in str(info.value)  # no data in the message
+    encoded = DPBradleyTerry().fit(PairsEncoder(4).transform(pairs), y)
+    assert encoded.scores_.shape == (4,)
+    # Two-item design rows (±1) and other real-valued 2-column rows still fit.
+    DPBradleyTerry().fit(np.array([[1.0, -1.0], [-1.0, 1.0]] * 10), y)
+    DPBradleyTerry().fit(np.array([[0.5, 0.0], [0.0, 1.5]] * 10), y)

@@ -451,7 +451,9 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_comparisons, n_items)
             Design rows, ``e_i − e_j`` for a comparison of item i with item j
             (:func:`~skdp.ranking.pairs_to_design`). Other rows are clipped
-            to norm ``sqrt(2)``.
+            to norm ``sqrt(2)``. Raw ``[i, j]`` id pairs (two columns of
+            non-negative integers) are refused: encode them with
+            :class:`PairsEncoder`.
         y : array-like of shape (n_comparisons,)
             Outcomes: ``classes_[1]`` (1 for labels {0, 1}) if the first item
             (the ``+1`` entry) won.
@@ -471,6 +473,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "each comparison (the first item won or lost). The type of the "
                 f"target is {target_type}."
             )
+        _refuse_raw_pairs(X)
         warn_if_delta_is_large(self, X.shape[0])
         classes, won = self._encode_outcomes(y)
         X = clip_rows(X, ROW_NORM_BOUND)
@@ -693,3 +696,23 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             ``[P(first item loses), P(first item wins)]``; rows sum to one.
         """
         return np.exp(self.predict_log_proba(X))
+
+
+def _refuse_raw_pairs(X):
+    """Raise if ``X`` looks like ``[i, j]`` item ids rather than design rows.
+
+    A design row ``e_i − e_j`` sums to 0; a pair of ids is two non-negative
+    integers. Two columns of non-negative integers would otherwise fit a
+    meaningless two-item model without complaint. The message never quotes
+    the data.
+    """
+    if X.shape[1] != 2:
+        return
+    values = X.data if sp.issparse(X) else X
+    if values.size and np.all(values >= 0) and np.all(values == np.floor(values)):
+        raise ValueError(
+            "X has two columns of non-negative integers: it looks like pairs of "
+            "item ids [i, j], not Bradley-Terry design rows e_i - e_j. Encode "
+            "the pairs first: make_pipeline(PairsEncoder(n_items), "
+            "DPBradleyTerry()), or skdp.ranking.pairs_to_design(pairs, n_items)."
+        )
