@@ -122,6 +122,33 @@ def sum_over_rows(fn, X, shape, **kwargs):
     return _dask.block_sum(fn, X, size=size, **kwargs).compute().reshape(shape)
 
 
+class DaskScoreMixin:
+    """``score`` that also takes a Dask X, in one pass (before a scikit-learn
+    classifier or regressor mixin in the bases)."""
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (classifiers) or R² (regressors) of ``predict(X)`` against y.
+
+        As scikit-learn's ``score``; on a ``dask.array.Array`` X, one pass
+        over the chunks with a few floats per chunk sent to the client.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+        """
+        if is_dask_array(X):
+            from . import _dask
+
+            return _dask.score(self, X, y, sample_weight)
+        return super().score(X, y, sample_weight=sample_weight)
+
+
 def is_sparse_input(X):
     """Whether X is sparse: a scipy sparse matrix, or a Dask array of sparse chunks."""
     if is_dask_array(X):

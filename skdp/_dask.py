@@ -47,10 +47,12 @@ from . import _dpgd
 
 __all__ = [
     "DaskDesign",
+    "block_parts",
     "block_sum",
     "clipped_gradient_sum",
     "map_rows",
     "row_chunks",
+    "score",
     "validate",
 ]
 
@@ -156,9 +158,16 @@ def block_sum(fn, X, *rows, size, start_name=None, **kwargs):
     ``start_name`` is given, ``fn`` also receives the chunk's first row index
     as that keyword.
     """
+    return block_parts(fn, X, *rows, size=size, start_name=start_name, **kwargs).sum(
+        axis=0
+    )
+
+
+def block_parts(fn, X, *rows, size, start_name=None, **kwargs):
+    """``fn`` on every row chunk, unsummed: a lazy ``(n_chunks, size)`` array."""
     arrays = [X] + [r[:, None] for r in rows]
     part = _chunk_partial(fn, size, start_name, kwargs)
-    parts = da.map_blocks(
+    return da.map_blocks(
         part,
         *arrays,
         chunks=((1,) * len(X.chunks[0]), (size,)),
@@ -169,7 +178,6 @@ def block_sum(fn, X, *rows, size, start_name=None, **kwargs):
         # the iterate) cost more than the step on small data.
         name=f"skdp-{fn.__name__}-{uuid.uuid4().hex}",
     )
-    return parts.sum(axis=0)
 
 
 def _chunk_is_invalid(X, *ys, y_check=None):
@@ -268,6 +276,62 @@ def map_rows(method, estimator, X, *, accept_sparse=False):
         dtype=probe.dtype,
         meta=np.empty((0, 0), probe.dtype),
     )
+
+
+def score(estimator, X, y, sample_weight=None):
+    """``estimator.score`` on a Dask X in one pass: accuracy or R².
+
+    Each chunk is predicted where it lives and reduced to four floats
+    (weight, weighted mean of y, weighted sum of squares about that mean,
+    weighted squared error; for a classifier, weight and weighted hits); the
+    client combines the chunks' moments pairwise (Chan, Golub & LeVeque
+    1979), which loses no precision to a large offset in y. The same values
+    as scikit-learn's ``accuracy_score`` and ``r2_score`` (one output) to
+    rounding. A score is an evaluation, not a private release.
+    """
+    from sklearn.base import is_classifier
+
+    X = row_chunks(X, accept_sparse=True)
+    _check_n_features(estimator, X, reset=False)
+    y = _as_rows(y, X)
+    rows = [y] if sample_weight is None else [y, _as_rows(sample_weight, X, "w")]
+    if is_classifier(estimator):
+        hits, weight = block_sum(
+            _chunk_hits, X, *rows, size=2, estimator=estimator
+        ).compute()
+        return float(hits / weight)
+    parts = block_parts(_chunk_moments, X, *rows, size=4, estimator=estimator)
+    _, _, ss_tot, sse = _combine_moments(parts.compute())
+    if ss_tot == 0.0:  # scikit-learn's convention for a constant y
+        return 1.0 if sse == 0.0 else 0.0
+    return float(1.0 - sse / ss_tot)
+
+
+def _chunk_hits(X, y, w=None, *, estimator):
+    w = np.ones(y.shape[0]) if w is None else w
+    return np.array([np.sum(w * (estimator.predict(X) == y)), np.sum(w)])
+
+
+def _chunk_moments(X, y, w=None, *, estimator):
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones(y.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+    weight = np.sum(w)
+    mean = np.sum(w * y) / weight if weight > 0 else 0.0
+    error = np.asarray(estimator.predict(X), dtype=np.float64) - y
+    return np.array([weight, mean, np.sum(w * (y - mean) ** 2), np.sum(w * error**2)])
+
+
+def _combine_moments(parts):
+    """(W, mean, Σw(y − mean)², SSE) of all chunks from each chunk's four."""
+    weight, mean, ss, sse = parts[0]
+    for w_c, mean_c, ss_c, sse_c in parts[1:]:
+        total = weight + w_c
+        if total > 0:
+            shift = mean_c - mean
+            ss += ss_c + shift * shift * weight * w_c / total
+            mean += shift * w_c / total
+        weight, sse = total, sse + sse_c
+    return weight, mean, ss, sse
 
 
 # ---------------------------------------------------------------------------

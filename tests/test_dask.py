@@ -506,3 +506,45 @@ def test_secure_noise_on_a_dask_fit_is_drawn_once_per_step_on_the_client(monkeyp
     assert spent.mu is None and spent.zcdp is not None
     assert "discrete Gaussian" in spent.sampler
     assert np.isfinite(model.coef_).all()
+
+
+def _counting_scheduler():
+    """A synchronous scheduler that counts how many times the client computes."""
+    calls = []
+
+    def get(dsk, keys, **kwargs):
+        calls.append(1)
+        return dask.get(dsk, keys, **kwargs)
+
+    return get, calls
+
+
+@pytest.mark.parametrize(
+    "estimator, labels",
+    [
+        (DPLogisticRegression(classes=["a", "b"], epsilon=50.0), True),
+        (DPSparseGLM(sparsity=3, epsilon=50.0), False),
+        (DPRandomFeaturesRegressor(epsilon=50.0), False),
+    ],
+    ids=["classifier", "sparse glm", "random features"],
+)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_score_on_dask_is_one_compute_and_equals_sklearn(estimator, labels, weighted):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(2000, 5))
+    signal = X @ np.array([1.0, -1.0, 0.5, 0.0, 0.0])
+    estimator.fit(X, np.where(signal > 0, "a", "b") if labels else signal)
+    # Regressors are scored against a target with an offset of 1e4: the
+    # chunks' moments must combine without cancellation (the sum of squares
+    # minus the square of the sum would be off in the 4th digit).
+    y = np.where(signal > 0, "a", "b") if labels else signal + 1e4
+    w = rng.uniform(0.5, 2.0, size=2000) if weighted else None
+    expected = estimator.score(X, y, sample_weight=w)
+    get, calls = _counting_scheduler()
+    rows = (700, 1300)
+    Xd = da.from_array(X, chunks=(rows, (5,)))
+    wd = None if w is None else da.from_array(w, chunks=(rows,))
+    with dask.config.set(scheduler=get):
+        got = estimator.score(Xd, y, sample_weight=wd)
+    assert len(calls) == 1
+    assert got == pytest.approx(expected, rel=1e-10)

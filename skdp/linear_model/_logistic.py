@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
+    DaskScoreMixin,
     DPEstimatorMixin,
     is_dask_array,
     is_sparse_input,
@@ -79,7 +80,9 @@ def _unique_labels(y):
     return classes
 
 
-class DPLogisticRegression(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
+class DPLogisticRegression(
+    DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstimator
+):
     """Differentially private logistic regression by noisy gradient descent.
 
     Binary or multinomial (softmax) logistic regression fitted by full-batch

@@ -43,6 +43,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
+    DaskScoreMixin,
     DPEstimatorMixin,
     is_dask_array,
     private_fit,
@@ -421,7 +422,7 @@ def nonprivate_iht(estimator, X, y):
     )[0]
 
 
-class DPSparseGLM(DPEstimatorMixin, RegressorMixin, BaseEstimator):
+class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimator):
     """Differentially private sparse GLM by noisy iterative hard thresholding.
 
     Fits an ``s``-sparse generalised linear model (Gaussian, Poisson or

@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
+    DaskScoreMixin,
     DPEstimatorMixin,
     is_dask_array,
     private_fit,
@@ -50,7 +51,9 @@ _FULL_TIME_RHO = 8.0
 _MAX_AUTO_ITER = 1000
 
 
-class DPRandomFeaturesRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
+class DPRandomFeaturesRegressor(
+    DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimator
+):
     """Differentially private regression on random features by noisy GD.
 
     The model is ``f(x) = ϕ(Vx)ᵀθ`` with random weights ``V ∈ R^{p×d}``,
