@@ -57,3 +57,50 @@ def test_module_entry_point_prints_the_same_help():
     )
     assert result.stdout.startswith("usage: python -m skdp")
     assert not REST_MARKUP.search(result.stdout)
+
+
+def test_demo_prints_each_row_as_it_finishes(monkeypatch):
+    # Each row must be in the output before the next fit starts: the fake
+    # row builders check what has been printed when they are resumed.
+    import io
+
+    import skdp.__main__ as cli
+
+    out = io.StringIO()
+    seen = []
+
+    def fake(name):
+        def rows(seed):
+            for i in range(2):
+                seen.append(out.getvalue().count(f"fake-{name}"))
+                yield (f"fake-{name}", "task", "1", "1", "", "0.5", str(i))
+
+        return rows
+
+    names = [
+        "_logistic_rows",
+        "_sparse_glm_rows",
+        "_random_features_rows",
+        "_bradley_terry_rows",
+        "_gaussian_sampler_rows",
+        "_fedrep_rows",
+        "_private_search_rows",
+    ]
+    for name in names:
+        monkeypatch.setattr(cli, name, fake(name))
+    rows = cli.demo(file=out)
+    assert len(rows) == 2 * len(names)
+    assert seen == [0, 1] * len(names)  # the first row was out before the second
+    lines = out.getvalue().splitlines()
+    assert len({len(line) for line in lines[1:]}) == 1  # one aligned table
+
+
+def test_demo_withholds_the_search_run_time():
+    from skdp.__main__ import _dp_row
+    from skdp.accounting import PrivacyCost
+
+    class Fitted:
+        privacy_spent_ = PrivacyCost.from_gdp(0.5, delta=1e-5)
+
+    assert _dp_row("t", 1.0, Fitted(), 0.5, None)[-1] == "(secret)"
+    assert _dp_row("t", 1.0, Fitted(), 0.5, 0.25)[-1] == "250"
