@@ -677,3 +677,26 @@ def test_command_line_prints_a_report():
         )
     assert code == 0
     assert "Privacy audit of DPGaussianSampler" in out.getvalue()
+
+
+def test_verbose_audit_shows_progress_and_time_left_with_the_same_scores(capsys):
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    estimator = DPGaussianSampler(radius=3.0, min_variance=1e-9)
+    quiet = audit_estimator(estimator, X, n_trials=40, random_state=1)
+    assert capsys.readouterr().err == ""
+    loud = audit_estimator(estimator, X, n_trials=40, random_state=1, verbose=1)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("audit DPGaussianSampler: 80 fits, about ")
+    assert len(err) >= 6 and err[-1].startswith("audit DPGaussianSampler: 80/80 fits")
+    assert all("s left" in line for line in err[1:])
+    np.testing.assert_array_equal(loud.scores_in, quiet.scores_in)
+    np.testing.assert_array_equal(loud.scores_out, quiet.scores_out)
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_command_line_progress_goes_to_stderr_unless_quiet(quiet, capsys):
+    argv = ["DPGaussianSampler", "--n-trials", "20", "--seed", "0"]
+    assert main_audit(argv + (["--quiet"] if quiet else [])) == 0
+    captured = capsys.readouterr()
+    assert "Privacy audit of DPGaussianSampler" in captured.out
+    assert ("fits, about" in captured.err) is not quiet

@@ -4,6 +4,8 @@ import contextlib
 import copy
 import math
 import numbers
+import sys
+import time
 import warnings
 
 import numpy as np
@@ -110,6 +112,7 @@ def audit_estimator(
     selection_split=0.5,
     n_jobs=None,
     random_state=None,
+    verbose=0,
 ):
     """Audit an estimator's privacy claim with a canary and many fits.
 
@@ -153,6 +156,10 @@ def audit_estimator(
         Parallel jobs (joblib); None or 1 runs in this process.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the independent fits (each gets its own child seed).
+    verbose : int, default=0
+        1: print to stderr how many fits the audit runs and an estimate of
+        their time (from the two probe fits), then progress with the time
+        left about ten times. The scores do not depend on it.
 
     Returns
     -------
@@ -215,8 +222,10 @@ def audit_estimator(
     # the Clopper-Pearson bounds need, and the paired differences measure the
     # canary's effect with the shared noise cancelled (Notes).
     seeds = _seed_sequence(random_state).spawn(n_trials + 2)
+    start = time.perf_counter()
     probe_in = _fit(estimator, world_in, seeds[-2])
     probe_out = _fit(estimator, world_out, seeds[-1])
+    probe_time = (time.perf_counter() - start) / 2.0
     claim, claim_out = _claim(probe_in), _claim(probe_out)
     if claim.adjacency not in canary.adjacencies:
         raise ValueError(
@@ -233,16 +242,25 @@ def audit_estimator(
 
     worlds = (world_in, world_out)
     n_chunks = max(1, min(n_trials, 2 * effective_n_jobs(n_jobs)))
+    if verbose:  # smaller chunks, so that progress can be shown between them
+        n_chunks = max(n_chunks, min(n_trials, _PROGRESS_ROUNDS * n_chunks))
     tasks = [
         (world, [seeds[i] for i in idx])
         for idx in np.array_split(np.arange(n_trials), n_chunks)
         for world in (0, 1)
         if idx.size
     ]
-    results = Parallel(n_jobs=n_jobs)(
-        delayed(_scores_of_chunk)(estimator, worlds[world], chunk, statistic_fn)
-        for world, chunk in tasks
-    )
+
+    def run(batch):
+        return Parallel(n_jobs=n_jobs)(
+            delayed(_scores_of_chunk)(estimator, worlds[world], chunk, statistic_fn)
+            for world, chunk in batch
+        )
+
+    if verbose:
+        results = _run_with_progress(run, tasks, type(estimator).__name__, probe_time)
+    else:
+        results = run(tasks)
     scores_in, scores_out = (
         np.concatenate(
             [r for (w, _), r in zip(tasks, results, strict=True) if w == world]
@@ -284,6 +302,38 @@ def audit_estimator(
         scores_in=scores_in,
         scores_out=scores_out,
     )
+
+
+#: With ``verbose``, the fits run in about this many rounds, with a progress
+#: line after each.
+_PROGRESS_ROUNDS = 10
+
+
+def _run_with_progress(run, tasks, name, probe_time, file=None):
+    """``run(tasks)`` in rounds, printing fits done and the time left."""
+    file = sys.stderr if file is None else file
+    n_fits = sum(len(chunk) for _, chunk in tasks)
+    print(
+        f"audit {name}: {n_fits} fits, about {n_fits * probe_time:.0f} s at "
+        f"{probe_time:.2g} s a fit (less with n_jobs)",
+        file=file,
+        flush=True,
+    )
+    start, done, results = time.perf_counter(), 0, []
+    step = max(1, math.ceil(len(tasks) / _PROGRESS_ROUNDS))
+    for i in range(0, len(tasks), step):
+        batch = tasks[i : i + step]
+        results += run(batch)
+        done += sum(len(chunk) for _, chunk in batch)
+        elapsed = time.perf_counter() - start
+        left = elapsed / done * (n_fits - done)
+        print(
+            f"audit {name}: {done}/{n_fits} fits, {elapsed:.0f} s, "
+            f"about {left:.0f} s left",
+            file=file,
+            flush=True,
+        )
+    return results
 
 
 def _epsilon(mu, delta):

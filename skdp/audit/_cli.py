@@ -142,6 +142,14 @@ def add_audit_arguments(parser):
         help="seed of the audit's data, noise and canary draws (default 0)",
     )
     parser.add_argument("--plot", metavar="FILE", help="save the ROC plot (matplotlib)")
+    parser.add_argument(
+        "--quiet",
+        dest="verbose",
+        action="store_const",
+        const=0,
+        default=1,
+        help="no progress lines (by default: fits done and time left, on stderr)",
+    )
     return parser
 
 
@@ -172,6 +180,7 @@ def run_audit(args, file=None):
         n_trials=args.n_trials,
         n_jobs=args.n_jobs,
         random_state=args.seed,
+        verbose=args.verbose,
     )
     print(report, file=file)
     print(
