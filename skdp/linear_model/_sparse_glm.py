@@ -654,7 +654,7 @@ def _adaptive_rho(record, *, sparsity, n_released, n_features):
     rho = (record["pre_eigen_sensitivity"] / record["pre_eigen_std"]) ** 2 / 2.0
     if selects:
         rho += sparsity * (2.0 * lam1 / record["pre_selection_scale"]) ** 2 / 8.0
-    for t, (eta, std) in enumerate(zip(etas, record["release_scales"])):
+    for t, (eta, std) in enumerate(zip(etas, record["release_scales"], strict=True)):
         rho += n_released * (eta * lam1) ** 2 / (2.0 * std**2)
         if t == 0:
             continue
