@@ -800,19 +800,32 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         that is always kept (it does not count towards ``sparsity``) and is
         released with the selected values.
     max_iter : int or "auto", default="auto"
-        Number of steps T; each is paid for. ``"auto"``: the T of the proof
-        of Theorem 5.2, stopped where the optimisation error (contracting by
-        a factor κ per step: 0.1 gaussian, 0.72 poisson, 0.78 logistic, as
-        measured) falls below the error no step removes (sampling
-        ``s·log d/n`` and the release noise of this very calibration). It
-        reads only n, d, s, ε, δ, the bounds and the step size (all public);
-        e.g. at n = 10⁵, d = 800, s = 10, ε = 1, δ = 1e-5: 2 (gaussian), 11
+        Number of steps T; each is paid for. ``"auto"`` with released step
+        sizes: a pre-pass (10% of the budget) peels the first support and
+        releases the extreme eigenvalues of its Gram matrix; T is the first
+        T at which ``κ^T`` (``κ = max(κ_f, 1 - λ̂_min/λ̂_max)``, the
+        contraction of Proposition 5.3 / (C.16) at η = 1/γ, floored by the
+        family's measured κ_f: 0.1 gaussian, 0.72 poisson, 0.78 logistic)
+        falls below the error no step removes (sampling ``s·log d/n`` and
+        the release noise), at most 100; the per-step budget then makes the
+        total exactly the declared one. With a given ``learning_rate`` (or
+        ``accounting="paper"``): the same rule with κ_f alone, from public
+        values only (n, d, s, ε, δ, the bounds, the step size); e.g. at
+        n = 10⁵, d = 800, s = 10, ε = 1, δ = 1e-5: 2 (gaussian), 11
         (poisson), 12 (logistic).
     learning_rate : float or "auto", default="auto"
-        Step size η. ``"auto"``: 1 (gaussian), 0.5 (poisson) or 4
-        (logistic), about the inverse curvature of the loss for standardised
-        features (for Poisson, with mean counts near 1: scale it down for
-        larger counts).
+        Step size η. ``"auto"`` with ``accounting="exact"``: released per
+        step, ``η_t = 1/(w_f·γ_t)`` with ``γ_t`` an upper confidence bound
+        (2 noise sd) on the largest eigenvalue of the Gram matrix of the
+        columns the step moves (previous and new support, intercept),
+        released with Gaussian noise from 10% of the step's budget, never
+        below 1; ``w_f`` = 1 (gaussian), 1/4 (logistic), 2 (poisson, an
+        assumption). That is the inverse restricted smoothness of Proposition
+        5.3, for which the contraction (C.16) holds, so the iterates settle on
+        correlated features. A float, or ``"auto"`` with
+        ``accounting="paper"``: the public steps 1 (gaussian), 0.5 (poisson)
+        or 4 (logistic), about the inverse curvature for standardised,
+        uncorrelated features; the fit warns if the released iterates grow.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise; use None in production (a known seed makes the
         noise predictable). The rule
@@ -853,7 +866,14 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
     n_iter_ : int
         Number of steps run (``max_iter`` resolved).
     learning_rate_ : float
-        Step size used.
+        Step size of the last step.
+    step_sizes_ : ndarray of shape (n_iter_,)
+        Step size of each step (released values under
+        ``learning_rate="auto"``, ``accounting="exact"``).
+    schedule_record_ : dict
+        With released step sizes only: every noise scale and sensitivity of
+        the run (pre-pass, per-step peels, curvatures and values), from
+        which ``rho_`` is recomputed.
     sensitivity_ : float
         ``λ = 2·η·r·x_bound/n``: how much one record moves any coordinate of
         a step's ``v`` (``r = residual_bound``, or 1 for logistic).
