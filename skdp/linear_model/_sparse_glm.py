@@ -923,8 +923,12 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
     composition (``rho_ = T·Σε_i²/2``) and the paper's own route (advanced
     composition within a step at δ/T, basic composition over steps).
 
-    **Public.** n, d, and the constants ``residual_bound``, ``x_bound``, the
-    step size and T, which never read the data. Error messages never quote data
+    **Public.** n, d, and the constants ``residual_bound``, ``x_bound``; a
+    given step size and the public T, which never read the data. Under
+    ``learning_rate="auto"`` (exact) the step sizes and the automatic T are
+    read from noisy releases (a pre-pass and one curvature per step), all in
+    ``rho_``: a fully adaptive zCDP composition whose shares add up to the
+    declared ρ whatever T (Feldman & Zrnic 2021, Rényi filter at every order). Error messages never quote data
     values. Invalid responses (y < 0 for Poisson, y outside {0, 1} for
     logistic) raise before any work.
 
