@@ -586,6 +586,8 @@ def private_schedule_iht(
         curvature_stds=[],
         curvature_sensitivities=[],
         unit_sensitivity=unit_lambda,
+        value_unit=value_unit,
+        selection_unit=peel_unit,
     )
     theta = np.zeros(d + 1)
     eta = 1.0 / (weight * gamma)
@@ -648,24 +650,25 @@ def _adaptive_rho(record, *, sparsity, n_released, n_features):
     sensitivity ``Δ_t`` and std ``σ_t``, ``k`` values at sensitivity
     ``η_t·λ₁`` and std ``σ'_t``.
     """
+    # Each step's noise is its step size times a unit scale, as is its
+    # sensitivity: η cancels, so the ρ is read from the unit scales (the same
+    # for every η, hence for every rounding of a released η).
     lam1 = record["unit_sensitivity"]
     selects = sparsity < n_features
-    etas = record["step_sizes"]
     rho = (record["pre_eigen_sensitivity"] / record["pre_eigen_std"]) ** 2 / 2.0
     if selects:
         rho += sparsity * (2.0 * lam1 / record["pre_selection_scale"]) ** 2 / 8.0
-    for t, (eta, std) in enumerate(zip(etas, record["release_scales"], strict=True)):
-        rho += n_released * (eta * lam1) ** 2 / (2.0 * std**2)
-        if t == 0:
-            continue
-        sens, cstd = (
-            record["curvature_sensitivities"][t - 1],
-            record["curvature_stds"][t - 1],
-        )
-        rho += (sens / cstd) ** 2 / 2.0
-        if selects:
-            g = record["selection_scales"][t - 1]
-            rho += sparsity * (2.0 * etas[t - 1] * lam1 / g) ** 2 / 8.0
+    value = n_released * lam1**2 / (2.0 * record["value_unit"] ** 2)
+    peel = (
+        sparsity * (2.0 * lam1 / record["selection_unit"]) ** 2 / 8.0
+        if selects
+        else 0.0
+    )
+    rho += record["n_iter"] * value + (record["n_iter"] - 1) * peel
+    for sens, std in zip(
+        record["curvature_sensitivities"], record["curvature_stds"], strict=True
+    ):
+        rho += (sens / std) ** 2 / 2.0
     return rho
 
 
@@ -928,7 +931,8 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
     ``learning_rate="auto"`` (exact) the step sizes and the automatic T are
     read from noisy releases (a pre-pass and one curvature per step), all in
     ``rho_``: a fully adaptive zCDP composition whose shares add up to the
-    declared ρ whatever T (Feldman & Zrnic 2021, Rényi filter at every order). Error messages never quote data
+    declared ρ whatever T (Feldman & Zrnic 2021, Rényi filter at every order).
+    Error messages never quote data
     values. Invalid responses (y < 0 for Poisson, y outside {0, 1} for
     logistic) raise before any work.
 
