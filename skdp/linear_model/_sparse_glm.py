@@ -593,16 +593,24 @@ def private_schedule_iht(
     eta = 1.0 / (weight * gamma)
     previous = support
     for t in range(n_iter):
-        if t > 0:
-            v = gradient_step(
+        # One pass over X per step: the (clipped) mean gradient D, then
+        # v = θ - η·D for whichever η (the pre-pass already has step 0's).
+        step = (
+            -g0
+            if t == 0
+            else theta
+            - gradient_step(
                 X,
                 y,
                 datafit,
                 theta,
-                learning_rate=eta,
+                learning_rate=1.0,
                 x_bound=x_bound,
                 residual_bound=residual_bound,
             )
+        )
+        if t > 0:
+            v = theta - eta * step
             record["selection_scales"].append(eta * peel_unit)
             support = peel_top_k(
                 np.abs(v[:d]), sparsity, noise="gumbel", scale=eta * peel_unit, rng=rng
@@ -615,15 +623,7 @@ def private_schedule_iht(
             record["curvature_stds"].append(std)
             record["curvature_sensitivities"].append(sens)
             eta = 1.0 / (weight * max(released + _CONFIDENCE_Z * std, 1.0))
-        v = gradient_step(
-            X,
-            y,
-            datafit,
-            theta,
-            learning_rate=eta,
-            x_bound=x_bound,
-            residual_bound=residual_bound,
-        )
+        v = theta - eta * step
         keep = np.append(support, d) if fit_intercept else support
         theta = np.zeros(d + 1)
         theta[keep] = add_gaussian_noise(v[keep], eta * value_unit, rng)
