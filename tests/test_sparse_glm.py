@@ -999,3 +999,22 @@ def test_private_schedule_is_the_same_on_public_sizes_only_when_given():
     c = DPSparseGLM(sparsity=4, learning_rate=0.5, random_state=0).fit(X, y)
     e = DPSparseGLM(sparsity=4, learning_rate=0.5, random_state=0).fit(X2, y2)
     assert (c.n_iter_, c.learning_rate_) == (e.n_iter_, e.learning_rate_)
+
+
+def test_adaptive_n_iter_stops_before_the_noise_swamps_the_signal():
+    # White box of the automatic T of the private schedule: the release noise
+    # norm grows like sqrt(T) here (a fixed total budget split over T steps).
+    from skdp.linear_model._sparse_glm import _MAX_NOISE_NORM, _adaptive_n_iter
+
+    def budget(n_iter):
+        return 1.0 / n_iter, {"values": 0.5}
+
+    def floor(n_iter):
+        return 0.05 * math.sqrt(n_iter)
+
+    # κ = 1: no contraction; the last T whose noise norm is within the cap.
+    t = _adaptive_n_iter(1.0, 0.0, 0.05, 1.0, 1, budget)
+    assert t < 100 and floor(t) <= _MAX_NOISE_NORM < floor(t + 1)
+    # κ < 1: the first T whose optimisation error is below the noise floor.
+    t = _adaptive_n_iter(0.5, 0.0, 0.05, 1.0, 1, budget)
+    assert 0.5**t <= floor(t) and 0.5 ** (t - 1) > floor(t - 1)
