@@ -19,6 +19,8 @@ import numbers
 import warnings
 from dataclasses import replace
 
+import numpy as np
+
 from .accounting import (
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
@@ -28,6 +30,7 @@ from .accounting import (
     compose,
 )
 from .exceptions import PrivacyLeakWarning
+from .mechanisms import noise_seed_id
 
 #: ``_IMPLIES[a]`` lists the adjacencies under which a guarantee stated
 #: under ``a`` also holds. Data sets that differ in one comparison's outcome
@@ -267,11 +270,98 @@ def is_dp_estimator(obj):
     )
 
 
+_ROWWISE = "__skdp_rowwise__"
+
+
+class _RowwiseFunction:
+    """A row-wise mark on a callable that cannot carry an attribute itself."""
+
+    def __init__(self, func):
+        self.func = func
+        setattr(self, _ROWWISE, True)
+
+    def __call__(self, *args, **kwargs):
+        return self.func(*args, **kwargs)
+
+    def __repr__(self):
+        return f"rowwise({self.func!r})"
+
+
+def rowwise(func):
+    """Mark ``func`` as reading each record on its own (for the ledger).
+
+    :class:`PrivacyLedger` and :class:`~skdp.model_selection.DPRandomSearchCV`
+    assume that one record of the training data moves one row of what a DP
+    step downstream sees. A :class:`~sklearn.preprocessing.FunctionTransformer`
+    whose ``func`` mixes rows (``sklearn.preprocessing.scale`` centres every
+    row on the column means) breaks that: changing one record moves every
+    row, and the DP step's guarantee no longer holds for the data set. The
+    ledger cannot read a function, so it warns about every ``func`` that is
+    not marked, and the private search refuses it. Mark a function whose
+    output row ``i`` depends on input row ``i`` alone (and on public
+    constants), such as ``lambda X: X[:, :3]`` or ``np.clip(X, 0, 1)``. NumPy
+    ufuncs (``np.log1p``, ``np.sqrt``, ``np.abs``) act element by element and
+    need no mark; ``func=None`` is the identity.
+
+    The same mark on a ``ColumnTransformer`` column selector, or on
+    ``SelectFromModel``'s ``max_features``, says that it reads nothing of the
+    data but its shape, column names and dtypes (as
+    :func:`~sklearn.compose.make_column_selector`, which needs no mark).
+
+    Parameters
+    ----------
+    func : callable
+        The function to mark. Marking is a promise about the function, not
+        something the ledger checks.
+
+    Returns
+    -------
+    callable
+        ``func`` itself with the mark set, or, for a callable that cannot
+        carry an attribute (a builtin), a thin wrapper that calls it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.preprocessing import FunctionTransformer
+    >>> from skdp import rowwise
+    >>> first_three = rowwise(lambda X: X[:, :3])
+    >>> step = FunctionTransformer(first_three)
+    """
+    if not callable(func):
+        raise TypeError(f"rowwise() marks a callable; got {type(func).__name__}.")
+    try:
+        setattr(func, _ROWWISE, True)
+    except (AttributeError, TypeError):
+        return _RowwiseFunction(func)
+    return func
+
+
+def _is_rowwise(func):
+    """Whether ``func`` is None, a NumPy ufunc or marked with :func:`rowwise`."""
+    return (
+        func is None
+        or isinstance(func, np.ufunc)
+        or getattr(func, _ROWWISE, False) is True
+    )
+
+
+def _reads_values(selector):
+    """Whether a callable column selector or ``max_features`` may read values."""
+    from sklearn.compose import make_column_selector
+
+    if not callable(selector) or isinstance(selector, make_column_selector):
+        return False  # names, indices, masks; or names and dtypes only
+    return not _is_rowwise(selector)
+
+
 def _reads_only_shape(estimator):
     """Whether fitting ``estimator`` reads nothing of the data but its shape.
 
     The list is explicit on purpose (tested): anything not on it is assumed
-    to learn from the data.
+    to learn from the data. A ``FunctionTransformer`` counts only if its
+    ``func`` is row-wise (:func:`rowwise`): one that mixes rows passes every
+    record into every row of the next step's input.
     """
     from sklearn.preprocessing import (
         Binarizer,
@@ -284,8 +374,9 @@ def _reads_only_shape(estimator):
 
     if isinstance(estimator, FunctionTransformer):
         # With both functions and check_inverse, fit applies them to rows
-        # of the data and warns on a mismatch.
-        return not (
+        # of the data and warns on a mismatch. inverse_func is otherwise
+        # applied only to predictions, never to the training data.
+        return _is_rowwise(estimator.func) and not (
             estimator.check_inverse
             and estimator.func is not None
             and estimator.inverse_func is not None
@@ -464,6 +555,126 @@ def _label_set_leak(path, obj):
     return None
 
 
+def _value_reading_callables(obj, path, leaks):
+    """Name the callables of ``obj`` that a fit calls on the data's values.
+
+    A ``ColumnTransformer`` calls a callable column selector on X, and
+    ``SelectFromModel`` a callable ``max_features``: unless it reads only
+    names, dtypes and the shape (:func:`rowwise`), the choice it makes
+    depends on every record and is released with the model.
+    """
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_selection import SelectFromModel
+
+    found = []
+    if isinstance(obj, ColumnTransformer):
+        found = [
+            (f"the column selector of '{name}'", columns)
+            for name, _, columns in obj.transformers
+        ]
+    elif isinstance(obj, SelectFromModel):
+        found = [("max_features", obj.max_features)]
+    for what, func in found:
+        if _reads_values(func):
+            leaks[
+                f"{path} ({type(obj).__name__}) calls {what} ({func!r}) on the "
+                "training data and it is not marked as reading only the shape, "
+                "column names and dtypes: a choice read from the values is "
+                "released with the model and is not covered by the ledger's "
+                "total. Use column names, indices or make_column_selector, or "
+                "mark the callable with skdp.rowwise if it reads no values."
+            ] = None
+
+
+def _fitted_with_templates(obj):
+    """``(name, fitted child, the unfitted template it was made from)`` of a wrapper.
+
+    The wrappers the ledger knows clone their template for each fit; bagging
+    also sets every ``random_state`` it finds in the clone.
+    """
+    from sklearn.ensemble import (
+        BaggingClassifier,
+        BaggingRegressor,
+        VotingClassifier,
+        VotingRegressor,
+    )
+    from sklearn.feature_selection import SelectFromModel
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.multioutput import MultiOutputClassifier, MultiOutputRegressor
+
+    kind = type(obj)
+    if kind in (
+        BaggingClassifier,
+        BaggingRegressor,
+        OneVsRestClassifier,
+        MultiOutputClassifier,
+        MultiOutputRegressor,
+    ):
+        return [
+            (f"estimators_[{i}]", e, obj.estimator)
+            for i, e in enumerate(obj.estimators_)
+        ]
+    if kind is SelectFromModel:
+        return [("estimator_", obj.estimator_, obj.estimator)]
+    if kind in (VotingClassifier, VotingRegressor):
+        templates = dict(obj.estimators)
+        return [(n, e, templates[n]) for n, e in obj.named_estimators_.items()]
+    return []
+
+
+def _seeds_set_by_wrapper(obj, path, leaks):
+    """Name the DP fits inside a wrapper whose noise seed the user did not give.
+
+    ``BaggingClassifier`` gives every sub-model a seed of its own, drawn from
+    its ``random_state``, which by default is NumPy's global random state: a
+    ``np.random.seed`` anywhere before the fit makes every sub-model's noise
+    reproducible. A fit whose seed fingerprint
+    (:func:`skdp.mechanisms.noise_seed_id`) is not the one its template holds
+    got its seed from the wrapper.
+    """
+    seeded = []
+    for name, fitted, template in _fitted_with_templates(obj):
+        if not hasattr(fitted, "get_params") or not hasattr(template, "get_params"):
+            continue
+        params = fitted.get_params(deep=True)
+        given = template.get_params(deep=True)
+        for key in params:
+            if key != "random_state" and not key.endswith("__random_state"):
+                continue
+            owner = (
+                fitted
+                if key == "random_state"
+                else params[key[: -len("__random_state")]]
+            )
+            cost = getattr(owner, "privacy_spent_", None)
+            if not isinstance(cost, PrivacyCost) or not cost.noise_seeds:
+                continue
+            try:
+                seed = noise_seed_id(given.get(key))
+            except ValueError:
+                seed = None
+            if seed not in cost.noise_seeds:
+                where = name if key == "random_state" else f"{name}.{key}"
+                seeded.append(f"{where} ({type(owner).__name__})")
+    if seeded:
+        source = (
+            "NumPy's global random state (np.random.seed makes it reproducible)"
+            if getattr(obj, "random_state", None) is None
+            else f"its own random_state={obj.random_state!r}"
+        )
+        shown = ", ".join(seeded[:3]) + (", ..." if len(seeded) > 3 else "")
+        leaks[
+            f"{path} ({type(obj).__name__}) seeded the privacy noise of "
+            f"{len(seeded)} DP fit(s) it holds ({shown}) from {source}, not "
+            "with a seed you gave. The seeds are kept in the fitted model (each "
+            "fit's random_state): whoever holds the model can regenerate the "
+            "noise and subtract it, and the ledger's total, which assumes "
+            "secret noise, does not hold for it. Use a wrapper that leaves "
+            "random_state=None on its DP models (VotingClassifier, "
+            "OneVsRestClassifier), or release only predictions."
+        ] = None
+
+
 # ---------------------------------------------------------------------------
 # The walk
 # ---------------------------------------------------------------------------
@@ -476,6 +687,17 @@ def _warn_leaks(leaks):
 
 
 def _leak_message(path, estimator):
+    from sklearn.preprocessing import FunctionTransformer
+
+    if isinstance(estimator, FunctionTransformer) and not _is_rowwise(estimator.func):
+        return (
+            f"{path} (FunctionTransformer) applies func={estimator.func!r}, which "
+            "is not marked row-wise: if it mixes rows (as "
+            "sklearn.preprocessing.scale does), one record moves every row the "
+            "next step sees, and no DP step's guarantee downstream holds for the "
+            "data set. Mark a function that reads each row on its own with "
+            "skdp.rowwise(func) (NumPy ufuncs need no mark)."
+        )
     return (
         f"{path} ({type(estimator).__name__}) reads the training data without a "
         "privacy guarantee: what it learned is released with the model and is "
@@ -514,12 +736,14 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None):
             raise TypeError(f"{path}: a search inside a search is not supported.")
         _collect_search(obj, path, costs, leaks)
         return
+    _value_reading_callables(obj, path, leaks)
     children = _children(obj, fitted, path)
     if children is not None:
         if fitted:
             leak = _label_set_leak(path, obj) if _dp_inside(obj) is not None else None
             if leak:
                 leaks[leak] = None
+            _seeds_set_by_wrapper(obj, path, leaks)
         for name, child in children:
             if isinstance(child, str) or child is None:
                 if child not in _SKIPPED_STEPS:
