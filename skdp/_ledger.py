@@ -680,6 +680,19 @@ def _seeds_set_by_wrapper(obj, path, leaks):
 # ---------------------------------------------------------------------------
 
 
+#: What record() can never count, named in its refusals of arrays, tuples
+#: and dicts (the shapes of these functions' results).
+_NOT_RECORDABLE = (
+    "The results of cross_val_predict (an array), learning_curve and "
+    "validation_curve (tuples) and permutation_importance (a Bunch) cannot be "
+    "recorded: they keep none of the models they fit, and they release, "
+    "without noise, predictions or scores computed on the data they are given "
+    "(on the training data, not private at all). Use cross_validate(..., "
+    "return_estimator=True) and record(result, cv=cv), or compute them on "
+    "public data."
+)
+
+
 def _warn_leaks(leaks):
     """One PrivacyLeakWarning per step that read the data without a guarantee."""
     for message in leaks:
@@ -773,7 +786,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None):
     if not isinstance(obj, BaseEstimator):
         raise TypeError(
             "record() takes a fitted skdp estimator, a fitted scikit-learn "
-            f"composite or a PrivacyCost; got {type(obj).__name__}."
+            f"composite or a PrivacyCost; got {type(obj).__name__}. " + _NOT_RECORDABLE
         )
     inner = _dp_inside(obj)
     if inner is not None:
@@ -841,12 +854,58 @@ def training_parts_per_record(cv, n_splits, *, classifier, owner):
     if kind in (ShuffleSplit, LeavePOut, TimeSeriesSplit, PredefinedSplit):
         return n_splits
     if isinstance(cv, (list, tuple)):
-        uses = {}
-        for train, _ in cv:
-            for i in set(int(j) for j in train):
-                uses[i] = uses.get(i, 0) + 1
-        return max(uses.values(), default=0)
+        parts = [_training_rows(train, owner, k) for k, (train, _) in enumerate(cv)]
+        if not parts:
+            return 0
+        return int(np.bincount(np.concatenate(parts)).max(initial=0))
+    if hasattr(cv, "__next__"):
+        raise ValueError(
+            f"{owner} was given an iterator of splits, which the fit used up: "
+            "the ledger cannot see which rows each split trained on. Pass a "
+            "list of (train, test) index arrays."
+        )
     _refuse_splitter(owner, kind.__name__, n_splits)
+
+
+def _rows(part):
+    """A split's part (index array or boolean mask) as an array of indices."""
+    rows = np.asarray(part)
+    if rows.dtype == bool:
+        return np.flatnonzero(rows)
+    return rows if rows.size else np.zeros(0, dtype=np.intp)
+
+
+def _training_rows(train, owner, k):
+    """Split ``k``'s training part as non-negative row indices, each at most once.
+
+    Refuses repeats: a record used m times in one fit is a group of m for
+    that fit's guarantee (m·μ under μ-GDP), which no per-fit cost states.
+    Refuses negative indices: ``-1`` and ``n - 1`` name the same record, and
+    the ledger does not know n.
+    """
+    rows = _rows(train)
+    if rows.size == 0:
+        return rows
+    if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
+        raise ValueError(
+            f"{owner}: the training part of split {k} is not a 1-d array of row "
+            "indices or a boolean mask."
+        )
+    if rows.min() < 0:
+        raise ValueError(
+            f"{owner}: the training part of split {k} has negative row indices; "
+            "-1 and n - 1 name the same record, so the ledger could count it "
+            "as two. Use indices 0 to n - 1."
+        )
+    if np.unique(rows).size < rows.size:
+        raise ValueError(
+            f"{owner}: the training part of split {k} repeats rows (bootstrap-"
+            "style splits): a record in a fit m times changes m rows of it, a "
+            "group of m that each fit's own guarantee does not cover, so skdp "
+            "cannot count these splits. Use splits whose training parts hold "
+            "each row at most once (KFold, ShuffleSplit)."
+        )
+    return rows.astype(np.intp, copy=False)
 
 
 def _refuse_splitter(owner, splitter, n_splits):
@@ -979,7 +1038,8 @@ def _collect_cross_validate(result, cv, costs, leaks):
     if "estimator" not in result:
         raise TypeError(
             "record() takes the result of cross_validate(..., "
-            "return_estimator=True); this dict has no 'estimator' entry."
+            "return_estimator=True); this dict has no 'estimator' entry. "
+            + _NOT_RECORDABLE
         )
     estimators = list(result["estimator"])
     if cv is None:
@@ -988,12 +1048,12 @@ def _collect_cross_validate(result, cv, costs, leaks):
             "splitter that assigns folds from the data makes the fold models' "
             "own guarantees meaningless for the data set as a whole."
         )
+    classifier = bool(estimators) and is_classifier(estimators[0])
     training_parts_per_record(
-        cv,
-        len(estimators),
-        classifier=bool(estimators) and is_classifier(estimators[0]),
-        owner="cross_validate",
+        cv, len(estimators), classifier=classifier, owner="cross_validate"
     )
+    if "indices" in result:
+        _check_fold_indices(result["indices"], cv, len(estimators), classifier)
     # Every fold model is charged in full: a record is in all but one of a
     # partition's training parts, so this overcounts by at most one fold.
     fold_costs = []
@@ -1002,6 +1062,46 @@ def _collect_cross_validate(result, cv, costs, leaks):
         _collect(estimator, path, fold_costs, leaks, fitted=True)
     _refuse_user_level_splits("cross_validate", fold_costs)
     costs.extend(fold_costs)
+
+
+def _check_fold_indices(indices, cv, n_fits, classifier):
+    """Check that ``cv`` makes the folds ``cross_validate`` reported.
+
+    ``cross_validate(..., return_indices=True)`` keeps the rows of every
+    split. Their training parts must hold each row at most once, and ``cv``
+    (which the ledger vouched for) must split that many rows into exactly
+    these parts, or the result came from another splitter.
+    """
+    from sklearn.model_selection import check_cv
+
+    owner = "cross_validate"
+    trains, tests = list(indices["train"]), list(indices["test"])
+    splits = list(zip(trains, tests, strict=True))
+    training_parts_per_record(splits, len(splits), classifier=False, owner=owner)
+    reported = [(_rows(train), _rows(test)) for train, test in splits]
+    n = 1 + max((int(p.max()) for pair in reported for p in pair if p.size), default=-1)
+    try:
+        remade = check_cv(cv, classifier=classifier).split(np.zeros((n, 1)))
+        remade = [(_rows(train), _rows(test)) for train, test in remade]
+    except ValueError:
+        remade = None
+    same = (
+        remade is not None
+        and len(remade) == len(reported) == n_fits
+        and all(
+            np.array_equal(np.sort(a), np.sort(b))
+            for pair, other in zip(reported, remade, strict=True)
+            for a, b in zip(pair, other, strict=True)
+        )
+    )
+    if not same:
+        raise ValueError(
+            f"record(result, cv={cv!r}): this cv does not make the folds in "
+            "result['indices'], so the result may come from another splitter "
+            "(one that reads the data). Pass the splitter the folds came from; "
+            "if it shuffles, give it an integer random_state (with None, it "
+            "draws new folds at every split and the ledger cannot check them)."
+        )
 
 
 def _refuse_user_level_splits(owner, costs):
