@@ -81,10 +81,17 @@ class PrivacyLedger:
       every assumption a guarantee rests on (a label set read from ``y``).
       Steps that read nothing but the shape of the data pass silently; the
       list is explicit: ``"passthrough"``/``"drop"``/None,
-      ``FunctionTransformer`` (unless it checks ``func`` against
-      ``inverse_func`` on the data), ``Normalizer``, ``Binarizer``,
+      ``FunctionTransformer`` with a row-wise ``func`` (None, a NumPy ufunc,
+      or marked with :func:`skdp.rowwise`; and unless it checks ``func``
+      against ``inverse_func`` on the data), ``Normalizer``, ``Binarizer``,
       ``PolynomialFeatures``, and ``OneHotEncoder``/``OrdinalEncoder`` given
-      explicit ``categories`` and no ``min_frequency``/``max_categories``.
+      explicit ``categories`` and no ``min_frequency``/``max_categories``;
+    * a :class:`~skdp.PrivacyLeakWarning` for a ``ColumnTransformer`` column
+      selector (or ``SelectFromModel``'s ``max_features``) that is a callable
+      other than ``make_column_selector`` and is not marked with
+      :func:`skdp.rowwise` (it may choose from the values), and for DP fits
+      inside a wrapper that seeded their noise itself (bagging gives every
+      sub-model a seed, kept in the fitted model).
 
     It refuses, leaving itself as it was:
 
@@ -95,11 +102,22 @@ class PrivacyLedger:
     * splitters that assign folds from the data (``StratifiedKFold``, the
       default ``cv`` of every classifier search, and the group splitters):
       changing one record can move many others between folds;
+    * explicit splits whose training parts repeat a row (bootstrap-style),
+      use negative indices, or were given as an iterator the fit used up;
+      a ``cross_validate`` result whose ``indices`` the ``cv`` given does
+      not reproduce. Explicit splits (a list, ``PredefinedSplit``) must be
+      chosen without looking at the data: the ledger cannot tell;
     * wrappers that hold a DP estimator but fit it in ways the ledger cannot
       count (internal cross-validation, bootstrap duplicates, refits they do
       not keep: ``StackingClassifier``, ``CalibratedClassifierCV``,
       ``RFE``, bagging with ``bootstrap=True``, and any wrapper it does not
-      know).
+      know);
+    * what keeps no model to count: the results of ``cross_val_predict``,
+      ``learning_curve``, ``validation_curve`` and ``permutation_importance``
+      (which also release noiseless predictions or scores).
+
+    It cannot see a scikit-learn search's ``best_estimator_`` recorded on its
+    own: that counts one fit of many. Record the search.
 
     Parameters
     ----------
@@ -162,10 +180,17 @@ class PrivacyLedger:
         record: ``k - 1`` times for ``KFold``, ``LeaveOneOut`` and an integer
         or default ``cv`` of a regressor; ``n_repeats·(k - 1)`` for
         ``RepeatedKFold``; the exact largest count for an explicit list of
-        splits; ``n_splits_`` times for ``ShuffleSplit``, ``LeavePOut``,
-        ``TimeSeriesSplit`` and ``PredefinedSplit`` (a record may be in every
-        training part). The refit is charged what ``best_estimator_``
-        reports.
+        splits (refused if a training part repeats a row: a record used m
+        times in one fit is a group of m for it); ``n_splits_`` times for
+        ``ShuffleSplit``, ``LeavePOut``, ``TimeSeriesSplit`` and
+        ``PredefinedSplit`` (a record may be in every training part). The
+        refit is charged what ``best_estimator_`` reports. An explicit list
+        of splits or a ``PredefinedSplit`` is trusted to be data-independent
+        (not built from the labels or the values).
+
+        **cross_validate.** With ``return_indices=True`` the result keeps the
+        rows of every split; they are checked against ``cv``, so pass the
+        splitter itself, with an integer ``random_state`` if it shuffles.
 
         A refused record leaves the ledger as it was.
         """
