@@ -331,7 +331,7 @@ def rowwise(func):
     The same mark on a ``ColumnTransformer`` column selector, or on
     ``SelectFromModel``'s ``max_features``, says that it reads nothing of the
     data but its shape, column names and dtypes (as
-    :func:`~sklearn.compose.make_column_selector`, which needs no mark).
+    :class:`~sklearn.compose.make_column_selector`, which needs no mark).
 
     Parameters
     ----------
