@@ -324,7 +324,8 @@ def rowwise(func):
     ledger cannot read a function, so it warns about every ``func`` that is
     not marked, and the private search refuses it. Mark a function whose
     output row ``i`` depends on input row ``i`` alone (and on public
-    constants), such as ``lambda X: X[:, :3]`` or ``np.clip(X, 0, 1)``. NumPy
+    constants), such as ``lambda X: X[:, :3]`` or
+    ``lambda X: np.clip(X, 0, 1)``. NumPy
     ufuncs (``np.log1p``, ``np.sqrt``, ``np.abs``) act element by element and
     need no mark; ``func=None`` is the identity.
 
