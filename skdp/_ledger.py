@@ -1094,16 +1094,14 @@ def _check_fold_indices(indices, cv, n_fits, classifier):
     """Check that ``cv`` makes the folds ``cross_validate`` reported.
 
     ``cross_validate(..., return_indices=True)`` keeps the rows of every
-    split. Their training parts must hold each row at most once, and ``cv``
-    (which the ledger vouched for) must split that many rows into exactly
-    these parts, or the result came from another splitter.
+    split. ``cv`` (which the ledger vouched for: a training part of an
+    explicit list holds each row at most once) must split that many rows
+    into exactly these parts, one per fold model, or the result came from
+    another splitter.
     """
     from sklearn.model_selection import check_cv
 
-    owner = "cross_validate"
-    trains, tests = list(indices["train"]), list(indices["test"])
-    splits = list(zip(trains, tests, strict=True))
-    training_parts_per_record(splits, len(splits), classifier=False, owner=owner)
+    splits = zip(indices["train"], indices["test"], strict=True)
     reported = [(_rows(train), _rows(test)) for train, test in splits]
     n = 1 + max((int(p.max()) for pair in reported for p in pair if p.size), default=-1)
     try:

@@ -1366,6 +1366,12 @@ def test_a_cross_validate_result_is_checked_against_the_cv_given(data):
         PrivacyLedger().record(folds, cv=KFold(3, shuffle=True, random_state=1))
     with pytest.raises(ValueError, match="integer random_state"):
         PrivacyLedger().record(folds, cv=KFold(3, shuffle=True))
+    with pytest.raises(ValueError, match="does not make the folds"):
+        PrivacyLedger().record(folds, cv=KFold(4, shuffle=True, random_state=0))
+    # A fold model left out of the result is not a fold that cost nothing.
+    short = {**folds, "estimator": folds["estimator"][:2]}
+    with pytest.raises(ValueError, match="does not make the folds"):
+        PrivacyLedger().record(short, cv=kfold)
     # An explicit list is compared split by split, in any order within a part.
     splits = [(np.sort(tr)[::-1], te) for tr, te in kfold.split(X)]
     folds = cross_validate(
