@@ -1368,6 +1368,8 @@ def test_a_cross_validate_result_is_checked_against_the_cv_given(data):
         PrivacyLedger().record(folds, cv=KFold(3, shuffle=True))
     with pytest.raises(ValueError, match="does not make the folds"):
         PrivacyLedger().record(folds, cv=KFold(4, shuffle=True, random_state=0))
+    with pytest.raises(ValueError, match="does not make the folds"):
+        PrivacyLedger().record(folds, cv=KFold(len(X) + 1))  # cannot split n
     # A fold model left out of the result is not a fold that cost nothing.
     short = {**folds, "estimator": folds["estimator"][:2]}
     with pytest.raises(ValueError, match="does not make the folds"):
@@ -1571,3 +1573,25 @@ def test_results_that_keep_no_models_are_refused_by_name(data):
         with pytest.raises(TypeError, match=name):
             ledger.record(result)
         assert len(ledger) == 0
+
+
+def test_explicit_split_lists_at_their_edges():
+    from skdp._ledger import training_parts_per_record
+
+    def count(splits):
+        return training_parts_per_record(
+            splits, len(splits), classifier=True, owner="test"
+        )
+
+    # An empty list, an empty training part (a plain list, as floats), masks.
+    assert count([]) == 0
+    assert count([([], [0]), ([1, 2], [0]), (np.array([1]), [0])]) == 2
+    assert count(((np.array([True, False, True]), [1]), ([2], [0]))) == 2
+    for bad, match in (
+        ([(np.array([0.0, 1.0]), [2])], "not a 1-d array"),
+        ([(np.array([[0, 1]]), [2])], "not a 1-d array"),
+        ([([0, 1, 1], [2])], "repeats rows"),
+        ([([0, -2], [1])], "negative row indices"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            count(bad)
