@@ -1447,9 +1447,15 @@ def test_rowwise_marks_and_keeps_the_function_picklable():
     assert first_column.__skdp_rowwise__ is True
     wrapped = rowwise(max)  # a builtin cannot carry the mark
     assert wrapped is not max and wrapped(1, 3) == 3
+    assert wrapped(1, 3, key=lambda v: -v) == 1
     assert pickle.loads(pickle.dumps(wrapped))(2, 5) == 5
     assert "rowwise(" in repr(wrapped)
-    with pytest.raises(TypeError, match="marks a callable"):
+    import operator
+
+    step = FunctionTransformer(rowwise(operator.abs))  # a builtin, wrapped
+    assert _reads_only_shape(step) and _reads_only_shape(clone(step))
+    assert not _reads_only_shape(FunctionTransformer(operator.abs))
+    with pytest.raises(TypeError, match="marks a callable; got int"):
         rowwise(3)
     import skdp
 
