@@ -6,7 +6,7 @@ exact accountant in :mod:`skdp.accounting`, and reports what one fit spent in
 data with a :class:`PrivacyLedger`.
 """
 
-from .accounting import PrivacyCost, PrivacyLedger
+from .accounting import PrivacyCost, PrivacyLedger, rowwise
 from .exceptions import (
     InsufficientSamplesError,
     MechanismFailedError,
@@ -35,4 +35,5 @@ __all__ = [
     "PrivacyLeakWarning",
     "PrivacyLedger",
     "__version__",
+    "rowwise",
 ]

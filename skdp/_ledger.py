@@ -19,6 +19,8 @@ import numbers
 import warnings
 from dataclasses import replace
 
+import numpy as np
+
 from .accounting import (
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
@@ -28,6 +30,7 @@ from .accounting import (
     compose,
 )
 from .exceptions import PrivacyLeakWarning
+from .mechanisms import noise_seed_id
 
 #: ``_IMPLIES[a]`` lists the adjacencies under which a guarantee stated
 #: under ``a`` also holds. Data sets that differ in one comparison's outcome
@@ -78,10 +81,17 @@ class PrivacyLedger:
       every assumption a guarantee rests on (a label set read from ``y``).
       Steps that read nothing but the shape of the data pass silently; the
       list is explicit: ``"passthrough"``/``"drop"``/None,
-      ``FunctionTransformer`` (unless it checks ``func`` against
-      ``inverse_func`` on the data), ``Normalizer``, ``Binarizer``,
+      ``FunctionTransformer`` with a row-wise ``func`` (None, a NumPy ufunc,
+      or marked with :func:`skdp.rowwise`; and unless it checks ``func``
+      against ``inverse_func`` on the data), ``Normalizer``, ``Binarizer``,
       ``PolynomialFeatures``, and ``OneHotEncoder``/``OrdinalEncoder`` given
-      explicit ``categories`` and no ``min_frequency``/``max_categories``.
+      explicit ``categories`` and no ``min_frequency``/``max_categories``;
+    * a :class:`~skdp.PrivacyLeakWarning` for a ``ColumnTransformer`` column
+      selector (or ``SelectFromModel``'s ``max_features``) that is a callable
+      other than ``make_column_selector`` and is not marked with
+      :func:`skdp.rowwise` (it may choose from the values), and for DP fits
+      inside a wrapper that seeded their noise itself (bagging gives every
+      sub-model a seed, kept in the fitted model).
 
     It refuses, leaving itself as it was:
 
@@ -92,11 +102,22 @@ class PrivacyLedger:
     * splitters that assign folds from the data (``StratifiedKFold``, the
       default ``cv`` of every classifier search, and the group splitters):
       changing one record can move many others between folds;
+    * explicit splits whose training parts repeat a row (bootstrap-style),
+      use negative indices, or were given as an iterator the fit used up;
+      a ``cross_validate`` result whose ``indices`` the ``cv`` given does
+      not reproduce. Explicit splits (a list, ``PredefinedSplit``) must be
+      chosen without looking at the data: the ledger cannot tell;
     * wrappers that hold a DP estimator but fit it in ways the ledger cannot
       count (internal cross-validation, bootstrap duplicates, refits they do
       not keep: ``StackingClassifier``, ``CalibratedClassifierCV``,
       ``RFE``, bagging with ``bootstrap=True``, and any wrapper it does not
-      know).
+      know);
+    * what keeps no model to count: the results of ``cross_val_predict``,
+      ``learning_curve``, ``validation_curve`` and ``permutation_importance``
+      (which also release noiseless predictions or scores).
+
+    It cannot see a scikit-learn search's ``best_estimator_`` recorded on its
+    own: that counts one fit of many. Record the search.
 
     Parameters
     ----------
@@ -159,10 +180,17 @@ class PrivacyLedger:
         record: ``k - 1`` times for ``KFold``, ``LeaveOneOut`` and an integer
         or default ``cv`` of a regressor; ``n_repeats·(k - 1)`` for
         ``RepeatedKFold``; the exact largest count for an explicit list of
-        splits; ``n_splits_`` times for ``ShuffleSplit``, ``LeavePOut``,
-        ``TimeSeriesSplit`` and ``PredefinedSplit`` (a record may be in every
-        training part). The refit is charged what ``best_estimator_``
-        reports.
+        splits (refused if a training part repeats a row: a record used m
+        times in one fit is a group of m for it); ``n_splits_`` times for
+        ``ShuffleSplit``, ``LeavePOut``, ``TimeSeriesSplit`` and
+        ``PredefinedSplit`` (a record may be in every training part). The
+        refit is charged what ``best_estimator_`` reports. An explicit list
+        of splits or a ``PredefinedSplit`` is trusted to be data-independent
+        (not built from the labels or the values).
+
+        **cross_validate.** With ``return_indices=True`` the result keeps the
+        rows of every split; they are checked against ``cv``, so pass the
+        splitter itself, with an integer ``random_state`` if it shuffles.
 
         A refused record leaves the ledger as it was.
         """
@@ -267,11 +295,99 @@ def is_dp_estimator(obj):
     )
 
 
+_ROWWISE = "__skdp_rowwise__"
+
+
+class _RowwiseFunction:
+    """A row-wise mark on a callable that cannot carry an attribute itself."""
+
+    def __init__(self, func):
+        self.func = func
+        setattr(self, _ROWWISE, True)
+
+    def __call__(self, *args, **kwargs):
+        return self.func(*args, **kwargs)
+
+    def __repr__(self):
+        return f"rowwise({self.func!r})"
+
+
+def rowwise(func):
+    """Mark ``func`` as reading each record on its own (for the ledger).
+
+    :class:`PrivacyLedger` and :class:`~skdp.model_selection.DPRandomSearchCV`
+    assume that one record of the training data moves one row of what a DP
+    step downstream sees. A :class:`~sklearn.preprocessing.FunctionTransformer`
+    whose ``func`` mixes rows (``sklearn.preprocessing.scale`` centres every
+    row on the column means) breaks that: changing one record moves every
+    row, and the DP step's guarantee no longer holds for the data set. The
+    ledger cannot read a function, so it warns about every ``func`` that is
+    not marked, and the private search refuses it. Mark a function whose
+    output row ``i`` depends on input row ``i`` alone (and on public
+    constants), such as ``lambda X: X[:, :3]`` or
+    ``lambda X: np.clip(X, 0, 1)``. NumPy
+    ufuncs (``np.log1p``, ``np.sqrt``, ``np.abs``) act element by element and
+    need no mark; ``func=None`` is the identity.
+
+    The same mark on a ``ColumnTransformer`` column selector, or on
+    ``SelectFromModel``'s ``max_features``, says that it reads nothing of the
+    data but its shape, column names and dtypes (as
+    :class:`~sklearn.compose.make_column_selector`, which needs no mark).
+
+    Parameters
+    ----------
+    func : callable
+        The function to mark. Marking is a promise about the function, not
+        something the ledger checks.
+
+    Returns
+    -------
+    callable
+        ``func`` itself with the mark set, or, for a callable that cannot
+        carry an attribute (a builtin), a thin wrapper that calls it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.preprocessing import FunctionTransformer
+    >>> from skdp import rowwise
+    >>> first_three = rowwise(lambda X: X[:, :3])
+    >>> step = FunctionTransformer(first_three)
+    """
+    if not callable(func):
+        raise TypeError(f"rowwise() marks a callable; got {type(func).__name__}.")
+    try:
+        setattr(func, _ROWWISE, True)
+    except (AttributeError, TypeError):
+        return _RowwiseFunction(func)
+    return func
+
+
+def _is_rowwise(func):
+    """Whether ``func`` is None, a NumPy ufunc or marked with :func:`rowwise`."""
+    return (
+        func is None
+        or isinstance(func, np.ufunc)
+        or getattr(func, _ROWWISE, False) is True
+    )
+
+
+def _reads_values(selector):
+    """Whether a callable column selector or ``max_features`` may read values."""
+    from sklearn.compose import make_column_selector
+
+    if not callable(selector) or isinstance(selector, make_column_selector):
+        return False  # names, indices, masks; or names and dtypes only
+    return not _is_rowwise(selector)
+
+
 def _reads_only_shape(estimator):
     """Whether fitting ``estimator`` reads nothing of the data but its shape.
 
     The list is explicit on purpose (tested): anything not on it is assumed
-    to learn from the data.
+    to learn from the data. A ``FunctionTransformer`` counts only if its
+    ``func`` is row-wise (:func:`rowwise`): one that mixes rows passes every
+    record into every row of the next step's input.
     """
     from sklearn.preprocessing import (
         Binarizer,
@@ -284,8 +400,9 @@ def _reads_only_shape(estimator):
 
     if isinstance(estimator, FunctionTransformer):
         # With both functions and check_inverse, fit applies them to rows
-        # of the data and warns on a mismatch.
-        return not (
+        # of the data and warns on a mismatch. inverse_func is otherwise
+        # applied only to predictions, never to the training data.
+        return _is_rowwise(estimator.func) and not (
             estimator.check_inverse
             and estimator.func is not None
             and estimator.inverse_func is not None
@@ -464,9 +581,142 @@ def _label_set_leak(path, obj):
     return None
 
 
+def _value_reading_callables(obj, path, leaks):
+    """Name the callables of ``obj`` that a fit calls on the data's values.
+
+    A ``ColumnTransformer`` calls a callable column selector on X, and
+    ``SelectFromModel`` a callable ``max_features``: unless it reads only
+    names, dtypes and the shape (:func:`rowwise`), the choice it makes
+    depends on every record and is released with the model.
+    """
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_selection import SelectFromModel
+
+    found = []
+    if isinstance(obj, ColumnTransformer):
+        found = [
+            (f"the column selector of '{name}'", columns)
+            for name, _, columns in obj.transformers
+        ]
+    elif isinstance(obj, SelectFromModel):
+        found = [("max_features", obj.max_features)]
+    for what, func in found:
+        if _reads_values(func):
+            leaks[
+                f"{path} ({type(obj).__name__}) calls {what} ({func!r}) on the "
+                "training data and it is not marked as reading only the shape, "
+                "column names and dtypes: a choice read from the values is "
+                "released with the model and is not covered by the ledger's "
+                "total. Use column names, indices or make_column_selector, or "
+                "mark the callable with skdp.rowwise if it reads no values."
+            ] = None
+
+
+def _fitted_with_templates(obj):
+    """``(name, fitted child, the unfitted template it was made from)`` of a wrapper.
+
+    The wrappers the ledger knows clone their template for each fit; bagging
+    also sets every ``random_state`` it finds in the clone.
+    """
+    from sklearn.ensemble import (
+        BaggingClassifier,
+        BaggingRegressor,
+        VotingClassifier,
+        VotingRegressor,
+    )
+    from sklearn.feature_selection import SelectFromModel
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.multioutput import MultiOutputClassifier, MultiOutputRegressor
+
+    kind = type(obj)
+    if kind in (
+        BaggingClassifier,
+        BaggingRegressor,
+        OneVsRestClassifier,
+        MultiOutputClassifier,
+        MultiOutputRegressor,
+    ):
+        return [
+            (f"estimators_[{i}]", e, obj.estimator)
+            for i, e in enumerate(obj.estimators_)
+        ]
+    if kind is SelectFromModel:
+        return [("estimator_", obj.estimator_, obj.estimator)]
+    if kind in (VotingClassifier, VotingRegressor):
+        templates = dict(obj.estimators)
+        return [(n, e, templates[n]) for n, e in obj.named_estimators_.items()]
+    return []
+
+
+def _seeds_set_by_wrapper(obj, path, leaks):
+    """Name the DP fits inside a wrapper whose noise seed the user did not give.
+
+    ``BaggingClassifier`` gives every sub-model a seed of its own, drawn from
+    its ``random_state``, which by default is NumPy's global random state: a
+    ``np.random.seed`` anywhere before the fit makes every sub-model's noise
+    reproducible. A fit whose seed fingerprint
+    (:func:`skdp.mechanisms.noise_seed_id`) is not the one its template holds
+    got its seed from the wrapper.
+    """
+    seeded = []
+    for name, fitted, template in _fitted_with_templates(obj):
+        if not hasattr(fitted, "get_params") or not hasattr(template, "get_params"):
+            continue
+        params = fitted.get_params(deep=True)
+        given = template.get_params(deep=True)
+        for key in params:
+            if key != "random_state" and not key.endswith("__random_state"):
+                continue
+            owner = (
+                fitted
+                if key == "random_state"
+                else params[key[: -len("__random_state")]]
+            )
+            cost = getattr(owner, "privacy_spent_", None)
+            if not isinstance(cost, PrivacyCost) or not cost.noise_seeds:
+                continue
+            try:
+                seed = noise_seed_id(given.get(key))
+            except ValueError:
+                seed = None
+            if seed not in cost.noise_seeds:
+                where = name if key == "random_state" else f"{name}.{key}"
+                seeded.append(f"{where} ({type(owner).__name__})")
+    if seeded:
+        source = (
+            "NumPy's global random state (np.random.seed makes it reproducible)"
+            if getattr(obj, "random_state", None) is None
+            else f"its own random_state={obj.random_state!r}"
+        )
+        shown = ", ".join(seeded[:3]) + (", ..." if len(seeded) > 3 else "")
+        leaks[
+            f"{path} ({type(obj).__name__}) seeded the privacy noise of "
+            f"{len(seeded)} DP fit(s) it holds ({shown}) from {source}, not "
+            "with a seed you gave. The seeds are kept in the fitted model (each "
+            "fit's random_state): whoever holds the model can regenerate the "
+            "noise and subtract it, and the ledger's total, which assumes "
+            "secret noise, does not hold for it. Use a wrapper that leaves "
+            "random_state=None on its DP models (VotingClassifier, "
+            "OneVsRestClassifier), or release only predictions."
+        ] = None
+
+
 # ---------------------------------------------------------------------------
 # The walk
 # ---------------------------------------------------------------------------
+
+
+#: What record() can never count, named in its refusals of arrays, tuples
+#: and dicts (the shapes of these functions' results).
+_NOT_RECORDABLE = (
+    "The results of cross_val_predict (an array), learning_curve and "
+    "validation_curve (tuples) and permutation_importance (a Bunch) cannot be "
+    "recorded: they keep none of the models they fit, and they release, "
+    "without noise, predictions or scores computed on the data they are given "
+    "(on the training data, not private at all). Use cross_validate(..., "
+    "return_estimator=True) and record(result, cv=cv), or compute them on "
+    "public data."
+)
 
 
 def _warn_leaks(leaks):
@@ -476,6 +726,17 @@ def _warn_leaks(leaks):
 
 
 def _leak_message(path, estimator):
+    from sklearn.preprocessing import FunctionTransformer
+
+    if isinstance(estimator, FunctionTransformer) and not _is_rowwise(estimator.func):
+        return (
+            f"{path} (FunctionTransformer) applies func={estimator.func!r}, which "
+            "is not marked row-wise: if it mixes rows (as "
+            "sklearn.preprocessing.scale does), one record moves every row the "
+            "next step sees, and no DP step's guarantee downstream holds for the "
+            "data set. Mark a function that reads each row on its own with "
+            "skdp.rowwise(func) (NumPy ufuncs need no mark)."
+        )
     return (
         f"{path} ({type(estimator).__name__}) reads the training data without a "
         "privacy guarantee: what it learned is released with the model and is "
@@ -514,12 +775,14 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None):
             raise TypeError(f"{path}: a search inside a search is not supported.")
         _collect_search(obj, path, costs, leaks)
         return
+    _value_reading_callables(obj, path, leaks)
     children = _children(obj, fitted, path)
     if children is not None:
         if fitted:
             leak = _label_set_leak(path, obj) if _dp_inside(obj) is not None else None
             if leak:
                 leaks[leak] = None
+            _seeds_set_by_wrapper(obj, path, leaks)
         for name, child in children:
             if isinstance(child, str) or child is None:
                 if child not in _SKIPPED_STEPS:
@@ -549,7 +812,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None):
     if not isinstance(obj, BaseEstimator):
         raise TypeError(
             "record() takes a fitted skdp estimator, a fitted scikit-learn "
-            f"composite or a PrivacyCost; got {type(obj).__name__}."
+            f"composite or a PrivacyCost; got {type(obj).__name__}. " + _NOT_RECORDABLE
         )
     inner = _dp_inside(obj)
     if inner is not None:
@@ -617,12 +880,58 @@ def training_parts_per_record(cv, n_splits, *, classifier, owner):
     if kind in (ShuffleSplit, LeavePOut, TimeSeriesSplit, PredefinedSplit):
         return n_splits
     if isinstance(cv, (list, tuple)):
-        uses = {}
-        for train, _ in cv:
-            for i in set(int(j) for j in train):
-                uses[i] = uses.get(i, 0) + 1
-        return max(uses.values(), default=0)
+        parts = [_training_rows(train, owner, k) for k, (train, _) in enumerate(cv)]
+        if not parts:
+            return 0
+        return int(np.bincount(np.concatenate(parts)).max(initial=0))
+    if hasattr(cv, "__next__"):
+        raise ValueError(
+            f"{owner} was given an iterator of splits, which the fit used up: "
+            "the ledger cannot see which rows each split trained on. Pass a "
+            "list of (train, test) index arrays."
+        )
     _refuse_splitter(owner, kind.__name__, n_splits)
+
+
+def _rows(part):
+    """A split's part (index array or boolean mask) as an array of indices."""
+    rows = np.asarray(part)
+    if rows.dtype == bool:
+        return np.flatnonzero(rows)
+    return rows if rows.size else np.zeros(0, dtype=np.intp)
+
+
+def _training_rows(train, owner, k):
+    """Split ``k``'s training part as non-negative row indices, each at most once.
+
+    Refuses repeats: a record used m times in one fit is a group of m for
+    that fit's guarantee (m·μ under μ-GDP), which no per-fit cost states.
+    Refuses negative indices: ``-1`` and ``n - 1`` name the same record, and
+    the ledger does not know n.
+    """
+    rows = _rows(train)
+    if rows.size == 0:
+        return rows
+    if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
+        raise ValueError(
+            f"{owner}: the training part of split {k} is not a 1-d array of row "
+            "indices or a boolean mask."
+        )
+    if rows.min() < 0:
+        raise ValueError(
+            f"{owner}: the training part of split {k} has negative row indices; "
+            "-1 and n - 1 name the same record, so the ledger could count it "
+            "as two. Use indices 0 to n - 1."
+        )
+    if np.unique(rows).size < rows.size:
+        raise ValueError(
+            f"{owner}: the training part of split {k} repeats rows (bootstrap-"
+            "style splits): a record in a fit m times changes m rows of it, a "
+            "group of m that each fit's own guarantee does not cover, so skdp "
+            "cannot count these splits. Use splits whose training parts hold "
+            "each row at most once (KFold, ShuffleSplit)."
+        )
+    return rows.astype(np.intp, copy=False)
 
 
 def _refuse_splitter(owner, splitter, n_splits):
@@ -755,7 +1064,8 @@ def _collect_cross_validate(result, cv, costs, leaks):
     if "estimator" not in result:
         raise TypeError(
             "record() takes the result of cross_validate(..., "
-            "return_estimator=True); this dict has no 'estimator' entry."
+            "return_estimator=True); this dict has no 'estimator' entry. "
+            + _NOT_RECORDABLE
         )
     estimators = list(result["estimator"])
     if cv is None:
@@ -764,12 +1074,12 @@ def _collect_cross_validate(result, cv, costs, leaks):
             "splitter that assigns folds from the data makes the fold models' "
             "own guarantees meaningless for the data set as a whole."
         )
+    classifier = bool(estimators) and is_classifier(estimators[0])
     training_parts_per_record(
-        cv,
-        len(estimators),
-        classifier=bool(estimators) and is_classifier(estimators[0]),
-        owner="cross_validate",
+        cv, len(estimators), classifier=classifier, owner="cross_validate"
     )
+    if "indices" in result:
+        _check_fold_indices(result["indices"], cv, len(estimators), classifier)
     # Every fold model is charged in full: a record is in all but one of a
     # partition's training parts, so this overcounts by at most one fold.
     fold_costs = []
@@ -778,6 +1088,44 @@ def _collect_cross_validate(result, cv, costs, leaks):
         _collect(estimator, path, fold_costs, leaks, fitted=True)
     _refuse_user_level_splits("cross_validate", fold_costs)
     costs.extend(fold_costs)
+
+
+def _check_fold_indices(indices, cv, n_fits, classifier):
+    """Check that ``cv`` makes the folds ``cross_validate`` reported.
+
+    ``cross_validate(..., return_indices=True)`` keeps the rows of every
+    split. ``cv`` (which the ledger vouched for: a training part of an
+    explicit list holds each row at most once) must split that many rows
+    into exactly these parts, one per fold model, or the result came from
+    another splitter.
+    """
+    from sklearn.model_selection import check_cv
+
+    splits = zip(indices["train"], indices["test"], strict=True)
+    reported = [(_rows(train), _rows(test)) for train, test in splits]
+    n = 1 + max((int(p.max()) for pair in reported for p in pair if p.size), default=-1)
+    try:
+        remade = check_cv(cv, classifier=classifier).split(np.zeros((n, 1)))
+        remade = [(_rows(train), _rows(test)) for train, test in remade]
+    except ValueError:
+        remade = None
+    same = (
+        remade is not None
+        and len(remade) == len(reported) == n_fits
+        and all(
+            np.array_equal(np.sort(a), np.sort(b))
+            for pair, other in zip(reported, remade, strict=True)
+            for a, b in zip(pair, other, strict=True)
+        )
+    )
+    if not same:
+        raise ValueError(
+            f"record(result, cv={cv!r}): this cv does not make the folds in "
+            "result['indices'], so the result may come from another splitter "
+            "(one that reads the data). Pass the splitter the folds came from; "
+            "if it shuffles, give it an integer random_state (with None, it "
+            "draws new folds at every split and the ledger cannot check them)."
+        )
 
 
 def _refuse_user_level_splits(owner, costs):

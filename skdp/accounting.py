@@ -76,6 +76,7 @@ __all__ = [
     "gaussian_noise_multiplier",
     "log_delta_from_mu",
     "mu_from_epsilon",
+    "rowwise",
     "secure_gaussian_noise_multiplier",
     "secure_laplace_epsilon",
     "secure_noise_cost",
@@ -1266,6 +1267,6 @@ def check_independent_noise(costs):
                 )
 
 
-# The ledger (what a fitted composite spent) lives in its own module; it is
-# part of this one's public interface.
-from ._ledger import PrivacyLedger  # noqa: E402
+# The ledger (what a fitted composite spent) and its row-wise mark live in
+# their own module; they are part of this one's public interface.
+from ._ledger import PrivacyLedger, rowwise  # noqa: E402

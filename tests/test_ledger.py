@@ -47,6 +47,7 @@ from skdp import (
     PrivacyCost,
     PrivacyLeakWarning,
     PrivacyLedger,
+    rowwise,
 )
 from skdp._base import PUBLIC_LABELS
 from skdp._ledger import _reads_only_shape
@@ -1167,3 +1168,436 @@ def test_repr_and_leak_warnings_point_at_what_was_recorded(data):
     with pytest.warns(PrivacyLeakWarning, match="standardscaler") as rec:
         PrivacyLedger(delta=DELTA).record(pipe)
     assert {w.filename for w in rec} == {__file__}
+
+
+# --------------------------------------------------------------------------
+# Issue 29, item 6: explicit splits are counted by multiplicity or refused
+# --------------------------------------------------------------------------
+
+
+def _quiet_scaler(epsilon=1.0):
+    return DPStandardScaler(epsilon=epsilon, bounds=(0.0, 1.0), delta=DELTA)
+
+
+def _zero_score(estimator, X, y=None):
+    return 0.0
+
+
+@pytest.fixture(scope="module")
+def small():
+    return np.random.default_rng(0).uniform(size=(30, 2))
+
+
+def _multiplicity(splits, n):
+    """Independent count: m[p, i] = how often record i is in training part p.
+
+    Masks select rows; negative indices name row n + i, as numpy's do.
+    """
+    m = np.zeros((len(splits), n), dtype=int)
+    for p, (train, _) in enumerate(splits):
+        train = np.asarray(train)
+        if train.dtype == bool:
+            train = np.flatnonzero(train)
+        np.add.at(m[p], train.astype(int) % n, 1)
+    return m
+
+
+def test_a_bootstrap_split_is_refused_not_counted_once(small):
+    # Two training parts, each holding record 0 three times: a fit sees a
+    # group of three copies (3μ under μ-GDP), so record 0 spends
+    # sqrt(2·9)·μ over the two, not sqrt(2)·μ. Today's count read each part
+    # as a set.
+    splits = [
+        (np.array([0, 0, 0, 1, 2, 3]), np.array([4, 5])),
+        (np.array([0, 0, 0, 4, 5, 6]), np.array([1, 2])),
+    ]
+    search = GridSearchCV(
+        _quiet_scaler(), {"epsilon": [1.0]}, cv=splits, scoring=_zero_score
+    ).fit(small)
+    ledger = PrivacyLedger(delta=DELTA)
+    with pytest.raises(ValueError, match="repeats rows"):
+        record_quietly(ledger, search)
+    assert len(ledger) == 0
+    result = cross_validate(
+        _quiet_scaler(), small, cv=splits, scoring=_zero_score, return_estimator=True
+    )
+    with pytest.raises(ValueError, match="split 0 repeats rows"):
+        ledger.record(result, cv=splits)
+    assert len(ledger) == 0
+
+
+def test_negative_indices_and_masks_in_explicit_splits(small):
+    n = len(small)
+    # -1 is row n - 1: in both training parts, not once in each of two rows.
+    negative = [
+        (np.array([-1, 1, 2]), np.array([3])),
+        (np.array([n - 1, 4, 5]), np.array([6])),
+    ]
+    search = GridSearchCV(
+        _quiet_scaler(), {"epsilon": [1.0]}, cv=negative, scoring=_zero_score
+    ).fit(small)
+    with pytest.raises(ValueError, match="negative row indices"):
+        record_quietly(PrivacyLedger(), search)
+    # A boolean mask selects rows: counted as the rows it selects.
+    masks = [np.arange(n) < n // 2, np.arange(n) >= n // 3, np.arange(n) >= n // 3]
+    splits = [(mask, ~mask) for mask in masks]
+    search = GridSearchCV(
+        _quiet_scaler(), {"epsilon": [1.0]}, cv=splits, scoring=_zero_score
+    ).fit(small)
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, search)
+    assert len(ledger) == 3 + 1  # rows n/3..n/2 are in all three parts; refit
+    # A generator of splits is used up by the fit: refused, with the fix.
+    search = GridSearchCV(
+        _quiet_scaler(), {"epsilon": [1.0]}, cv=iter(splits), scoring=_zero_score
+    ).fit(small)
+    with pytest.raises(ValueError, match="Pass a list"):
+        record_quietly(PrivacyLedger(), search)
+
+
+def _random_splits(seed, n):
+    """Explicit splits of many kinds: repeats, overlaps, masks, PredefinedSplit."""
+    from sklearn.model_selection import PredefinedSplit
+
+    rng = np.random.default_rng(seed)
+    kind = ("repeats", "overlaps", "masks", "predefined", "negative", "tuple")[seed % 6]
+    k = int(rng.integers(1, 6))
+    if kind == "predefined":
+        cv = PredefinedSplit(rng.integers(-1, k, n))
+        return cv, list(cv.split())
+    splits = []
+    for _ in range(k):
+        size = int(rng.integers(2, n))
+        if kind == "repeats" or (kind == "overlaps" and rng.random() < 0.2):
+            train = rng.integers(0, n, size)  # with replacement
+        else:
+            train = rng.choice(n, size, replace=False)
+        if kind == "negative" and rng.random() < 0.7:
+            train = train - n * (rng.random(size) < 0.5)
+        test = np.setdiff1d(np.arange(n), train % n)[:3]
+        if test.size == 0:
+            test = np.array([int(rng.integers(0, n))])
+        if kind == "masks":
+            mask = np.zeros(n, dtype=bool)
+            mask[train] = True
+            train = mask
+        splits.append((train, test))
+    return (tuple(splits) if kind == "tuple" else splits), splits
+
+
+@pytest.mark.parametrize("seed", range(36))
+def test_fuzz_explicit_splits_never_undercount(small, seed):
+    # The truth, by group privacy: record i, present m times in training
+    # part p, is a group of m for that fit (m·μ under μ-GDP), so it spends
+    # sum_p m[p, i]² μ² over the fits. The ledger's total must cover the
+    # worst record, or the ledger must refuse and stay empty.
+    n = len(small)
+    cv, splits = _random_splits(seed, n)
+    m = _multiplicity(splits, n)
+    m_sq = (m**2).sum(axis=0)
+    # Splits of distinct non-negative rows are countable: never refused.
+    countable = m.max() <= 1 and not any(
+        np.asarray(tr).dtype != bool and (np.asarray(tr) < 0).any() for tr, _ in splits
+    )
+    epsilons = [0.5, 1.0]
+    search = GridSearchCV(
+        _quiet_scaler(), {"epsilon": epsilons}, cv=cv, scoring=_zero_score
+    ).fit(small)
+    candidates = sum(mu(e) ** 2 for e in epsilons)
+    refit = mu(search.best_params_["epsilon"]) ** 2
+    truth = (m_sq * candidates).max() + refit
+    ledger = PrivacyLedger(delta=DELTA)
+    try:
+        record_quietly(ledger, search)
+    except ValueError:
+        assert len(ledger) == 0
+        assert not countable
+    else:
+        assert ledger.total().mu ** 2 >= truth * (1 - 1e-12)
+        # Exact for distinct rows: the worst record's count, no more.
+        assert ledger.total().mu ** 2 == pytest.approx(truth, rel=1e-9)
+
+    result = cross_validate(
+        _quiet_scaler(),
+        small,
+        cv=cv,
+        scoring=_zero_score,
+        return_estimator=True,
+        return_indices=(seed // 6) % 2 == 0,
+    )
+    truth = (m_sq * mu(1.0) ** 2).max()
+    ledger = PrivacyLedger(delta=DELTA)
+    try:
+        ledger.record(result, cv=cv)
+    except ValueError:
+        assert len(ledger) == 0
+        assert not countable
+    else:
+        assert ledger.total().mu ** 2 >= truth * (1 - 1e-12)
+
+
+def test_the_fuzz_covers_every_kind_of_split(small):
+    # Accepted and refused cases both occur, so the fuzz tests both paths.
+    outcomes = set()
+    for seed in range(36):
+        _, splits = _random_splits(seed, len(small))
+        repeats = (_multiplicity(splits, len(small)) > 1).any()
+        outcomes.add((seed % 6, bool(repeats)))
+    assert {kind for kind, _ in outcomes} == set(range(6))
+    assert (0, True) in outcomes and (1, True) in outcomes and (1, False) in outcomes
+
+
+def test_a_cross_validate_result_is_checked_against_the_cv_given(data):
+    X, y = data
+    model = DPLogisticRegression(delta=DELTA, classes=[0, 1])
+    stratified = cross_validate(
+        model, X, y, cv=StratifiedKFold(3), return_estimator=True, return_indices=True
+    )
+    # The folds came from StratifiedKFold; claiming KFold is caught.
+    with pytest.raises(ValueError, match="does not make the folds"):
+        PrivacyLedger().record(stratified, cv=KFold(3))
+    kfold = KFold(3, shuffle=True, random_state=0)
+    folds = cross_validate(
+        model, X, y, cv=kfold, return_estimator=True, return_indices=True
+    )
+    ledger = PrivacyLedger(delta=DELTA).record(folds, cv=kfold)
+    assert len(ledger) == 3
+    with pytest.raises(ValueError, match="does not make the folds"):
+        PrivacyLedger().record(folds, cv=KFold(3, shuffle=True, random_state=1))
+    with pytest.raises(ValueError, match="integer random_state"):
+        PrivacyLedger().record(folds, cv=KFold(3, shuffle=True))
+    with pytest.raises(ValueError, match="does not make the folds"):
+        PrivacyLedger().record(folds, cv=KFold(4, shuffle=True, random_state=0))
+    with pytest.raises(ValueError, match="does not make the folds"):
+        PrivacyLedger().record(folds, cv=KFold(len(X) + 1))  # cannot split n
+    # A fold model left out of the result is not a fold that cost nothing.
+    short = {**folds, "estimator": folds["estimator"][:2]}
+    with pytest.raises(ValueError, match="does not make the folds"):
+        PrivacyLedger().record(short, cv=kfold)
+    # An explicit list is compared split by split, in any order within a part.
+    splits = [(np.sort(tr)[::-1], te) for tr, te in kfold.split(X)]
+    folds = cross_validate(
+        model, X, y, cv=splits, return_estimator=True, return_indices=True
+    )
+    PrivacyLedger().record(folds, cv=[(np.sort(tr), te) for tr, te in splits])
+    with pytest.raises(ValueError, match="does not make the folds"):
+        PrivacyLedger().record(folds, cv=[*splits[:2], splits[0]])
+
+
+# --------------------------------------------------------------------------
+# Issue 29, item 7: a FunctionTransformer's func must be row-wise
+# --------------------------------------------------------------------------
+
+
+def test_a_function_that_mixes_rows_moves_every_row():
+    # Why the mark matters: after sklearn.preprocessing.scale, neighbouring
+    # data sets (one record replaced) differ in every row, not one.
+    from sklearn.preprocessing import scale
+
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    X_neighbour = X.copy()
+    X_neighbour[0] = [10.0, -10.0]
+    moved = np.any(scale(X) != scale(X_neighbour), axis=1)
+    assert moved.all()
+    moved = np.any(np.log1p(np.abs(X)) != np.log1p(np.abs(X_neighbour)), axis=1)
+    assert moved.sum() == 1
+
+
+@pytest.mark.parametrize(
+    "func, silent",
+    [
+        (None, True),
+        (np.log1p, True),
+        (np.abs, True),
+        (rowwise(lambda X: np.clip(X, 0, 1)), True),
+        (lambda X: np.clip(X, 0, 1), False),
+        ("scale", False),
+    ],
+    ids=["identity", "log1p", "abs", "marked", "unmarked", "scale"],
+)
+def test_function_transformer_funcs_must_be_marked_rowwise(func, silent):
+    from sklearn.preprocessing import scale
+
+    if func == "scale":
+        func = scale
+    X = np.abs(np.random.default_rng(0).normal(size=(40, 2)))
+    step = FunctionTransformer(func)
+    pipe = Pipeline([("step", step), ("model", _quiet_scaler())]).fit(X)
+    messages = record_quietly(PrivacyLedger(), pipe)
+    assert (messages == []) is silent
+    assert _reads_only_shape(step) is silent
+    if not silent:
+        assert "not marked row-wise" in messages[0]
+        assert "skdp.rowwise" in messages[0]
+        # The private search refuses it through the same list.
+        from skdp.model_selection import DPRandomSearchCV
+
+        search = DPRandomSearchCV(
+            make_pipeline(step, dp_model()), {"dplogisticregression__clip_norm": [1.0]}
+        )
+        with pytest.raises(TypeError, match="not a DP estimator"):
+            search.fit(X, (X[:, 0] > 0.5).astype(int))
+
+
+def test_rowwise_marks_and_keeps_the_function_picklable():
+    def first_column(X):
+        return X[:, :1]
+
+    assert rowwise(first_column) is first_column
+    assert first_column.__skdp_rowwise__ is True
+    wrapped = rowwise(max)  # a builtin cannot carry the mark
+    assert wrapped is not max and wrapped(1, 3) == 3
+    assert wrapped(1, 3, key=lambda v: -v) == 1
+    assert pickle.loads(pickle.dumps(wrapped))(2, 5) == 5
+    assert "rowwise(" in repr(wrapped)
+    import operator
+
+    step = FunctionTransformer(rowwise(operator.abs))  # a builtin, wrapped
+    assert _reads_only_shape(step) and _reads_only_shape(clone(step))
+    assert not _reads_only_shape(FunctionTransformer(operator.abs))
+    with pytest.raises(TypeError, match="marks a callable; got int"):
+        rowwise(3)
+    import skdp
+
+    assert skdp.rowwise is rowwise and "rowwise" in skdp.__all__
+
+
+def test_a_column_selector_that_reads_values_warns():
+    import pandas as pd
+    from sklearn.compose import make_column_selector
+
+    X = (
+        pd.DataFrame(
+            np.abs(np.random.default_rng(0).normal(size=(40, 3))), columns=list("abc")
+        )
+        / 4
+    )
+
+    def by_mean(frame):  # reads every record's values
+        return [c for c in frame.columns if frame[c].mean() > 0.2]
+
+    def first_two(frame):
+        return list(frame.columns[:2])
+
+    cases = [
+        (["a", "b"], True),
+        (make_column_selector(dtype_include=np.number), True),
+        (rowwise(first_two), True),
+        (by_mean, False),
+    ]
+    for columns, silent in cases:
+        ct = ColumnTransformer([("dp", _quiet_scaler(), columns)])
+        messages = record_quietly(PrivacyLedger(), ct.fit(X))
+        assert (messages == []) is silent, columns
+        if not silent:
+            assert "column selector of 'dp'" in messages[0]
+            assert "by_mean" in messages[0]
+    # SelectFromModel's max_features may be a function of X too.
+    for max_features, silent in ((lambda X: 1, False), (rowwise(lambda X: 1), True)):
+        selector = SelectFromModel(dp_model(), max_features=max_features)
+        y = (X["a"] > X["a"].median()).astype(int)
+        messages = record_quietly(PrivacyLedger(), selector.fit(X, y))
+        assert any("max_features" in m for m in messages) is not silent
+
+
+# --------------------------------------------------------------------------
+# Issue 29, item 8: a noise seed the user did not give is named
+# --------------------------------------------------------------------------
+
+
+def test_bagging_that_seeds_its_dp_models_is_named(data):
+    X, y = data
+    bagging = BaggingClassifier(
+        dp_model(), n_estimators=3, bootstrap=False, max_samples=0.5
+    )
+    with pytest.warns(PrivacyLeakWarning):  # each seeded fit warns
+        bagging.fit(X, y)
+    messages = record_quietly(PrivacyLedger(delta=DELTA), bagging)
+    seeded = [m for m in messages if "seeded the privacy noise" in m]
+    assert len(seeded) == 1
+    assert "3 DP fit(s)" in seeded[0] and "global random state" in seeded[0]
+    # A seed given to the bagging is still not one given to the DP models.
+    bagging = BaggingClassifier(
+        dp_model(), n_estimators=2, bootstrap=False, random_state=0
+    )
+    with pytest.warns(PrivacyLeakWarning):
+        bagging.fit(X, y)
+    messages = record_quietly(PrivacyLedger(delta=DELTA), bagging)
+    assert any("its own random_state=0" in m for m in messages)
+    # A pipeline inside the bagging: the seeded step is named by its key.
+    bagging = BaggingClassifier(
+        make_pipeline(StandardScaler(), dp_model()), n_estimators=2, bootstrap=False
+    )
+    with pytest.warns(PrivacyLeakWarning):
+        bagging.fit(X, y)
+    messages = record_quietly(PrivacyLedger(delta=DELTA), bagging)
+    assert any("dplogisticregression__random_state" in m for m in messages)
+
+
+def test_wrappers_that_keep_the_users_seeds_are_not_named(data):
+    X, y = data
+    seeded = [
+        ("a", DPLogisticRegression(delta=DELTA, classes=[0, 1], random_state=1)),
+        ("b", DPLogisticRegression(delta=DELTA, classes=[0, 1], random_state=2)),
+    ]
+    for wrapper in (
+        VotingClassifier([("a", dp_model()), ("b", dp_model(0.5))]),
+        VotingClassifier(seeded),
+        OneVsRestClassifier(seeded[0][1]),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            wrapper.fit(X, y)
+        messages = record_quietly(PrivacyLedger(delta=DELTA), wrapper)
+        assert not any("seeded the privacy noise" in m for m in messages)
+
+
+# --------------------------------------------------------------------------
+# Issue 29, item 9: what can never be recorded says so
+# --------------------------------------------------------------------------
+
+
+def test_results_that_keep_no_models_are_refused_by_name(data):
+    from sklearn.inspection import permutation_importance
+    from sklearn.model_selection import cross_val_predict, learning_curve
+
+    X, y = data
+    X, y = X[:300], y[:300]
+    model = dp_model()
+    kfold = KFold(3, shuffle=True, random_state=0)
+    predictions = cross_val_predict(model, X, y, cv=kfold)
+    curve = learning_curve(model, X, y, cv=kfold, train_sizes=[0.5, 1.0])
+    importance = permutation_importance(
+        model.fit(X, y), X, y, n_repeats=2, random_state=0
+    )
+    for result, name in (
+        (predictions, "cross_val_predict"),
+        (curve, "learning_curve"),
+        (importance, "permutation_importance"),
+    ):
+        ledger = PrivacyLedger()
+        with pytest.raises(TypeError, match=name):
+            ledger.record(result)
+        assert len(ledger) == 0
+
+
+def test_explicit_split_lists_at_their_edges():
+    from skdp._ledger import training_parts_per_record
+
+    def count(splits):
+        return training_parts_per_record(
+            splits, len(splits), classifier=True, owner="test"
+        )
+
+    # An empty list, an empty training part (a plain list, as floats), masks.
+    assert count([]) == 0
+    assert count([([], [0]), ([1, 2], [0]), (np.array([1]), [0])]) == 2
+    assert count(((np.array([True, False, True]), [1]), ([2], [0]))) == 2
+    for bad, match in (
+        ([(np.array([0.0, 1.0]), [2])], "not a 1-d array"),
+        ([(np.array([[0, 1]]), [2])], "not a 1-d array"),
+        ([([0, 1, 1], [2])], "repeats rows"),
+        ([([0, -2], [1])], "negative row indices"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            count(bad)
