@@ -373,7 +373,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         assumptions, and μ or ρ), every other step reading only the shape.
         """
         params = {key: clone(value, safe=False) for key, value in params.items()}
-        candidate = clone(self.estimator).set_params(**params)
+        try:
+            candidate = clone(self.estimator).set_params(**params)
+        except (AttributeError, TypeError, ValueError) as error:
+            raise ValueError(
+                f"param_distributions sets {sorted(params)}, which the estimator "
+                f"does not take: {error}"
+            ) from None
         try:
             self._check_estimator(candidate)
         except TypeError as error:
