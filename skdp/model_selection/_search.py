@@ -181,6 +181,37 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     noise of std σ, is ``(Δ/σ + 2^-16)²/2``-zCDP: σ = Δ/(μ_c − 2^-16) makes
     it exactly ρ_c.
 
+    **What the grid may change.** The guarantee is calibrated for the
+    estimator as given, so every candidate is checked as built (after
+    ``set_params``), before any fit, and refused with a ValueError or
+    TypeError unless it has the same steps at the same places; each DP step
+    of the same type, declaring the same budget once the search has set its
+    privacy parameters (adjacency, e.g. DPBradleyTerry's ``privacy_unit``;
+    GDP or not; assumptions, e.g. ``classes=None``); every other step reading
+    only the shape of the data; and no DP estimator hidden inside a step. A
+    step the grid adds, drops or swaps for a non-private one would be
+    released uncharged. Every combination of the listed values is checked
+    before anything is drawn (one value at a time past 256 combinations);
+    values drawn from distributions are checked as drawn. Grid values are
+    cloned for each candidate (as scikit-learn's searches do): no two
+    candidates share an object, and a DP step passed in the grid gets the
+    search's ``epsilon``, ``delta``, ``noise`` and seed, whatever it held.
+
+    **The label set.** A classifier whose DP steps would read their label set
+    from y (``classes=None``) gets it once, from all of y, under the caveat
+    its budget states (the search's too): a candidate never reads the label
+    set of its own training part.
+
+    **Silent candidates.** The number of runs and the losers stay secret, so
+    the candidates run with ``verbose`` off, their warnings are caught, and
+    only the winner's are re-emitted, each once, after the selection (a
+    warning only a loser gave is dropped).
+
+    **The released model carries the search's cost.** Recording
+    ``best_estimator_`` (or one of its DP steps) in a
+    :class:`~skdp.PrivacyLedger` charges ``privacy_spent_``, the whole
+    search, not one candidate's fit; a refitted winner is charged its new fits.
+
     **Deviations.** There is no refit on all the data (it would cost another
     budget): the released model is the winner as trained. Run time depends on
     K, which is random and independent of the data, but the bound assumes K
