@@ -586,6 +586,23 @@ def test_candidates_run_silent_and_only_the_winner_speaks(data, runs, capsys):
     ]
     assert capsys.readouterr().out == ""
     assert all(run.verbose == 0 for run in runs)
+    assert {w.filename for w in caught} == {__file__}  # the caller of fit
+
+
+def test_runs_in_threads_let_no_warning_through(data):
+    from joblib import parallel_config
+
+    X, y = data
+    est = search(
+        estimator=_Chatty(classes=[0, 1]),
+        param_distributions={"clip_norm": [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]},
+        n_iter=20,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with parallel_config(backend="threading", n_jobs=2):
+            est.fit(X, y)
+    assert [w for w in caught if w.category is UserWarning] == []
 
 
 def test_candidates_warnings_come_back_from_worker_processes(data):

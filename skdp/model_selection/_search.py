@@ -1,6 +1,7 @@
 """Private hyperparameter selection: the best of a random number of private runs."""
 
 import math
+import threading
 import warnings
 from copy import deepcopy
 from dataclasses import replace
@@ -205,7 +206,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     **Silent candidates.** The number of runs and the losers stay secret, so
     the candidates run with ``verbose`` off, their warnings are caught, and
     only the winner's are re-emitted, each once, after the selection (a
-    warning only a loser gave is dropped).
+    warning only a loser gave is dropped, and so is every warning of runs
+    fitted in threads, which cannot be told apart).
 
     **The released model carries the search's cost.** Recording
     ``best_estimator_`` (or one of its DP steps) in a
@@ -624,12 +626,16 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             candidate.set_params(**seeds, **labels, **_silenced(candidate))
             runs.append((params, candidate))
         X_train, y_train, X_valid, y_valid = X[train], y[train], X[valid], y[valid]
-        fitted = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_and_score)(
-                candidate, X_train, y_train, X_valid, y_valid, scoring, score_range
+        # Each run catches its own warnings; this catches any that a run in a
+        # thread lets through (catch_warnings is process-wide), and drops it.
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            fitted = Parallel(n_jobs=self.n_jobs)(
+                delayed(_fit_and_score)(
+                    candidate, X_train, y_train, X_valid, y_valid, scoring, score_range
+                )
+                for _, candidate in runs
             )
-            for _, candidate in runs
-        )
         best = None
         for (params, _), (score, candidate, caught) in zip(runs, fitted, strict=True):
             noisy = float(add_gaussian_noise(score, noise_std, rng))
@@ -639,7 +645,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         # Only the winner's warnings, each once: the losers' (and how many
         # runs warned) would reveal the number of runs and the losers.
         for category, message in caught:
-            warnings.warn(message, category, stacklevel=3)
+            warnings.warn(message, category, stacklevel=4)  # the caller of fit
         self.cv_results_ = {
             "params": [self.best_params_],
             "mean_test_score": np.array([self.best_score_]),
@@ -773,13 +779,18 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
     The score is released only with the noise the search adds to it. The
     run is silent: its warnings are returned, each once, as (category,
     message) pairs (a worker process's warnings would not reach the
-    caller), and the search re-emits only the winner's.
+    caller), and the search re-emits only the winner's. In a thread (a
+    thread-based joblib backend) they are dropped.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
         candidate.fit(X_train, y_train)
         score = _score(candidate, X_valid, y_valid, scoring, bound)
+    if threading.current_thread() is not threading.main_thread():
+        # catch_warnings is process-wide: beside other runs in threads it may
+        # have caught theirs, which must not pass for the winner's.
+        return score, candidate, []
     distinct = dict.fromkeys((w.category, str(w.message)) for w in caught)
     return score, candidate, list(distinct)
 
