@@ -503,7 +503,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             "released in classes_). If which labels occur is private, pass "
             "classes=[...] declared in advance to the estimator.",
             PrivacyLeakWarning,
-            stacklevel=5,  # the caller of fit (through _fit and private_fit)
+            stacklevel=4,  # the caller of fit (through private_fit)
         )
         labels = np.unique(y)
         return {p + "classes": labels for p in reading}
@@ -539,6 +539,14 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
 
     # -- fit ---------------------------------------------------------------
 
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        # The released model carries the search's cost, in the final form
+        # that private_fit sets last: recording it alone charges the search.
+        if name == "privacy_spent_" and "best_estimator_" in vars(self):
+            _mark_release(self.best_estimator_, value)
+
+    @private_fit
     def fit(self, X, y):
         """Run the private search.
 
@@ -551,14 +559,6 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         self : DPRandomSearchCV
         """
-        self._fit(X, y)
-        # The released model carries the search's cost (its final form, set
-        # by private_fit): recording it alone charges the whole search.
-        _mark_release(self.best_estimator_, self.privacy_spent_)
-        return self
-
-    @private_fit
-    def _fit(self, X, y):
         self._validate_params()
         require_positive_delta(self)
         dp_steps = self._check_estimator(self.estimator)
@@ -645,7 +645,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         # Only the winner's warnings, each once: the losers' (and how many
         # runs warned) would reveal the number of runs and the losers.
         for category, message in caught:
-            warnings.warn(message, category, stacklevel=4)  # the caller of fit
+            warnings.warn(message, category, stacklevel=3)  # the caller of fit
         self.cv_results_ = {
             "params": [self.best_params_],
             "mean_test_score": np.array([self.best_score_]),
