@@ -744,3 +744,21 @@ def test_fuzz_random_grids_are_refused_or_released_as_claimed(data, runs, capsys
         warnings.simplefilter("error", PrivacyLeakWarning)
         assert PrivacyLedger(delta=DELTA).record(winner).costs == (claim,)
     assert claim.epsilon <= 2.0 * (1 + 1e-9)
+
+
+def test_a_warning_that_escapes_a_run_is_dropped(data, monkeypatch):
+    # Runs in threads share the process's warning filters: one run's
+    # catch_warnings can be undone by another's exit, so a warning may
+    # escape its run. The search catches (and drops) what escapes.
+    X, y = data
+    real = _search._fit_and_score
+
+    def leaky(candidate, *args):
+        warnings.warn("escaped from a run", UserWarning, stacklevel=1)
+        return real(candidate, *args)
+
+    monkeypatch.setattr(_search, "_fit_and_score", leaky)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search(n_iter=6).fit(X, y)
+    assert [str(w.message) for w in caught] == []
