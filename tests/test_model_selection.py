@@ -760,3 +760,29 @@ def test_a_warning_that_escapes_a_run_is_dropped(data, monkeypatch):
         warnings.simplefilter("always")
         search(n_iter=6).fit(X, y)
     assert [str(w.message) for w in caught] == []
+
+
+class _Fixed:
+    """A fitted model that predicts given values (for the score alone)."""
+
+    def __init__(self, prediction):
+        self.prediction = np.asarray(prediction)
+
+    def predict(self, X):
+        return self.prediction
+
+
+def test_the_score_is_a_mean_of_per_record_terms_in_the_declared_range():
+    # The score's sensitivity is range/m only if every record's term lies in
+    # [0, 1] (accuracy) or [-bound, 0]: losses are clipped to the bound, and
+    # a non-finite prediction costs the bound.
+    y = np.array([1.0, 2.0, 0.0, 0.0, 5.0])
+    model = _Fixed([0.0, 2.5, np.inf, np.nan, 5.0])
+    mse = _search._score(model, None, y, "neg_mean_squared_error", 4.0)
+    assert mse == pytest.approx(-(1.0 + 0.25 + 4.0 + 4.0 + 0.0) / 5)
+    mae = _search._score(model, None, y, "neg_mean_absolute_error", 0.75)
+    assert mae == pytest.approx(-(0.75 + 0.5 + 0.75 + 0.75 + 0.0) / 5)
+    labels = _Fixed(["a", "b", "b"])
+    assert _search._score(labels, None, np.array(["a", "a", "b"]), "accuracy", 1.0) == (
+        pytest.approx(2 / 3)
+    )
