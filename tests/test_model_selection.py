@@ -586,6 +586,25 @@ def test_candidates_run_silent_and_only_the_winner_speaks(data, runs, capsys):
     ]
     assert capsys.readouterr().out == ""
     assert all(run.verbose == 0 for run in runs)
+    # A seeded search warns once, for itself; its runs' seeds are its own.
+    seeded = [str(w.message) for w in caught if "seeds the privacy" in str(w.message)]
+    assert len(seeded) == 1 and "DPRandomSearchCV" in seeded[0]
+
+
+def test_a_pipelines_runs_are_silent_at_every_level(data, runs, capsys):
+    X, y = data
+    pipe = Pipeline(
+        [
+            ("scale", DPStandardScaler(bounds=(-5.0, 5.0))),
+            ("clf", DPLogisticRegression(classes=[0, 1], verbose=2, max_iter=5)),
+        ],
+        verbose=True,
+    )
+    search(
+        estimator=pipe, param_distributions={"clf__clip_norm": [0.5, 1.0]}, n_iter=3
+    ).fit(X, y)
+    assert capsys.readouterr().out == ""
+    assert all(run.verbose is False and run[-1].verbose == 0 for run in runs)
 
 
 def test_runs_in_threads_let_no_warning_through(data):
