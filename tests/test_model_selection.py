@@ -387,8 +387,14 @@ def runs(monkeypatch):
     [
         ({"prep": [Normalizer(), SimpleImputer()]}, "SimpleImputer"),
         ({"prep": [StandardScaler()]}, "StandardScaler"),
-        ({"prep": [DPStandardScaler(epsilon=3.0)]}, "puts a DP estimator"),
-        ({"scale": ["passthrough", DPStandardScaler()]}, "replaces the DP step"),
+        (
+            {"prep": [DPStandardScaler(epsilon=3.0)]},
+            r"DP estimator \(DPStandardScaler\) at step 'prep'",
+        ),
+        (
+            {"scale": ["passthrough", DPStandardScaler()]},
+            "DP step DPStandardScaler at step 'scale' by 'passthrough'",
+        ),
         ({"scale": [StandardScaler()]}, "StandardScaler"),
         ({"clf": [LogisticRegression()]}, "LogisticRegression"),
         (
