@@ -752,7 +752,35 @@ def _add_cost(cost, path, costs, leaks):
         leaks[f"{path}: the guarantee assumes {caveat}."] = None
 
 
-def _collect(obj, path, costs, leaks, *, fitted, declared=None):
+#: The attribute by which :class:`skdp.model_selection.DPRandomSearchCV` marks
+#: the model it released (and each of its DP steps): ``(the search's cost,
+#: the costs the model reported when released)``.
+SEARCH_RELEASE = "_skdp_search_release"
+
+
+def _charge_search_release(obj, path, costs, leaks):
+    """Charge the private search that released ``obj``, if it did; True then.
+
+    The winner of a private search is one candidate, but releasing it spent
+    the whole search (the other runs and the selection). A model refitted
+    since (its DP steps now report other costs) is walked as usual.
+    """
+    release = getattr(obj, SEARCH_RELEASE, None)
+    if release is None:
+        return False
+    search_cost, reported = release
+    own, own_leaks = [], {}
+    _collect(obj, path, own, own_leaks, fitted=True, releases=False)
+    if len(own) != len(reported) or any(
+        a is not b for a, b in zip(own, reported, strict=True)
+    ):
+        return False
+    leaks.update(own_leaks)
+    _add_cost(search_cost, path, costs, leaks)
+    return True
+
+
+def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
     """Append the costs of every fit inside ``obj`` to ``costs``.
 
     ``leaks`` (a dict used as an ordered set) gathers one message per step
@@ -760,6 +788,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None):
 
     ``fitted=False`` walks an unfitted candidate of a search and charges each
     DP step its declared budget (``declared(path, estimator)``).
+    ``releases=False`` charges a private search's winner its own fits only.
     """
     from sklearn.base import BaseEstimator
     from sklearn.model_selection._search import BaseSearchCV
@@ -767,6 +796,8 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None):
 
     if isinstance(obj, PrivacyCost):
         _add_cost(obj, path, costs, leaks)
+        return
+    if fitted and releases and _charge_search_release(obj, path, costs, leaks):
         return
     if fitted and isinstance(obj, BaseEstimator):
         check_is_fitted(obj)
@@ -795,6 +826,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None):
                 leaks,
                 fitted=fitted,
                 declared=declared,
+                releases=releases,
             )
         return
     if fitted and hasattr(obj, "privacy_spent_"):

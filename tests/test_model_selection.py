@@ -1,6 +1,7 @@
 """DPRandomSearchCV: the whole search, selection included, is (ε, δ)-DP."""
 
 import math
+import pickle
 import warnings
 
 import numpy as np
@@ -8,18 +9,29 @@ import pytest
 from _sklearn_compat import parametrize_with_checks
 from dp_accounting import dp_event, rdp
 from scipy import stats
+from sklearn.base import clone
 from sklearn.datasets import make_classification
+from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    Normalizer,
+    PolynomialFeatures,
+    StandardScaler,
+)
 
 from skdp import (
     DPLogisticRegression,
     DPRandomFeaturesRegressor,
     PrivacyLeakWarning,
     PrivacyLedger,
+    _ledger,
 )
 from skdp.accounting import (
+    REPLACE_ONE,
+    REPLACE_ONE_OUTCOME,
     epsilon_of_private_selection,
     mu_from_epsilon,
     truncated_negative_binomial_gamma,
@@ -30,6 +42,7 @@ from skdp.mechanisms import SecureNoise, as_generator
 from skdp.model_selection import DPRandomSearchCV, _search
 from skdp.model_selection._search import _draw_truncated_negative_binomial
 from skdp.preprocessing import DPStandardScaler
+from skdp.ranking import DPBradleyTerry, PairsEncoder
 
 DELTA = 1e-6
 ORDERS = (
@@ -43,6 +56,16 @@ ORDERS = (
 def data():
     X, y = make_classification(n_samples=600, n_features=4, random_state=0)
     return X, y
+
+
+@pytest.fixture(scope="module")
+def comparisons():
+    from skdp.datasets import make_btl_comparisons
+
+    pairs, y, _ = make_btl_comparisons(
+        n_items=8, edge_probability=1.0, comparisons_per_edge=6, random_state=0
+    )
+    return pairs, y
 
 
 def search(**params):
@@ -326,3 +349,465 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         check(estimator)
+
+
+# --------------------------------------------------------------------------
+# Issue 29, items 1-5: what a grid may change, what the winner carries, what
+# the candidates may say.
+# --------------------------------------------------------------------------
+
+
+def scaled_pipeline(prep=None, **clf):
+    """DP scaler, a shape-only step, DP logistic regression."""
+    return Pipeline(
+        [
+            ("scale", DPStandardScaler(bounds=(-5.0, 5.0))),
+            ("prep", Normalizer() if prep is None else prep),
+            ("clf", DPLogisticRegression(**{"classes": [0, 1], **clf})),
+        ]
+    )
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """The candidates the search fits, in order (a spy on its one fit helper)."""
+    fitted = []
+    real = _search._fit_and_score
+
+    def spy(candidate, *args):
+        fitted.append(candidate)
+        return real(candidate, *args)
+
+    monkeypatch.setattr(_search, "_fit_and_score", spy)
+    return fitted
+
+
+@pytest.mark.parametrize(
+    "grid, match",
+    [
+        ({"prep": [Normalizer(), SimpleImputer()]}, "SimpleImputer"),
+        ({"prep": [StandardScaler()]}, "StandardScaler"),
+        (
+            {"prep": [DPStandardScaler(epsilon=3.0)]},
+            r"DP estimator \(DPStandardScaler\) at step 'prep'",
+        ),
+        (
+            {"scale": ["passthrough", DPStandardScaler()]},
+            "DP step DPStandardScaler at step 'scale' by 'passthrough'",
+        ),
+        ({"scale": [StandardScaler()]}, "StandardScaler"),
+        ({"clf": [LogisticRegression()]}, "LogisticRegression"),
+        (
+            {"prep": [FunctionTransformer(kw_args={"s": DPStandardScaler()})]},
+            "holds a DP estimator",
+        ),
+        ({"clf__classes": [[0, 1], None]}, "changes what DPLogisticRegression"),
+        ({"clf": [DPLogisticRegression()]}, "changes what DPLogisticRegression"),
+        (
+            [{"clf__clip_norm": [1.0]}, {"steps": [[("clf", DPLogisticRegression())]]}],
+            "steps of the pipeline",
+        ),
+    ],
+    ids=[
+        "imputer",
+        "scaler",
+        "new-dp-step",
+        "dp-step-dropped",
+        "dp-step-swapped",
+        "non-dp-model",
+        "hidden-dp",
+        "label-set",
+        "label-set-object",
+        "steps",
+    ],
+)
+def test_a_grid_that_changes_the_structure_is_refused_before_any_fit(
+    data, runs, grid, match
+):
+    # Item 1: the candidate as built is checked, every listed value of the
+    # grid before anything is drawn (n_iter=1: even the one run never fits).
+    X, y = data
+    est = search(estimator=scaled_pipeline(), param_distributions=grid, n_iter=1)
+    with pytest.raises((TypeError, ValueError), match=match):
+        est.fit(X, y)
+    assert runs == []
+    assert [k for k in vars(est) if k.endswith("_")] == []
+
+
+def test_grid_values_are_cloned_and_their_dp_steps_calibrated_by_the_search(data, runs):
+    # Item 1: a DP step passed in the grid gets the search's epsilon, delta,
+    # noise and seed (its own ε = 3 and seed 5 are overridden), and no two
+    # candidates share an object: the grid's own objects are never fitted.
+    X, y = data
+    given = DPStandardScaler(bounds=(-3.0, 3.0), epsilon=3.0, random_state=5)
+    shape = Normalizer()
+    fitted = search(
+        estimator=scaled_pipeline(),
+        param_distributions={"scale": [given], "prep": [shape]},
+        n_iter=6,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fitted.fit(X, y)
+    assert len(runs) > 1
+    objects = [id(step) for run in runs for _, step in run.steps]
+    assert len(set(objects)) == len(objects)
+    assert not hasattr(given, "privacy_spent_") and given.random_state == 5
+    winner = fitted.best_estimator_
+    scale, clf = winner.named_steps["scale"], winner.named_steps["clf"]
+    assert winner.named_steps["prep"] is not shape
+    assert scale is not given and scale.epsilon == clf.epsilon < 3.0
+    assert scale.random_state not in (None, 5)
+    assert scale.random_state != clf.random_state
+    seeds = [run.named_steps["scale"].random_state for run in runs]
+    assert len(set(seeds)) == len(seeds)  # no two candidates share noise
+    mu = fitted.candidate_budget_.mu
+    assert math.hypot(scale.privacy_spent_.mu, clf.privacy_spent_.mu) <= mu
+
+
+def test_a_grid_cannot_change_what_a_step_protects(comparisons):
+    # Item 2: DPBradleyTerry's privacy_unit decides its adjacency.
+    pairs, y = comparisons
+    pipe = make_pipeline(
+        PairsEncoder(n_items=8),
+        DPBradleyTerry(classes=[0, 1], privacy_unit="comparison"),
+    )
+    est = search(
+        estimator=pipe,
+        param_distributions={"dpbradleyterry__privacy_unit": ["comparison", "outcome"]},
+    )
+    with pytest.raises(ValueError, match="replace one comparison outcome"):
+        est.fit(pairs, y)
+    given = DPBradleyTerry(classes=[0, 1], privacy_unit="outcome")
+    with pytest.raises(ValueError, match="changes what DPBradleyTerry"):
+        search(estimator=pipe, param_distributions={"dpbradleyterry": [given]}).fit(
+            pairs, y
+        )
+
+
+def test_the_claim_is_the_unit_every_dp_step_protects():
+    # Item 2: a record-level step beside an outcome-level one protects one
+    # outcome together, not one record.
+    pipe = make_pipeline(DPStandardScaler(), DPBradleyTerry(classes=[0, 1]))
+    claim = search(estimator=pipe, param_distributions={"dpbradleyterry__alpha": [1.0]})
+    assert claim.privacy_budget().adjacency == REPLACE_ONE_OUTCOME
+    alone = search(estimator=DPBradleyTerry(privacy_unit="comparison"))
+    assert alone.privacy_budget().adjacency == REPLACE_ONE
+
+
+@pytest.mark.parametrize("seeded", [False, True])
+def test_the_released_model_carries_the_searchs_cost(data, seeded):
+    # Item 3: recording what you release charges the whole search, whether
+    # the winner, one of its DP steps or a pickled copy; a refitted winner
+    # is charged its new fits; a clone carries nothing.
+    X, y = data
+    fitted = search(
+        estimator=scaled_pipeline(),
+        param_distributions={"clf__clip_norm": [0.5, 1.0]},
+        random_state=0 if seeded else None,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fitted.fit(X, y)
+    cost = fitted.privacy_spent_
+    winner = fitted.best_estimator_
+    copy = pickle.loads(pickle.dumps(winner))
+    for released in (winner, winner.named_steps["clf"], copy, copy[0]):
+        ledger = PrivacyLedger(delta=DELTA).record(released)
+        assert ledger.costs == (cost,)
+        assert ledger.total().epsilon == pytest.approx(cost.epsilon)
+    both = PrivacyLedger(delta=DELTA).record(fitted).record(winner)
+    assert both.costs == (cost, cost)  # counted twice, never refused
+    assert not hasattr(clone(winner), _ledger.SEARCH_RELEASE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        winner.set_params(clf__random_state=None, scale__random_state=None)
+        winner.fit(X, y)
+    refit = PrivacyLedger(delta=DELTA).record(winner).costs
+    assert refit == (winner[0].privacy_spent_, winner[-1].privacy_spent_)
+    assert refit[1].epsilon < cost.epsilon
+
+
+def test_the_label_set_is_read_once_from_all_of_y(runs):
+    # Item 4: one label occurs once; for seed 1 that row is a validation
+    # row, so a candidate reading its own training part would not see it.
+    X, y = make_classification(
+        n_samples=300,
+        n_features=4,
+        n_informative=3,
+        n_redundant=0,
+        n_classes=3,
+        random_state=0,
+    )
+    rare = int(np.flatnonzero(y == 2)[0])
+    y = np.where(y == 2, 1, y)
+    y[rare] = 2
+    seed = next(s for s in range(50) if rare in as_generator(s).permutation(300)[:60])
+    est = search(
+        estimator=DPLogisticRegression(),
+        param_distributions={"clip_norm": [0.5, 1.0]},
+        random_state=seed,
+        n_iter=4,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    assert runs and all(np.array_equal(run.classes, [0, 1, 2]) for run in runs)
+    np.testing.assert_array_equal(est.classes_, [0, 1, 2])
+    labels = [w for w in caught if "label set" in str(w.message)]
+    assert len(labels) == 1 and labels[0].category is PrivacyLeakWarning
+    from skdp._base import PUBLIC_LABELS
+
+    assert est.privacy_spent_.caveats == (PUBLIC_LABELS,)
+
+
+class _Chatty(DPLogisticRegression):
+    """A DP estimator whose fit warns with its own parameter."""
+
+    def fit(self, X, y):
+        warnings.warn(f"fitting with clip_norm={self.clip_norm}", stacklevel=2)
+        warnings.warn("the same for every candidate", stacklevel=2)
+        return super().fit(X, y)
+
+
+def test_candidates_run_silent_and_only_the_winner_speaks(data, runs, capsys):
+    # Item 5: neither the number of runs nor the losers show in warnings or
+    # output: the winner's warnings are re-emitted, each once; verbose is off.
+    X, y = data
+    est = search(
+        estimator=_Chatty(classes=[0, 1], verbose=2),
+        param_distributions={"clip_norm": [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]},
+        n_iter=20,
+        random_state=3,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    assert len({run.clip_norm for run in runs}) > 1
+    said = [str(w.message) for w in caught if w.category is UserWarning]
+    assert said == [
+        f"fitting with clip_norm={est.best_estimator_.clip_norm}",
+        "the same for every candidate",
+    ]
+    assert capsys.readouterr().out == ""
+    assert all(run.verbose == 0 for run in runs)
+    # A seeded search warns once, for itself; its runs' seeds are its own.
+    seeded = [str(w.message) for w in caught if "seeds the privacy" in str(w.message)]
+    assert len(seeded) == 1 and "DPRandomSearchCV" in seeded[0]
+
+
+def test_a_pipelines_runs_are_silent_at_every_level(data, runs, capsys):
+    X, y = data
+    pipe = Pipeline(
+        [
+            ("scale", DPStandardScaler(bounds=(-5.0, 5.0))),
+            ("clf", DPLogisticRegression(classes=[0, 1], verbose=2, max_iter=5)),
+        ],
+        verbose=True,
+    )
+    search(
+        estimator=pipe, param_distributions={"clf__clip_norm": [0.5, 1.0]}, n_iter=3
+    ).fit(X, y)
+    assert capsys.readouterr().out == ""
+    assert all(run.verbose is False and run[-1].verbose == 0 for run in runs)
+
+
+def test_runs_in_threads_let_no_warning_through(data):
+    from joblib import parallel_config
+
+    X, y = data
+    est = search(
+        estimator=_Chatty(classes=[0, 1]),
+        param_distributions={"clip_norm": [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]},
+        n_iter=20,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with parallel_config(backend="threading", n_jobs=2):
+            est.fit(X, y)
+    assert [w for w in caught if w.category is UserWarning] == []
+
+
+def test_candidates_warnings_come_back_from_worker_processes(data):
+    X, y = data
+    est = search(
+        estimator=_Chatty(classes=[0, 1]),
+        param_distributions={"clip_norm": [1.0]},
+        n_iter=3,
+        n_jobs=2,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    said = [str(w.message) for w in caught if w.category is UserWarning]
+    assert said == ["fitting with clip_norm=1.0", "the same for every candidate"]
+
+
+# The fuzz: random grids over step swaps, budget-shaping parameters and
+# objects. Each listed option is either fine or breaks the structure; the
+# oracle below says which from the options alone.
+_OPTIONS = {
+    "scale": [
+        (lambda: DPStandardScaler(bounds=(-5.0, 5.0)), True),
+        (
+            lambda: DPStandardScaler(bounds=(-3.0, 3.0), epsilon=3.0, random_state=7),
+            True,
+        ),
+        (lambda: StandardScaler(), False),
+        (lambda: SimpleImputer(), False),
+        (lambda: "passthrough", False),
+        (lambda: Normalizer(), False),
+    ],
+    "prep": [
+        (lambda: Normalizer(), True),
+        (lambda: "passthrough", True),
+        (lambda: PolynomialFeatures(degree=1), True),
+        (lambda: FunctionTransformer(), True),
+        (lambda: StandardScaler(), False),
+        (lambda: DPStandardScaler(bounds=(-5.0, 5.0)), False),
+    ],
+    "clf": [
+        (
+            lambda: DPLogisticRegression(classes=[0, 1], epsilon=5.0, random_state=3),
+            True,
+        ),
+        (lambda: DPLogisticRegression(classes=[0, 1], verbose=1, max_iter=20), True),
+        (lambda: DPLogisticRegression(), False),  # reads the label set
+        (lambda: LogisticRegression(), False),
+    ],
+    "clf__clip_norm": [(lambda: 0.5, True), (lambda: 2.0, True)],
+    "clf__accounting": [(lambda: "exact", True), (lambda: "paper", True)],
+    "clf__classes": [(lambda: [0, 1], True), (lambda: None, False)],
+    "scale__bounds": [(lambda: (-5.0, 5.0), True), (lambda: (-2.0, 2.0), True)],
+}
+
+
+def _breaks(combination):
+    """Whether one combination of options (key -> option) breaks the
+    structure: a bad step, or a final model that reads its label set."""
+    if not all(_OPTIONS[key][i][1] for key, i in combination.items()):
+        return True
+    if "clf" not in combination:
+        return False
+    model = _OPTIONS["clf"][combination["clf"]][0]()
+    if not isinstance(model, DPLogisticRegression):
+        return True
+    return model.classes is None and "clf__classes" not in combination
+
+
+def _random_grid(rng):
+    """A grid (or list of grids) of random options, and whether the search
+    must refuse it: some combination of listed values breaks the structure."""
+    grids, refused = [], False
+    for _ in range(rng.integers(1, 3)):
+        keys = rng.choice(sorted(_OPTIONS), size=rng.integers(1, 4), replace=False)
+        picks = {
+            key: list(
+                rng.choice(len(_OPTIONS[key]), size=rng.integers(1, 3), replace=False)
+            )
+            for key in keys
+        }
+        refused |= any(_breaks(c) for c in ParameterGrid(picks))
+        grids.append(
+            {key: [_OPTIONS[key][i][0]() for i in p] for key, p in picks.items()}
+        )
+    return (grids[0] if len(grids) == 1 else grids), refused
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_fuzz_random_grids_are_refused_or_released_as_claimed(data, runs, capsys, seed):
+    X, y = data[0][:300], data[1][:300]
+    grid, refused = _random_grid(np.random.default_rng(seed))
+    listed = [grid] if isinstance(grid, dict) else grid
+    given = [v for g in listed for values in g.values() for v in values]
+    est = search(
+        estimator=scaled_pipeline(),
+        param_distributions=grid,
+        n_iter=3,
+        random_state=seed,
+    )
+    if refused:
+        with pytest.raises(
+            (TypeError, ValueError), match=r"param_distributions|Invalid parameter"
+        ):
+            est.fit(X, y)
+        assert runs == []  # refused before any fit
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        est.fit(X, y)
+    assert capsys.readouterr().out == ""
+    claim = est.privacy_spent_
+    winner = est.best_estimator_
+    # Structure: the same DP steps at the same places, a shape-only middle.
+    assert [name for name, _ in winner.steps] == ["scale", "prep", "clf"]
+    scale, prep, clf = (step for _, step in winner.steps)
+    assert type(scale) is DPStandardScaler and type(clf) is DPLogisticRegression
+    assert prep == "passthrough" or type(prep) in (
+        Normalizer,
+        PolynomialFeatures,
+        FunctionTransformer,
+    )
+    # Every object in the winner is the search's own, never the grid's.
+    assert all(step is not value for _, step in winner.steps for value in given)
+    # Every DP step calibrated and seeded by the search, and silent.
+    dp = (scale, clf)
+    assert scale.epsilon == clf.epsilon and scale.delta == clf.delta == DELTA
+    assert all(step.noise == est.noise for step in dp)
+    assert scale.random_state != clf.random_state
+    assert {scale.random_state, clf.random_state}.isdisjoint({None, 3, 7})
+    assert clf.verbose == 0
+    mu = est.candidate_budget_.mu
+    assert math.hypot(*(step.privacy_spent_.mu for step in dp)) <= mu
+    # Adjacency and the cost a ledger charges for what is released.
+    assert all(step.privacy_spent_.adjacency == claim.adjacency for step in dp)
+    assert claim.adjacency == REPLACE_ONE
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        assert PrivacyLedger(delta=DELTA).record(winner).costs == (claim,)
+    assert claim.epsilon <= 2.0 * (1 + 1e-9)
+
+
+def test_a_warning_that_escapes_a_run_is_dropped(data, monkeypatch):
+    # Runs in threads share the process's warning filters: one run's
+    # catch_warnings can be undone by another's exit, so a warning may
+    # escape its run. The search catches (and drops) what escapes.
+    X, y = data
+    real = _search._fit_and_score
+
+    def leaky(candidate, *args):
+        warnings.warn("escaped from a run", UserWarning, stacklevel=1)
+        return real(candidate, *args)
+
+    monkeypatch.setattr(_search, "_fit_and_score", leaky)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search(n_iter=6).fit(X, y)
+    assert [str(w.message) for w in caught] == []
+
+
+class _Fixed:
+    """A fitted model that predicts given values (for the score alone)."""
+
+    def __init__(self, prediction):
+        self.prediction = np.asarray(prediction)
+
+    def predict(self, X):
+        return self.prediction
+
+
+def test_the_score_is_a_mean_of_per_record_terms_in_the_declared_range():
+    # The score's sensitivity is range/m only if every record's term lies in
+    # [0, 1] (accuracy) or [-bound, 0]: losses are clipped to the bound, and
+    # a non-finite prediction costs the bound.
+    y = np.array([1.0, 2.0, 0.0, 0.0, 5.0])
+    model = _Fixed([0.0, 2.5, np.inf, np.nan, 5.0])
+    mse = _search._score(model, None, y, "neg_mean_squared_error", 4.0)
+    assert mse == pytest.approx(-(1.0 + 0.25 + 4.0 + 4.0 + 0.0) / 5)
+    mae = _search._score(model, None, y, "neg_mean_absolute_error", 0.75)
+    assert mae == pytest.approx(-(0.75 + 0.5 + 0.75 + 0.75 + 0.0) / 5)
+    labels = _Fixed(["a", "b", "b"])
+    assert _search._score(labels, None, np.array(["a", "a", "b"]), "accuracy", 1.0) == (
+        pytest.approx(2 / 3)
+    )

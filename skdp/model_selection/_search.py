@@ -1,6 +1,7 @@
 """Private hyperparameter selection: the best of a random number of private runs."""
 
 import math
+import threading
 import warnings
 from copy import deepcopy
 from dataclasses import replace
@@ -9,7 +10,7 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
-from sklearn.model_selection import ParameterSampler
+from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -18,11 +19,18 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
+    PUBLIC_LABELS,
     DPEstimatorMixin,
     private_fit,
     require_positive_delta,
 )
-from .._ledger import _reads_only_shape, is_dp_estimator
+from .._ledger import (
+    SEARCH_RELEASE,
+    _common_adjacency,
+    _dp_inside,
+    _reads_only_shape,
+    is_dp_estimator,
+)
 from ..accounting import (
     _SECURE_SLACK,
     REPLACE_ONE,
@@ -35,6 +43,7 @@ from ..accounting import (
     zcdp_from_epsilon_tight,
     zcdp_of_private_selection,
 )
+from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import add_gaussian_noise, as_generator
 
 __all__ = ["DPRandomSearchCV"]
@@ -42,6 +51,10 @@ __all__ = ["DPRandomSearchCV"]
 #: Below this, each candidate's release would be noise (ε ≈ 4e-4 at δ = 1e-5).
 _MIN_CANDIDATE_MU = 1e-4
 _PRIVACY_PARAMS = ("epsilon", "delta", "random_state", "noise")
+#: Grids whose listed values make more combinations than this are checked
+#: one listed value at a time (each against the estimator as given).
+_MAX_CHECKED_COMBINATIONS = 256
+_SKIPPED = ("passthrough", "drop", None)
 
 
 def _delegate(method):
@@ -169,6 +182,38 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     noise of std σ, is ``(Δ/σ + 2^-16)²/2``-zCDP: σ = Δ/(μ_c − 2^-16) makes
     it exactly ρ_c.
 
+    **What the grid may change.** The guarantee is calibrated for the
+    estimator as given, so every candidate is checked as built (after
+    ``set_params``), before any fit, and refused with a ValueError or
+    TypeError unless it has the same steps at the same places; each DP step
+    of the same type, declaring the same budget once the search has set its
+    privacy parameters (adjacency, e.g. DPBradleyTerry's ``privacy_unit``;
+    GDP or not; assumptions, e.g. ``classes=None``); every other step reading
+    only the shape of the data; and no DP estimator hidden inside a step. A
+    step the grid adds, drops or swaps for a non-private one would be
+    released uncharged. Every combination of the listed values is checked
+    before anything is drawn (one value at a time past 256 combinations);
+    values drawn from distributions are checked as drawn. Grid values are
+    cloned for each candidate (as scikit-learn's searches do): no two
+    candidates share an object, and a DP step passed in the grid gets the
+    search's ``epsilon``, ``delta``, ``noise`` and seed, whatever it held.
+
+    **The label set.** A classifier whose DP steps would read their label set
+    from y (``classes=None``) gets it once, from all of y, under the caveat
+    its budget states (the search's too): a candidate never reads the label
+    set of its own training part.
+
+    **Silent candidates.** The number of runs and the losers stay secret, so
+    the candidates run with ``verbose`` off, their warnings are caught, and
+    only the winner's are re-emitted, each once, after the selection (a
+    warning only a loser gave is dropped, and so is every warning of runs
+    fitted in threads, which cannot be told apart).
+
+    **The released model carries the search's cost.** Recording
+    ``best_estimator_`` (or one of its DP steps) in a
+    :class:`~skdp.PrivacyLedger` charges ``privacy_spent_``, the whole
+    search, not one candidate's fit; a refitted winner is charged its new fits.
+
     **Deviations.** There is no refit on all the data (it would cost another
     budget): the released model is the winner as trained. Run time depends on
     K, which is random and independent of the data, but the bound assumes K
@@ -253,8 +298,10 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         return False
 
     def _budget_adjacency(self):
+        # The unit every DP step protects (a record-level step also protects
+        # one comparison's outcome); the search's split and score protect both.
         adjacencies = {s.privacy_budget().adjacency for _, s in self._dp_steps()}
-        return adjacencies.pop() if len(adjacencies) == 1 else REPLACE_ONE
+        return _common_adjacency(sorted(adjacencies)) or REPLACE_ONE
 
     def privacy_budget(self):
         budget = super().privacy_budget()
@@ -277,29 +324,37 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     # -- checks before any fit ---------------------------------------------
 
     def _steps(self):
-        if isinstance(self.estimator, Pipeline):
-            return [(f"{name}__", step) for name, step in self.estimator.steps]
-        return [("", self.estimator)]
+        return _steps_of(self.estimator)
 
     def _dp_steps(self):
         return [(p, s) for p, s in self._steps() if is_dp_estimator(s)]
 
-    def _check_estimator(self):
-        """The candidates' structure: DP steps only, Gaussian, one adjacency."""
-        for prefix, step in self._steps():
-            if step in ("passthrough", None) or is_dp_estimator(step):
+    def _check_estimator(self, estimator):
+        """The structure of ``estimator`` (given, or a candidate as built):
+        DP steps only, Gaussian, one record or outcome, nothing hidden."""
+        steps = _steps_of(estimator)
+        for prefix, step in steps:
+            where = f"{type(step).__name__} ({prefix.rstrip('_') or 'estimator'})"
+            if isinstance(step, str) or step is None:
+                if step not in _SKIPPED:
+                    raise TypeError(f"{prefix.rstrip('_')}: unknown step {step!r}.")
                 continue
-            if not _reads_only_shape(step):
+            if not is_dp_estimator(step) and not _reads_only_shape(step):
                 raise TypeError(
-                    f"{type(step).__name__} ({prefix.rstrip('_') or 'estimator'}) "
-                    "is not a DP estimator: it would read the data without a "
-                    "guarantee. DPRandomSearchCV takes DP estimators, or a "
-                    "Pipeline of DP steps and steps that read only the shape."
+                    f"{where} is not a DP estimator: it would read the data "
+                    "without a guarantee. DPRandomSearchCV takes DP estimators, "
+                    "or a Pipeline of DP steps and steps that read only the shape."
                 )
-        dp_steps = self._dp_steps()
+            inner = _dp_inside(step)
+            if inner is not None:
+                raise TypeError(
+                    f"{where} holds a DP estimator ({type(inner).__name__}) that "
+                    "the search would neither calibrate nor charge."
+                )
+        dp_steps = [(p, s) for p, s in steps if is_dp_estimator(s)]
         if not dp_steps:
             raise TypeError("The estimator contains no DP estimator.")
-        final = self._steps()[-1][1]
+        final = steps[-1][1]
         if not hasattr(final, "predict"):
             raise TypeError(
                 f"The last step ({type(final).__name__}) must predict: the "
@@ -338,6 +393,86 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                     f"param_distributions sets {sorted(taken)}, which the search "
                     "sets itself from its total budget (and fresh noise)."
                 )
+        return grids
+
+    def _build(self, params, privacy, expected):
+        """The candidate for ``params``, as it will be fitted, or a refusal.
+
+        Grid values are cloned (no two candidates share an object); the
+        search's privacy parameters are then set on the DP steps of the
+        candidate as built, and the candidate must have the estimator's
+        structure: the same steps at the same places, each DP step of the
+        same type with the same declared budget (adjacency, accounting,
+        assumptions, and μ or ρ), every other step reading only the shape.
+        """
+        params = {key: clone(value, safe=False) for key, value in params.items()}
+        try:
+            candidate = clone(self.estimator).set_params(**params)
+        except (AttributeError, TypeError, ValueError) as error:
+            raise ValueError(
+                f"param_distributions sets {sorted(params)}, which the estimator "
+                f"does not take: {error}"
+            ) from None
+        try:
+            self._check_estimator(candidate)
+        except TypeError as error:
+            raise TypeError(
+                f"A candidate that param_distributions builds (setting "
+                f"{sorted(params)}) is refused: {error}"
+            ) from None
+        shape = _structure(candidate, privacy)
+        if [e[0] for e in expected] != [c[0] for c in shape]:
+            raise ValueError(
+                "param_distributions changes the steps of the pipeline (their "
+                "number or names): the search's budget is calibrated for the "
+                "estimator's steps."
+            )
+        steps = dict(_steps_of(candidate))
+        for (prefix, kind, budget), (_, c_kind, c_budget) in zip(
+            expected, shape, strict=True
+        ):
+            where = f"step '{prefix[:-2]}'" if prefix else "the estimator"
+            if kind is None and c_kind is not None:
+                raise ValueError(
+                    f"param_distributions puts a DP estimator ({c_kind.__name__}) "
+                    f"at {where}, where the estimator has none: the search "
+                    "calibrates and charges only the DP steps of the estimator it "
+                    "is given. Put it in the estimator instead."
+                )
+            if kind is not None and c_kind is not kind:
+                step = steps[prefix]
+                plain = isinstance(step, str) or step is None
+                got = repr(step) if plain else type(step).__name__
+                raise ValueError(
+                    f"param_distributions replaces the DP step {kind.__name__} "
+                    f"at {where} by {got}: the search's budget is calibrated for "
+                    "the estimator's DP steps. Search over their parameters "
+                    "instead."
+                )
+            if budget != c_budget:
+                raise ValueError(
+                    f"param_distributions changes what {kind.__name__} at {where} "
+                    f"declares ({c_budget} instead of {budget}): its adjacency, "
+                    "accounting or assumptions would differ from the search's "
+                    "claim. Set that parameter on the estimator, not in the grid."
+                )
+        return candidate.set_params(**privacy)
+
+    def _check_listed(self, grids, privacy, expected):
+        """Build every combination of the listed values (the values drawn from
+        distributions are checked as drawn), before anything is drawn: a grid
+        is refused whatever the number of runs, never after some runs."""
+        for grid in grids:
+            listed = {k: v for k, v in grid.items() if not hasattr(v, "rvs")}
+            if not listed:
+                continue
+            if len(ParameterGrid(listed)) <= _MAX_CHECKED_COMBINATIONS:
+                for params in ParameterGrid(listed):
+                    self._build(params, privacy, expected)
+                continue
+            for key, values in listed.items():
+                for value in values:
+                    self._build({key: value}, privacy, expected)
 
     def _scorer(self):
         scoring = self.scoring
@@ -353,6 +488,25 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 "sensitivity is known."
             )
         return scoring, float(self.score_bound)
+
+    def _label_set(self, y, dp_steps):
+        """``classes`` for every DP step that would read its label set from
+        its own training part: read once, from all of y, under the caveat the
+        step states (the search's too, see ``privacy_budget``)."""
+        reading = [
+            p for p, s in dp_steps if PUBLIC_LABELS in s.privacy_budget().caveats
+        ]
+        if not reading or not is_classifier(self.estimator):
+            return {}
+        warnings.warn(
+            "The label set was read from y and is treated as public (it is "
+            "released in classes_). If which labels occur is private, pass "
+            "classes=[...] declared in advance to the estimator.",
+            PrivacyLeakWarning,
+            stacklevel=4,  # the caller of fit (through private_fit)
+        )
+        labels = np.unique(y)
+        return {p + "classes": labels for p in reading}
 
     def _calibrate(self, n_dp_steps):
         """(μ of one run, the per-step ε) for the total budget.
@@ -385,6 +539,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
 
     # -- fit ---------------------------------------------------------------
 
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        # The released model carries the search's cost, in the final form
+        # that private_fit sets last: recording it alone charges the search.
+        if name == "privacy_spent_" and "best_estimator_" in vars(self):
+            _mark_release(self.best_estimator_, value)
+
     @private_fit
     def fit(self, X, y):
         """Run the private search.
@@ -400,10 +561,21 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         """
         self._validate_params()
         require_positive_delta(self)
-        dp_steps = self._check_estimator()
-        self._check_grid(dp_steps)
+        dp_steps = self._check_estimator(self.estimator)
+        grids = self._check_grid(dp_steps)
         scoring, score_range = self._scorer()
         mu, step_epsilon = self._calibrate(len(dp_steps))
+        privacy = {
+            p + name: value
+            for p, _ in dp_steps
+            for name, value in (
+                ("epsilon", step_epsilon),
+                ("delta", float(self.delta)),
+                ("noise", self.noise),
+            )
+        }
+        expected = _structure(self.estimator, privacy)
+        self._check_listed(grids, privacy, expected)
         X, y = validate_data(
             self,
             X,
@@ -424,15 +596,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         order = rng.permutation(n)  # data-independent: n is public
         valid, train = order[:m], order[m:]
         n_runs = _draw_truncated_negative_binomial(rng, self.n_iter, self.n_iter_shape)
-        privacy = {
-            p + name: value
-            for p, _ in dp_steps
-            for name, value in (
-                ("epsilon", step_epsilon),
-                ("delta", float(self.delta)),
-                ("noise", self.noise),
-            )
-        }
+        labels = self._label_set(y, dp_steps)
         # A seeded search (reproducible on request, and it warned) seeds each
         # candidate from its own stream: distinct seeds, so no two fits of
         # one search share noise. Unseeded, every candidate draws fresh noise.
@@ -458,21 +622,30 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             seeds = {
                 p + "random_state": _seed(rng) if seeded else None for p, _ in dp_steps
             }
-            candidate = clone(self.estimator).set_params(**params, **privacy, **seeds)
+            candidate = self._build(params, privacy, expected)
+            candidate.set_params(**seeds, **labels, **_silenced(candidate))
             runs.append((params, candidate))
         X_train, y_train, X_valid, y_valid = X[train], y[train], X[valid], y[valid]
-        fitted = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_and_score)(
-                candidate, X_train, y_train, X_valid, y_valid, scoring, score_range
+        # Each run catches its own warnings; this catches any that a run in a
+        # thread lets through (catch_warnings is process-wide), and drops it.
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            fitted = Parallel(n_jobs=self.n_jobs)(
+                delayed(_fit_and_score)(
+                    candidate, X_train, y_train, X_valid, y_valid, scoring, score_range
+                )
+                for _, candidate in runs
             )
-            for _, candidate in runs
-        )
         best = None
-        for (params, _), (score, candidate) in zip(runs, fitted, strict=True):
+        for (params, _), (score, candidate, caught) in zip(runs, fitted, strict=True):
             noisy = float(add_gaussian_noise(score, noise_std, rng))
             if best is None or noisy > best[0]:
-                best = (noisy, params, candidate)
-        self.best_score_, self.best_params_, self.best_estimator_ = best
+                best = (noisy, params, candidate, caught)
+        self.best_score_, self.best_params_, self.best_estimator_, caught = best
+        # Only the winner's warnings, each once: the losers' (and how many
+        # runs warned) would reveal the number of runs and the losers.
+        for category, message in caught:
+            warnings.warn(message, category, stacklevel=3)  # the caller of fit
         self.cv_results_ = {
             "params": [self.best_params_],
             "mean_test_score": np.array([self.best_score_]),
@@ -548,15 +721,78 @@ def _seed(rng):
     return int(rng.integers(2**32))
 
 
+def _steps_of(estimator):
+    """``(prefix, step)`` of a Pipeline's steps, or ``[("", estimator)]``."""
+    if isinstance(estimator, Pipeline):
+        return [(f"{name}__", step) for name, step in estimator.steps]
+    return [("", estimator)]
+
+
+def _structure(estimator, privacy):
+    """Each step's prefix and, for a DP step, its type and the budget it
+    declares once the search's ``privacy`` parameters are set (on a copy)."""
+    shape = []
+    for prefix, step in _steps_of(estimator):
+        if not is_dp_estimator(step):
+            shape.append((prefix, None, None))
+            continue
+        own = {
+            key[len(prefix) :]: value
+            for key, value in privacy.items()
+            if key.startswith(prefix) and "__" not in key[len(prefix) :]
+        }
+        budget = clone(step).set_params(**own).privacy_budget()
+        shape.append((prefix, type(step), budget))
+    return shape
+
+
+def _silenced(candidate):
+    """``verbose`` off wherever the candidate has it: a candidate's progress
+    output would reveal the number of runs and the losers' iterates."""
+    return {
+        key: False if isinstance(value, bool) else 0
+        for key, value in candidate.get_params(deep=True).items()
+        if key.rsplit("__", 1)[-1] == "verbose" and value
+    }
+
+
+def _mark_release(winner, cost):
+    """Let the released model carry the search's cost.
+
+    The winner and each of its DP steps hold ``(cost, the costs they report
+    now)`` under :data:`skdp._ledger.SEARCH_RELEASE`: recorded alone in a
+    :class:`~skdp.PrivacyLedger`, they are charged the whole search, as long
+    as they were not refitted since. The attribute survives pickling;
+    ``clone`` (an unfitted copy) drops it.
+    """
+    parts = [winner] + [s for p, s in _steps_of(winner) if p and is_dp_estimator(s)]
+    for part in parts:
+        reported = tuple(
+            s.privacy_spent_ for _, s in _steps_of(part) if is_dp_estimator(s)
+        )
+        setattr(part, SEARCH_RELEASE, (cost, reported))
+
+
 def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound):
     """One run: the candidate fitted on the training part, and its exact score.
 
-    The score is released only with the noise the search adds to it.
+    The score is released only with the noise the search adds to it. The
+    run is silent: its warnings are returned, each once, as (category,
+    message) pairs (a worker process's warnings would not reach the
+    caller), and the search re-emits only the winner's. In a thread (a
+    thread-based joblib backend) they are dropped.
     """
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
         candidate.fit(X_train, y_train)
-    return _score(candidate, X_valid, y_valid, scoring, bound), candidate
+        score = _score(candidate, X_valid, y_valid, scoring, bound)
+    if threading.current_thread() is not threading.main_thread():
+        # catch_warnings is process-wide: beside other runs in threads it may
+        # have caught theirs, which must not pass for the winner's.
+        return score, candidate, []
+    distinct = dict.fromkeys((w.category, str(w.message)) for w in caught)
+    return score, candidate, list(distinct)
 
 
 def _score(candidate, X, y, scoring, bound):
