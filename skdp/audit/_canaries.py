@@ -491,17 +491,18 @@ class BallCanary(Canary):
     public ``center``, R the ``radius`` (both points on the clipping sphere),
     u a unit ``direction`` and v a unit vector with ``uᵀv = cosine``.
 
-    The release is the clipped mean and second moment, each with Gaussian
-    noise of ``noise_multiplier_`` times its sensitivity (``2R/n`` and
-    ``sqrt(2)·R²/n``). The two records move them by ``R(u − v)/n`` and
-    ``R²(uuᵀ − vvᵀ)/n``, so the likelihood-ratio statistic (computed by
-    :meth:`statistic` from ``mean_`` and ``covariance_``) separates the
-    worlds by ``μ = sqrt((1 − γ)/2 + 1 − γ²)/z`` for ``γ = cosine``. The
-    default γ = −1/4 maximises it: ``1.25/z``, 88% of the claimed
-    ``sqrt(2)/z``, which adds the two sensitivities as if both could be
-    attained by one pair of records (they cannot: the mean needs
-    ``v = −u``, which leaves the second moment unchanged). For one feature,
-    ``v = −u`` and ``μ = 1/z``. Neighbours under *replace one record*.
+    The release is the clipped mean and second moment with Gaussian noise
+    of ``κ·noise_multiplier_`` times their own sensitivities (``2R/n`` and
+    ``sqrt(2)·R²/n``), κ their joint sensitivity
+    (:func:`skdp.gaussian.joint_sensitivity`). The two records move them by
+    ``R(u − v)/n`` and ``R²(uuᵀ − vvᵀ)/n``, so the likelihood-ratio
+    statistic (computed by :meth:`statistic` from ``mean_`` and
+    ``covariance_``) separates the worlds by
+    ``μ = sqrt((1 − γ)/2 + 1 − γ²)/(κ·noise_multiplier_)`` for
+    ``γ = cosine``. The default γ = −1/4 maximises it at ``5/4``: the pair
+    attains κ, hence the claimed ``μ = 1/noise_multiplier_``. For one
+    feature, ``v = −u`` and again the claim (κ = 1). Neighbours under
+    *replace one record*.
 
     Parameters
     ----------
@@ -551,7 +552,10 @@ class BallCanary(Canary):
         )
 
     def _design(self, fitted):
-        n, R, z = self.n_samples_, self.radius_, fitted.noise_multiplier_
+        from ..gaussian import joint_sensitivity
+
+        n, R = self.n_samples_, self.radius_
+        z = fitted.noise_multiplier_ * joint_sensitivity(self.u_.shape[0])
         d_mean = R * (self.u_ - self.v_) / n
         d_second = R**2 * (np.outer(self.u_, self.u_) - np.outer(self.v_, self.v_)) / n
         return d_mean, d_second, z * 2.0 * R / n, z * math.sqrt(2.0) * R**2 / n
