@@ -10,6 +10,7 @@ tests are seeded and state their tolerance.
 import itertools
 import math
 import traceback
+import warnings
 
 import dp_accounting
 import mpmath
@@ -1043,3 +1044,83 @@ def test_error_messages_never_echo_data(method, X, small_constants):
     # included.
     shown = "".join(traceback.format_exception(info.value))
     assert "123456" not in shown
+
+
+# ---------------------------------------------------------------------------
+# Issue 29, item 10: the PTR score's sensitivity survives float64
+# ---------------------------------------------------------------------------
+
+
+def extreme_neighbours(X, ref):
+    """One row replaced by ±1e6 … ±1e300 (both signs) in each place."""
+    not_ref = np.setdiff1d(np.arange(N1), ref)[0]
+    places = {
+        "covariance first": N1 + 3,
+        "covariance second": N1 + N2 + 3,
+        "reference set": ref[0],
+        "mean half": not_ref,
+    }
+    for magnitude in (1e6, 1e10, 1e13, 1e100, 1e300):
+        for direction in ([1, 1], [-1, 1]):
+            for place, row in places.items():
+                Xp = X.copy()
+                Xp[row] = magnitude * np.array(direction, dtype=float)
+                yield f"{magnitude:g}·{direction} in {place}", Xp
+
+
+@pytest.mark.parametrize("contaminate", [False, True], ids=["clean", "outliers"])
+def test_ptr_score_moves_at_most_two_for_extreme_rows(contaminate):
+    """Lemma 3.5 in float64: one finite row at any magnitude up to 1e300, in
+    either half and in R, moves max(Score1, Score2) by at most 2, and no
+    RuntimeWarning escapes. (Before: YᵀY lost its second pivot or
+    overflowed, "every point is an outlier", the score jumped to k; one row
+    in R moved StableMean's centring and drowned the distances.) The
+    stability conditions hold at this size (n2 >= 16e²λ0k, n1 >= 32e²k)."""
+    from skdp.gaussian._subroutines import ptr_score
+
+    rng = np.random.default_rng(11)
+    Sigma = np.array([[1.0, 0.4], [0.4, 0.5]])
+    X = rng.multivariate_normal([5.0, -2.0], Sigma, N1 + 2 * N2)
+    if contaminate:
+        X[N1 : N1 + 3] += 8.2
+        X[10:13] += 5.0
+    ref = rng.choice(N1, M_REF, replace=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        base = ptr_score(X, N1, N2, LAM0, K, ref)
+        assert base == (4 if contaminate else 0)
+        for name, Xp in extreme_neighbours(X, ref):
+            moved = ptr_score(Xp, N1, N2, LAM0, K, ref)
+            assert abs(moved - base) <= 2, name
+
+
+def test_run_sampler_on_extreme_rows_is_silent_and_finite():
+    """A whole run with an extreme row: no warning, a finite draw or Fail."""
+    rng = np.random.default_rng(3)
+    n1, n2 = 400, 600
+    X = rng.standard_normal((n1 + 2 * n2, 2))
+    args = (n1, n2, 40.0, 4, 60, 0.5, 10.0)
+    assert run_sampler(X, *args, np.random.default_rng(10)) is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value in (1e13, 1e100, 1e300, -1.7e308):
+            for row in (0, n1 + 5, n1 + n2 + 5):
+                Xp = X.copy()
+                Xp[row] = value
+                Z = run_sampler(Xp, *args, np.random.default_rng(10))
+                assert Z is None or np.all(np.isfinite(Z))
+
+
+def test_singular_only_when_rank_deficient_not_when_one_row_is_huge():
+    """Algorithm 4's "A singular: every point is an outlier" applies to a
+    rank-deficient Y_S (all pairs on a line), not to a full-rank Y_S with one
+    row 1e100 times the others (which is removed as the outlier it is)."""
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((500, 2))
+    Y[0] = [1e100, 1e100]
+    S = largest_good_subset(Y, 50.0)
+    assert not S[0] and S[1:].sum() >= 490
+    line = np.outer(rng.standard_normal(500), [1.0, 2.0])
+    assert not largest_good_subset(line, 50.0).any()
+    line[0] = [1e100, -1e100]  # full rank, but only because of one row
+    assert not largest_good_subset(line, 50.0).any()
