@@ -143,8 +143,13 @@ def _radius_range(n_samples):
     return math.sqrt(n * _TINY / _EPS), math.sqrt(_MAX / (4.0 * n))
 
 
-def _release_sensitivities(radius, n_samples):
-    """``(Δ_m, Δ_S) = (2C/n, sqrt(2)·C²/n)``, after checking the radius."""
+def _check_radius(radius, n_samples):
+    """Refuse a radius outside :func:`_radius_range` (public: radius and n).
+
+    Empty data is left to the input validation (its standard message).
+    """
+    if n_samples < 1:
+        return
     lo, hi = _radius_range(n_samples)
     if not lo <= radius <= hi:
         raise ValueError(
@@ -154,6 +159,11 @@ def _release_sensitivities(radius, n_samples):
             "rows must stay finite and radius**2/n_samples a normal number). "
             "Rescale the data, center and radius together."
         )
+
+
+def _release_sensitivities(radius, n_samples):
+    """``(Δ_m, Δ_S) = (2C/n, sqrt(2)·C²/n)``, after checking the radius."""
+    _check_radius(radius, n_samples)
     n = float(n_samples)
     return 2.0 * radius / n, math.sqrt(2.0) * (radius * radius) / n
 
@@ -528,7 +538,7 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
                 )
             from .. import _dask
 
-            _release_sensitivities(float(self.radius), _shape_of(X)[0])
+            _check_radius(float(self.radius), _shape_of(X)[0])
             X, _ = _dask.validate(self, X, dtype=np.float64)
         elif self.method == "unbounded":
             # Public checks first (sizes, parameters), before reading X.
@@ -536,7 +546,7 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
             X = _validate_input(self, X, dtype=np.float64, ensure_min_samples=2)
         else:
             # Public checks first (shape, radius), before reading X.
-            _release_sensitivities(float(self.radius), _shape_of(X)[0])
+            _check_radius(float(self.radius), _shape_of(X)[0])
             X = _validate_input(self, X, dtype=np.float64)
         warn_if_delta_is_large(self, X.shape[0])
         if self.method == "unbounded":
