@@ -46,7 +46,7 @@ that side channel is outside the DP model.
 import math
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, qr, solve_triangular
+from scipy.linalg import qr, solve_triangular
 
 __all__ = [
     "largest_core_levels",
@@ -102,19 +102,6 @@ def _good_set_norms(Y, mask):
     rows = np.flatnonzero(mask)[order]
     q[rows] = m * np.einsum("ij,ij->i", Q, Q)
     return q
-
-
-def _mahalanobis_sq(Y, A):
-    """``Y_i^T A^{-1} Y_i`` for every row, or None when A is singular (tests)."""
-    try:
-        c, _ = cho_factor(A, lower=True, check_finite=False)
-    except LinAlgError:
-        return None
-    if not np.all(np.isfinite(c)) or np.any(np.diag(c) <= 0):
-        return None
-    L = np.tril(c)
-    U = solve_triangular(L, Y.T, lower=True, check_finite=False)
-    return np.einsum("ij,ij->j", U, U)
 
 
 def largest_good_subset(Y, lam, start=None):
@@ -349,22 +336,15 @@ def _half_pairs(X, rows, n1, n2):
 def ptr_score(X, n1, n2, lambda0, k, ref, rows=None):
     """``max(Score1, Score2)`` of Algorithm 2 for a given reference set (tests).
 
-    The score the PTR test sees (k when StableCov's score is k or Σ̂ cannot
-    whiten), computed by the same code as :func:`run_sampler`.
+    The score the PTR test sees (k when a score is k or Σ̂ cannot whiten),
+    computed by the same code as :func:`run_sampler`.
     """
     if rows is None:
         rows = np.arange(n1 + 2 * n2)
     with np.errstate(all="ignore"):
         Yh = _half_pairs(X, rows, n1, n2)
-        w, score1 = stable_cov(Yh, lambda0, k)
-        if w is None:
-            return k
-        L = _covariance_factor(Yh, w)
-        if L is None:
-            return k
-        Xw = solve_triangular(L, X[rows[:n1]].T, lower=True, check_finite=False).T
-        _, score2 = stable_mean(Xw, ref, lambda0, k)
-        return max(score1, score2)
+        stats = _stable_statistics(X[rows[:n1]], Yh, lambda0, k, lambda: ref)
+    return k if stats is None else stats[2]
 
 
 def _covariance_factor(Yh, w):
@@ -380,22 +360,37 @@ def _covariance_factor(Yh, w):
         return None
 
 
+def _stable_statistics(Xm, Yh, lambda0, k, reference):
+    """StableCov, Σ̂ and StableMean of one run: ``(w, v, score)``, or None.
+
+    None when the score is k (the PTR fails with certainty) or Σ̂ is not
+    positive definite in float64 (not with exact arithmetic when Score1 < k:
+    S_ℓ is a good set). ``reference()`` draws R, only once StableCov passed.
+    """
+    w, score1 = stable_cov(Yh, lambda0, k)
+    if w is None:
+        return None
+    L = _covariance_factor(Yh, w)
+    if L is None:
+        return None
+    ref = reference()
+    Xw = solve_triangular(L, Xm.T, lower=True, check_finite=False).T
+    v, score2 = stable_mean(Xw, ref, lambda0, k)
+    if v is None:
+        return None
+    return w, v, max(score1, score2)
+
+
 def _run_sampler(X, rows, n1, n2, lambda0, k, n_ref, epsilon_p, ptr_bound, rng):
     Xm = X[rows[:n1]]
     Yh = _half_pairs(X, rows, n1, n2)
-    w, score1 = stable_cov(Yh, lambda0, k)
-    if w is None:
-        return None  # Score1 = k: the PTR fails with certainty
-    L = _covariance_factor(Yh, w)
-    if L is None:
-        return None  # not with exact arithmetic when Score1 < k (a good set)
-    ref = rng.choice(n1, size=n_ref, replace=False)
-    Xw = solve_triangular(L, Xm.T, lower=True, check_finite=False).T
-    v, score2 = stable_mean(Xw, ref, lambda0, k)
-    del Xw
-    if v is None:
+    stats = _stable_statistics(
+        Xm, Yh, lambda0, k, lambda: rng.choice(n1, size=n_ref, replace=False)
+    )
+    if stats is None:
         return None
-    if not ptr_pass(max(score1, score2), epsilon_p, ptr_bound, rng):
+    w, v, score = stats
+    if not ptr_pass(score, epsilon_p, ptr_bound, rng):
         return None
     used = v > 0
     mu_hat = v[used] @ Xm[used]
