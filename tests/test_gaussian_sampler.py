@@ -1033,8 +1033,9 @@ def test_radius_out_of_float_range_raises_a_clear_error(radius):
         [[123456.789, "s3cr3t"], [1.0, 2.0]],
         [[123456.789, 1.0], [1.0]],
         np.array([[[123456.789]]]),
+        np.array([[123456.789 + 1j, 2.0], [1.0, 2.0]]),
     ],
-    ids=["1d", "string", "ragged", "3d"],
+    ids=["1d", "string", "ragged", "3d", "complex"],
 )
 def test_error_messages_never_echo_data(method, X, small_constants):
     est = DPGaussianSampler(method=method)

@@ -168,9 +168,9 @@ def _release_sensitivities(radius, n_samples):
     return 2.0 * radius / n, math.sqrt(2.0) * (radius * radius) / n
 
 
-# Messages of the input checks that carry no data values (templates of
-# scikit-learn and numpy); any other message is withheld (item 12 of the
-# review: an error message must never echo data).
+# Messages of the input checks whose first line carries no data values
+# (templates of scikit-learn and numpy); any other message is withheld
+# (issue 29, item 12: an error message must never echo data).
 _SAFE_INPUT_MESSAGES = (
     "Input X contains NaN",
     "Input X contains infinity",
@@ -194,7 +194,9 @@ def _validate_input(estimator, X, **kwargs):
     except (ValueError, TypeError) as exc:
         message = str(exc)
         if message.startswith(_SAFE_INPUT_MESSAGES):
-            raise
+            # The first line only: scikit-learn appends the array itself to
+            # some (complex data).
+            raise type(exc)(message.split("\n", 1)[0]) from None
         raise type(exc)(
             "X must be a 2D array-like of finite real numbers, shape "
             "(n_samples, n_features); it could not be converted (the "
