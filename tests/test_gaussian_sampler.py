@@ -1071,9 +1071,7 @@ def extreme_neighbours(X, ref):
                 yield f"{magnitude:g}·{direction} in {place}", Xp
 
 
-@pytest.mark.parametrize(
-    "contaminate", [None, "outliers", "extremes"], ids=["clean", "outliers", "extremes"]
-)
+@pytest.mark.parametrize("contaminate", [None, "extremes"], ids=["clean", "extremes"])
 def test_ptr_score_moves_at_most_two_for_extreme_rows(contaminate):
     """Lemma 3.5 in float64: one finite row at any magnitude up to 1e300, in
     either half and in R, moves max(Score1, Score2) by at most 2, and no
@@ -1087,17 +1085,14 @@ def test_ptr_score_moves_at_most_two_for_extreme_rows(contaminate):
     Sigma = np.array([[1.0, 0.4], [0.4, 0.5]])
     X = rng.multivariate_normal([5.0, -2.0], Sigma, N1 + 2 * N2)
     ref = rng.choice(N1, M_REF, replace=False)
-    if contaminate == "outliers":  # both scores in play
-        X[N1 : N1 + 3] += 8.2
-        X[10:13] += 5.0
-    elif contaminate == "extremes":  # extreme rows already in both halves
+    if contaminate == "extremes":  # extreme rows already in both halves
         X[N1 + 7] = [1e200, -1e200]
         X[N1 + N2 + 8] = [-1e50, 1e50]
         X[ref[1]] = [1e250, 1e250]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         base = ptr_score(X, N1, N2, LAM0, K, ref)
-        assert base == {None: 0, "outliers": 4, "extremes": 2}[contaminate]
+        assert base == (2 if contaminate else 0)  # k = 5: a jump to k shows
         for name, Xp in extreme_neighbours(X, ref):
             moved = ptr_score(Xp, N1, N2, LAM0, K, ref)
             assert abs(moved - base) <= 2, name
