@@ -123,6 +123,21 @@ def joint_sensitivity(n_features):
     κ = 5/4 for ``n_features >= 2`` and κ = 1 for one feature (never the
     ``sqrt(2)`` of adding the two worst cases). Proof in the Notes of
     :class:`DPGaussianSampler`.
+
+    Parameters
+    ----------
+    n_features : int
+        Dimension d of the rows.
+
+    Returns
+    -------
+    kappa : float
+
+    Examples
+    --------
+    >>> from skdp.gaussian import joint_sensitivity
+    >>> joint_sensitivity(1), joint_sensitivity(3)
+    (1.0, 1.25)
     """
     return 1.0 if n_features == 1 else 1.25
 
