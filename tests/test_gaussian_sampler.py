@@ -36,6 +36,7 @@ from skdp.gaussian._subroutines import (
     largest_good_subset,
     ptr_pass,
     ptr_pass_probability,
+    ptr_score,
     release,
     run_sampler,
     stable_cov,
@@ -1079,8 +1080,6 @@ def test_ptr_score_moves_at_most_two_for_extreme_rows(contaminate):
     overflowed, "every point is an outlier", the score jumped to k; one row
     in R moved StableMean's centring and drowned the distances.) The
     stability conditions hold at this size (n2 >= 16e²λ0k, n1 >= 32e²k)."""
-    from skdp.gaussian._subroutines import ptr_score
-
     rng = np.random.default_rng(11)
     Sigma = np.array([[1.0, 0.4], [0.4, 0.5]])
     X = rng.multivariate_normal([5.0, -2.0], Sigma, N1 + 2 * N2)
@@ -1128,3 +1127,29 @@ def test_singular_only_when_rank_deficient_not_when_one_row_is_huge():
     assert not largest_good_subset(line, 50.0).any()
     line[0] = [1e100, -1e100]  # full rank, but only because of one row
     assert not largest_good_subset(line, 50.0).any()
+
+
+def test_no_floating_point_event_escapes_under_a_strict_errstate():
+    """Data-dependent floating-point events (underflow of tiny rows, overflow
+    of huge distances) are handled inside every subroutine, also when the
+    caller runs numpy with ``np.errstate(all="raise")``: a
+    FloatingPointError would be a data-dependent output outside the
+    mechanism."""
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((500, 2))
+    Y[0] = [1e300, 1e300]
+    Y[1] = [1e-100, -1e-100]  # underflows once scaled against the 1e300 row
+    n1, n2 = 400, 600
+    X = rng.standard_normal((n1 + 2 * n2, 2))
+    X[n1 + 5] = [1e-310, -1e-310]  # subnormal: halving it underflows
+    X[3] = [1e-310, 1e-310]
+    Xw = rng.standard_normal((300, 2))
+    Xw[5] = [1e300, -1e300]  # its squared distances overflow
+    Xw[7] = [1e-310, 1e-310]
+    with np.errstate(all="raise"):
+        assert largest_good_subset(Y, 50.0).sum() == 499
+        assert stable_cov(Y, 50.0, 3)[1] == 1
+        assert stable_mean(Xw, np.arange(100), 40.0, 3)[1] < 3
+        assert ptr_score(X, n1, n2, 40.0, 4, np.arange(60)) < 4
+        Z = run_sampler(X, n1, n2, 40.0, 4, 60, 0.5, 10.0, np.random.default_rng(1))
+        assert Z is not None and np.all(np.isfinite(Z))
