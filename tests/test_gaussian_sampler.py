@@ -233,6 +233,12 @@ def test_run_sampler_is_the_composition_of_its_steps(seed):
     assert ptr_pass(max(s1, s2), 0.5, 30.0, coins)
     expected = release(v @ X[:n1], w, Y, n1, coins)
     np.testing.assert_allclose(got, expected, rtol=1e-10)
+    # The PTR tests the larger score: ptr_score is max(Score1, Score2), and
+    # with B = max/2 the run (same coins, same R) fails surely.
+    assert s1 != s2
+    assert ptr_score(X, n1, n2, lambda0, k, ref) == max(s1, s2)
+    bound = max(s1, s2) / 2
+    assert run_sampler(X, *args[:5], 0.5, bound, np.random.default_rng(10)) is None
 
 
 # ---------------------------------------------------------------------------
