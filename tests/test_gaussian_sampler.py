@@ -1159,3 +1159,31 @@ def test_no_floating_point_event_escapes_under_a_strict_errstate():
         assert ptr_score(X, n1, n2, 40.0, 4, np.arange(60)) < 4
         Z = run_sampler(X, n1, n2, 40.0, 4, 60, 0.5, 10.0, np.random.default_rng(1))
         assert Z is not None and np.all(np.isfinite(Z))
+
+
+def test_good_set_is_affine_invariant_up_to_float_range():
+    """Leverages are invariant under Y -> Y·A: a very elongated but full-rank
+    set (axis ratio 1e-9) is not "singular", and rows near float64's largest
+    value (whose products overflow unless the rows are scaled) change
+    nothing either."""
+    rng = np.random.default_rng(4)
+    Y = rng.standard_t(df=3, size=(500, 2))
+    S = largest_good_subset(Y, 12.0)
+    assert 0 < (~S).sum() < 50
+    np.testing.assert_array_equal(largest_good_subset(Y * [1.0, 1e-9], 12.0), S)
+    np.testing.assert_array_equal(largest_good_subset(Y * (8e307 / 10), 12.0), S)
+    w1, s1 = stable_cov(Y * [1e-9, 1.0], 20.0, 3)
+    w0, s0 = stable_cov(Y, 20.0, 3)
+    assert 0 < s0 < 3 and s1 == s0
+    np.testing.assert_array_equal(w1, w0)
+
+
+def test_direct_distances_of_huge_rows():
+    from skdp.gaussian._subroutines import _direct_sq_distances
+
+    A = np.array([[1e300, 1e300], [1e300, -1e300], [3.0, 4.0], [np.inf, 0.0]])
+    B = np.array([[1e300, 1e300], [-1e300, 1e300], [0.0, 0.0], [0.0, 0.0]])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(
+            _direct_sq_distances(A, B), [0.0, np.inf, 25.0, np.inf]
+        )

@@ -31,8 +31,9 @@ but finite row must not break that in float64. So (issue 29, item 10):
   cancellation. A row can be in a core only if it is within
   ``e·sqrt(λ0)`` of most of R, hence within ``sqrt(d)·e·sqrt(λ0)`` of the
   median, so every distance a decision depends on is computed near the
-  origin; a distance that overflows or is undefined (inf - inf) is +inf,
-  i.e. "far", which is its exact-arithmetic outcome.
+  origin; a distance that overflows is +inf ("far", its exact-arithmetic
+  outcome), and one that is undefined (inf - inf, two huge rows) is
+  recomputed directly from the difference of the two rows.
 * The covariance half is paired as ``(X_a/2 - X_b/2)`` (never overflows;
   the scores are invariant to the scale of Y), numerics run under
   ``np.errstate(all="ignore")`` with every non-finite result handled
@@ -204,6 +205,20 @@ def largest_core_levels(D_sorted_top, lambda0, k, n_ref):
     return D_sorted_top[:, 2 * k - levels] <= lam
 
 
+def _direct_sq_distances(A, B):
+    """``||a_i - b_i||²`` row by row, scaled by a power of two per pair.
+
+    Overflow gives inf; a non-finite row gives inf (far).
+    """
+    diff = A - B
+    size = np.max(np.abs(diff), axis=1)
+    shift = np.where(np.isfinite(size) & (size > 0), -np.frexp(size)[1], 0)
+    scaled = np.ldexp(diff, shift[:, None])
+    out = np.ldexp(np.einsum("ij,ij->i", scaled, scaled), -2 * shift)
+    out[~np.isfinite(size)] = np.inf
+    return out
+
+
 def stable_mean(Xw, ref, lambda0, k):
     """Algorithm 5 (StableMean) with Algorithm 6 (LargestCore) at every level.
 
@@ -243,9 +258,12 @@ def _stable_mean(Xw, ref, lambda0, k):
         B = Xw[start : start + _BLOCK_ROWS] - origin
         D = np.einsum("ij,ij->i", B, B)[:, None] + R_sq[None, :]
         D -= 2.0 * (B @ R.T)
-        # Overflowed or undefined (inf - inf, a non-finite whitened row):
-        # far, as in exact arithmetic.
-        D[np.isnan(D)] = np.inf
+        # Undefined (inf - inf: both rows huge): recompute those few pairs
+        # directly, scaled, so that two equal huge rows are at distance 0
+        # and two distinct ones far (inf when the distance overflows).
+        bad = np.nonzero(np.isnan(D))
+        if bad[0].size:
+            D[bad] = _direct_sq_distances(B[bad[0]], R[bad[1]])
         np.maximum(D, 0.0, out=D)
         D = np.partition(D, n_ref - top, axis=1)[:, n_ref - top :]
         D.sort(axis=1)
