@@ -112,8 +112,8 @@ for name, (make, X_base, y_base) in setups.items():
 # bounds stay well below the claims: a few hundred fits cannot certify small
 # probabilities, and at δ = 1e-5 the ε of a Gaussian mechanism is set by the
 # far tail of its privacy loss. Right: μ̂ (± 2 s.e.) sits on the diagonal for
-# the DP-GD estimators; for the sampler it sits at 88% of the claim, which is
-# what the best pair of records can attain (see
+# the DP-GD estimators and for the sampler (whose noise is calibrated on the
+# joint sensitivity that the best pair of records attains, see
 # :class:`skdp.audit.BallCanary`); for DPBradleyTerry the score attack on the
 # post-processed scores attains almost all of it.
 

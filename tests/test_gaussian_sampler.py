@@ -9,6 +9,8 @@ tests are seeded and state their tolerance.
 
 import itertools
 import math
+import traceback
+import warnings
 
 import dp_accounting
 import mpmath
@@ -28,12 +30,13 @@ from skdp.exceptions import (
 )
 from skdp.gaussian import DPGaussianSampler, _certify, _sampler, required_n_samples
 from skdp.gaussian._certify import SamplerPlan, certify, plan, ptr_threshold
-from skdp.gaussian._sampler import clipped_moments
+from skdp.gaussian._sampler import clipped_moments, joint_sensitivity
 from skdp.gaussian._subroutines import (
     _truncated_laplace,
     largest_good_subset,
     ptr_pass,
     ptr_pass_probability,
+    ptr_score,
     release,
     run_sampler,
     stable_cov,
@@ -230,6 +233,12 @@ def test_run_sampler_is_the_composition_of_its_steps(seed):
     assert ptr_pass(max(s1, s2), 0.5, 30.0, coins)
     expected = release(v @ X[:n1], w, Y, n1, coins)
     np.testing.assert_allclose(got, expected, rtol=1e-10)
+    # The PTR tests the larger score: ptr_score is max(Score1, Score2), and
+    # with B = max/2 the run (same coins, same R) fails surely.
+    assert s1 != s2
+    assert ptr_score(X, n1, n2, lambda0, k, ref) == max(s1, s2)
+    bound = max(s1, s2) / 2
+    assert run_sampler(X, *args[:5], 0.5, bound, np.random.default_rng(10)) is None
 
 
 # ---------------------------------------------------------------------------
@@ -722,8 +731,9 @@ def test_bounded_guarantee_matches_dp_accounting(epsilon):
     assert paper.privacy_spent_.epsilon < epsilon
     # the paper's calibration, recomputed: two classical Gaussian releases
     # with (ε/2, δ/2) each, σ/Δ = sqrt(2 log(2/δ'))/ε'
+    # (per release, at its own sensitivity: κ times the joint multiplier)
     expected = math.sqrt(2 * math.log(2 / (1e-6 / 2))) / (epsilon / 2)
-    assert paper.noise_multiplier_ == pytest.approx(expected, rel=1e-12)
+    assert 1.25 * paper.noise_multiplier_ == pytest.approx(expected, rel=1e-12)
 
 
 def test_bounded_noise_has_the_calibrated_scale():
@@ -735,7 +745,9 @@ def test_bounded_noise_has_the_calibrated_scale():
     means = np.array(
         [DPGaussianSampler(radius=C, random_state=s).fit(X).mean_ for s in range(600)]
     )
-    z = DPGaussianSampler(radius=C).fit(X).noise_multiplier_
+    # per-release multiplier: κ (joint sensitivity, 5/4 at d = 2) times
+    # noise_multiplier_
+    z = 1.25 * DPGaussianSampler(radius=C).fit(X).noise_multiplier_
     std = means.std(axis=0, ddof=1)
     np.testing.assert_allclose(std / (z * 2 * C / n), 1, atol=4 / math.sqrt(2 * 599))
 
@@ -759,7 +771,7 @@ def test_bounded_second_moment_noise_is_the_calibrated_symmetric_gaussian():
         centred = est.mean_ - c
         errors.append(est.covariance_ + np.outer(centred, centred) - exact)
     errors = np.array(errors)
-    sigma = est.noise_multiplier_ * math.sqrt(2.0) * C**2 / n
+    sigma = 1.25 * est.noise_multiplier_ * math.sqrt(2.0) * C**2 / n
     upper = np.triu_indices(d, 1)
     diagonal = errors[:, np.arange(d), np.arange(d)]
     off = errors[:, upper[0], upper[1]]
@@ -843,6 +855,7 @@ def test_bounded_center_shape_and_params():
     with pytest.raises(NotFittedError):
         DPGaussianSampler().sample()
     est = DPGaussianSampler(center=3.0).fit(X)
+    assert est.n_iter_ == 1
     assert set(k for k in vars(est) if k.endswith("_")) == {
         "mean_",
         "covariance_",
@@ -860,3 +873,317 @@ def test_bounded_fit_is_reproducible_with_a_seed_and_fresh_without():
     np.testing.assert_array_equal(a.covariance_, b.covariance_)
     c, e = (DPGaussianSampler(radius=3.0).fit(X) for _ in range(2))
     assert not np.array_equal(c.mean_, e.mean_)
+
+
+# ---------------------------------------------------------------------------
+# Issue 29, item 13: the bounded releases' joint sensitivity
+# ---------------------------------------------------------------------------
+
+
+def joint_gap_sq(u, v, C):
+    """Squared change of (mean/Δ_m, second/Δ_S) when u replaces v (n = 1)."""
+    mean = np.sum((u - v) ** 2) / (2 * C) ** 2
+    second = np.sum((np.outer(u, u) - np.outer(v, v)) ** 2) / (math.sqrt(2) * C**2) ** 2
+    return mean + second
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 6])
+def test_joint_sensitivity_is_the_maximum_over_the_ball(d):
+    """(a) Random pairs in the ball (inside and on the sphere) never exceed
+    κ² (to 1e-12), and a local optimiser from many starts reaches κ² within
+    1e-6; κ is the BallCanary's 5/4 (d >= 2) or 1 (d = 1)."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(d)
+    C = 2.5
+    kappa = joint_sensitivity(d)
+    assert kappa == (1.0 if d == 1 else 1.25)
+
+    def into_ball(x):
+        norm = np.linalg.norm(x)
+        return x if norm <= C else x * (C / norm)
+
+    g = rng.standard_normal((20000, 2, d))
+    radii = C * rng.uniform(0, 1, (20000, 2, 1)) ** rng.choice([0.0, 0.3, 1.0])
+    g = g / np.linalg.norm(g, axis=2, keepdims=True) * radii
+    best = max(joint_gap_sq(u, v, C) for u, v in g)
+    assert best <= kappa**2 * (1 + 1e-12)
+
+    def negative(x):
+        return -joint_gap_sq(into_ball(x[:d]), into_ball(x[d:]), C)
+
+    found = max(
+        -minimize(
+            negative,
+            rng.standard_normal(2 * d) * C,
+            method="Nelder-Mead",
+            options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 20000},
+        ).fun
+        for _ in range(20)
+    )
+    assert found <= kappa**2 * (1 + 1e-12)
+    assert found >= kappa**2 - 1e-6
+    # The analytic worst pair: on the sphere at uᵀv = -C²/4 (v = -u for d = 1).
+    u = np.zeros(d)
+    u[0] = C
+    v = -u.copy()
+    if d > 1:
+        v = C * np.array([-0.25, math.sqrt(1 - 0.0625)] + [0.0] * (d - 2))
+    assert joint_gap_sq(u, v, C) == pytest.approx(kappa**2, rel=1e-12)
+
+
+@pytest.mark.parametrize("d, factor", [(1, 1 / math.sqrt(2)), (3, 1.25 / math.sqrt(2))])
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+def test_bounded_noise_is_calibrated_on_the_joint_sensitivity(d, factor, noise):
+    """(b) The noise on each release is the old per-release multiplier (two
+    steps at their own sensitivities, μ = sqrt(2)/z) times 1.25/sqrt(2)
+    (11.6% less) or 1/sqrt(2) at d = 1 (29% less), at the same (ε, δ); for
+    secure noise too (one release, zCDP accounted)."""
+    from skdp.accounting import gaussian_noise_multiplier
+
+    X = np.random.default_rng(0).standard_normal((200, d))
+    est = DPGaussianSampler(epsilon=1.0, delta=1e-6, noise=noise).fit(X)
+    per_release = est.noise_multiplier_ * joint_sensitivity(d)
+    old = gaussian_noise_multiplier(1.0, 1e-6, n_steps=2, noise=noise)
+    assert est.n_iter_ == 1
+    if noise == "fast":
+        assert per_release / old == pytest.approx(factor, rel=1e-6)
+    else:  # zCDP splits ρ the same way: same ratio up to the grid slack
+        assert per_release / old == pytest.approx(factor, rel=1e-3)
+    assert est.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
+    assert est.privacy_spent_.epsilon >= 0.99
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 4.0])
+@pytest.mark.parametrize("d", [1, 2])
+def test_bounded_joint_release_matches_the_pld_accountant(epsilon, d):
+    """(c) dp-accounting's PLD accountant, given one Gaussian event with
+    the fitted noise multiplier (noise over the joint sensitivity), gives
+    the claimed ε."""
+    from dp_accounting.pld import pld_privacy_accountant
+
+    X = np.random.default_rng(1).standard_normal((100, d))
+    est = DPGaussianSampler(epsilon=epsilon, delta=1e-6).fit(X)
+    accountant = pld_privacy_accountant.PLDAccountant(
+        dp_accounting.NeighboringRelation.REPLACE_ONE,
+        value_discretization_interval=1e-4,
+    )
+    # skdp's multiplier is σ over the replace-one sensitivity; dp-accounting
+    # applies the factor 2 of replace-one itself (tests/test_accounting.py).
+    event = dp_accounting.GaussianDpEvent(2 * est.noise_multiplier_)
+    accountant.compose(event, est.n_iter_)
+    assert accountant.get_epsilon(1e-6) == pytest.approx(epsilon, rel=2e-3)
+    assert est.privacy_spent_.epsilon == pytest.approx(epsilon, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# Issue 29, item 11: a fit never keeps the other method's attributes
+# ---------------------------------------------------------------------------
+
+
+BOUNDED_ATTRIBUTES = {
+    "mean_",
+    "covariance_",
+    "noise_multiplier_",
+    "n_iter_",
+    "privacy_spent_",
+    "n_features_in_",
+}
+
+
+def test_refit_in_the_other_method_drops_stale_attributes(small_constants):
+    rng = np.random.default_rng(0)
+    X = rng.multivariate_normal([100.0, -5.0], [[4.0, 1.0], [1.0, 1.0]], 3000)
+    est = DPGaussianSampler(method="unbounded", delta=1e-6, random_state=0).fit(X)
+    old_draws = est.samples_.copy()
+    est.set_params(method="bounded", center=[100.0, -5.0], radius=10.0).fit(X)
+    assert {k for k in vars(est) if k.endswith("_")} == BOUNDED_ATTRIBUTES
+    draws = est.sample(5, random_state=1)
+    assert draws.shape == (5, 2) and not np.any(np.all(draws == old_draws[0], axis=1))
+    np.testing.assert_array_equal(
+        draws, est.sample(5, random_state=1)
+    )  # bounded: seeded fresh draws from the released model
+    assert not np.array_equal(est.sample(5), est.sample(5))
+    # Back to unbounded: no bounded model left, sample() returns the draws.
+    est.set_params(method="unbounded").fit(X)
+    assert {k for k in vars(est) if k.endswith("_")} == UNBOUNDED_ATTRIBUTES
+    np.testing.assert_array_equal(est.sample(1), est.samples_)
+    # sample() follows the fitted method, not the current parameter.
+    est.set_params(method="bounded")
+    np.testing.assert_array_equal(est.sample(1), est.samples_)
+
+
+# ---------------------------------------------------------------------------
+# Issue 29, item 12: radius range and error messages without data
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("radius", [1.34e154, 1e200, 1e300, 1e-160])
+def test_radius_out_of_float_range_raises_a_clear_error(radius):
+    X = np.random.default_rng(0).standard_normal((50, 2))
+    est = DPGaussianSampler(radius=radius)
+    with pytest.raises(ValueError, match=r"radius=.* is outside the range"):
+        est.fit(X)
+    assert not [k for k in vars(est) if k.endswith("_")]
+    # The largest radius allowed fits, with finite outputs.
+    lo, hi = _sampler._radius_range(50)
+    for ok in (hi, lo):
+        fitted = DPGaussianSampler(radius=ok, random_state=0).fit(X)
+        assert np.isfinite(fitted.mean_).all() and np.isfinite(fitted.covariance_).all()
+
+
+@pytest.mark.parametrize("method", ["bounded", "unbounded"])
+@pytest.mark.parametrize(
+    "X",
+    [
+        np.array([123456.789, 2.0, 3.0]),
+        [[123456.789, "s3cr3t"], [1.0, 2.0]],
+        [[123456.789, 1.0], [1.0]],
+        np.array([[[123456.789]]]),
+        np.array([[123456.789 + 1j, 2.0], [1.0, 2.0]]),
+    ],
+    ids=["1d", "string", "ragged", "3d", "complex"],
+)
+def test_error_messages_never_echo_data(method, X, small_constants):
+    est = DPGaussianSampler(method=method)
+    with pytest.raises((ValueError, TypeError)) as info:
+        est.fit(X)
+    # What the user sees: the whole printed traceback, chained exceptions
+    # included.
+    shown = "".join(traceback.format_exception(info.value))
+    # In any of numpy's or Python's formats (1.23456789e+05, 123456.789).
+    for needle in ("123456", "1.23456", "e+05", "s3cr3t"):
+        assert needle not in shown
+
+
+# ---------------------------------------------------------------------------
+# Issue 29, item 10: the PTR score's sensitivity survives float64
+# ---------------------------------------------------------------------------
+
+
+def extreme_neighbours(X, ref):
+    """One row replaced by ±1e6 … ±1e300 (both signs) in each place."""
+    not_ref = np.setdiff1d(np.arange(N1), ref)[0]
+    places = {
+        "covariance first": N1 + 3,
+        "covariance second": N1 + N2 + 3,
+        "reference set": ref[0],
+        "mean half": not_ref,
+    }
+    for magnitude in (1e6, 1e10, 1e13, 1e100, 1e300):
+        for direction in ([1, 1], [-1, 1]):
+            for place, row in places.items():
+                Xp = X.copy()
+                Xp[row] = magnitude * np.array(direction, dtype=float)
+                yield f"{magnitude:g}·{direction} in {place}", Xp
+
+
+@pytest.mark.parametrize("contaminate", [None, "extremes"], ids=["clean", "extremes"])
+def test_ptr_score_moves_at_most_two_for_extreme_rows(contaminate):
+    """Lemma 3.5 in float64: one finite row at any magnitude up to 1e300, in
+    either half and in R, moves max(Score1, Score2) by at most 2, and no
+    RuntimeWarning escapes. (Before: YᵀY lost its second pivot or
+    overflowed, "every point is an outlier", the score jumped to k; one row
+    in R moved StableMean's centring and drowned the distances.) The
+    stability conditions hold at this size (n2 >= 16e²λ0k, n1 >= 32e²k)."""
+    rng = np.random.default_rng(11)
+    Sigma = np.array([[1.0, 0.4], [0.4, 0.5]])
+    X = rng.multivariate_normal([5.0, -2.0], Sigma, N1 + 2 * N2)
+    ref = rng.choice(N1, M_REF, replace=False)
+    if contaminate == "extremes":  # extreme rows already in both halves
+        X[N1 + 7] = [1e200, -1e200]
+        X[N1 + N2 + 8] = [-1e50, 1e50]
+        X[ref[1]] = [1e250, 1e250]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        base = ptr_score(X, N1, N2, LAM0, K, ref)
+        assert base == (2 if contaminate else 0)  # k = 5: a jump to k shows
+        for name, Xp in extreme_neighbours(X, ref):
+            moved = ptr_score(Xp, N1, N2, LAM0, K, ref)
+            assert abs(moved - base) <= 2, name
+
+
+def test_run_sampler_on_extreme_rows_is_silent_and_finite():
+    """A whole run with an extreme row: no warning, a finite draw or Fail."""
+    rng = np.random.default_rng(3)
+    n1, n2 = 400, 600
+    X = rng.standard_normal((n1 + 2 * n2, 2))
+    args = (n1, n2, 40.0, 4, 60, 0.5, 10.0)
+    assert run_sampler(X, *args, np.random.default_rng(10)) is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value in (1e13, 1e100, 1e300, -1.7e308):
+            for row in (0, n1 + 5, n1 + n2 + 5):
+                Xp = X.copy()
+                Xp[row] = value
+                Z = run_sampler(Xp, *args, np.random.default_rng(10))
+                assert Z is None or np.all(np.isfinite(Z))
+
+
+def test_singular_only_when_rank_deficient_not_when_one_row_is_huge():
+    """Algorithm 4's "A singular: every point is an outlier" applies to a
+    rank-deficient Y_S (all pairs on a line), not to a full-rank Y_S with one
+    row 1e100 times the others (which is removed as the outlier it is)."""
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((500, 2))
+    Y[0] = [1e100, 1e100]
+    S = largest_good_subset(Y, 50.0)
+    assert not S[0] and S[1:].sum() >= 490
+    line = np.outer(rng.standard_normal(500), [1.0, 2.0])
+    assert not largest_good_subset(line, 50.0).any()
+    line[0] = [1e100, -1e100]  # full rank, but only because of one row
+    assert not largest_good_subset(line, 50.0).any()
+
+
+def test_no_floating_point_event_escapes_under_a_strict_errstate():
+    """Data-dependent floating-point events (underflow of tiny rows, overflow
+    of huge distances) are handled inside every subroutine, also when the
+    caller runs numpy with ``np.errstate(all="raise")``: a
+    FloatingPointError would be a data-dependent output outside the
+    mechanism."""
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((500, 2))
+    Y[0] = [1e300, 1e300]
+    Y[1] = [1e-100, -1e-100]  # underflows once scaled against the 1e300 row
+    n1, n2 = 400, 600
+    X = rng.standard_normal((n1 + 2 * n2, 2))
+    X[n1 + 5] = [1e-310, -1e-310]  # subnormal: halving it underflows
+    X[3] = [1e-310, 1e-310]
+    Xw = rng.standard_normal((300, 2))
+    Xw[5] = [1e300, -1e300]  # its squared distances overflow
+    Xw[7] = [1e-310, 1e-310]
+    with np.errstate(all="raise"):
+        assert largest_good_subset(Y, 50.0).sum() == 499
+        assert stable_cov(Y, 50.0, 3)[1] == 1
+        assert stable_mean(Xw, np.arange(100), 40.0, 3)[1] < 3
+        assert ptr_score(X, n1, n2, 40.0, 4, np.arange(60)) < 4
+        Z = run_sampler(X, n1, n2, 40.0, 4, 60, 0.5, 10.0, np.random.default_rng(1))
+        assert Z is not None and np.all(np.isfinite(Z))
+
+
+def test_good_set_is_affine_invariant_up_to_float_range():
+    """Leverages are invariant under Y -> Y·A: a very elongated but full-rank
+    set (axis ratio 1e-9) is not "singular", and rows near float64's largest
+    value (whose products overflow unless the rows are scaled) change
+    nothing either."""
+    rng = np.random.default_rng(4)
+    Y = rng.standard_t(df=3, size=(500, 2))
+    S = largest_good_subset(Y, 12.0)
+    assert 0 < (~S).sum() < 50
+    np.testing.assert_array_equal(largest_good_subset(Y * [1.0, 1e-9], 12.0), S)
+    np.testing.assert_array_equal(largest_good_subset(Y * (8e307 / 10), 12.0), S)
+    w1, s1 = stable_cov(Y * [1e-9, 1.0], 20.0, 3)
+    w0, s0 = stable_cov(Y, 20.0, 3)
+    assert 0 < s0 < 3 and s1 == s0
+    np.testing.assert_array_equal(w1, w0)
+
+
+def test_direct_distances_of_huge_rows():
+    from skdp.gaussian._subroutines import _direct_sq_distances
+
+    A = np.array([[1e300, 1e300], [1e300, -1e300], [3.0, 4.0], [np.inf, 0.0]])
+    B = np.array([[1e300, 1e300], [-1e300, 1e300], [0.0, 0.0], [0.0, 0.0]])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(
+            _direct_sq_distances(A, B), [0.0, np.inf, 25.0, np.inf]
+        )

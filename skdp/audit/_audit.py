@@ -205,7 +205,7 @@ def audit_estimator(
     >>> report.refuted
     False
     >>> round(report.expected_mu / report.claimed_mu, 3)
-    0.884
+    1.0
     """
     if not isinstance(n_trials, numbers.Integral) or n_trials < 4:
         raise ValueError(f"n_trials must be an integer >= 4; got {n_trials!r}.")

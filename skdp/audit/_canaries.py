@@ -73,6 +73,7 @@ __all__ = [
     "GradientCanary",
     "OutcomeCanary",
     "SearchCanary",
+    "UnboundedCanary",
     "default_canary",
     "register_canary",
 ]
@@ -491,17 +492,18 @@ class BallCanary(Canary):
     public ``center``, R the ``radius`` (both points on the clipping sphere),
     u a unit ``direction`` and v a unit vector with ``uᵀv = cosine``.
 
-    The release is the clipped mean and second moment, each with Gaussian
-    noise of ``noise_multiplier_`` times its sensitivity (``2R/n`` and
-    ``sqrt(2)·R²/n``). The two records move them by ``R(u − v)/n`` and
-    ``R²(uuᵀ − vvᵀ)/n``, so the likelihood-ratio statistic (computed by
-    :meth:`statistic` from ``mean_`` and ``covariance_``) separates the
-    worlds by ``μ = sqrt((1 − γ)/2 + 1 − γ²)/z`` for ``γ = cosine``. The
-    default γ = −1/4 maximises it: ``1.25/z``, 88% of the claimed
-    ``sqrt(2)/z``, which adds the two sensitivities as if both could be
-    attained by one pair of records (they cannot: the mean needs
-    ``v = −u``, which leaves the second moment unchanged). For one feature,
-    ``v = −u`` and ``μ = 1/z``. Neighbours under *replace one record*.
+    The release is the clipped mean and second moment with Gaussian noise
+    of ``κ·noise_multiplier_`` times their own sensitivities (``2R/n`` and
+    ``sqrt(2)·R²/n``), κ their joint sensitivity
+    (:func:`skdp.gaussian.joint_sensitivity`). The two records move them by
+    ``R(u − v)/n`` and ``R²(uuᵀ − vvᵀ)/n``, so the likelihood-ratio
+    statistic (computed by :meth:`statistic` from ``mean_`` and
+    ``covariance_``) separates the worlds by
+    ``μ = sqrt((1 − γ)/2 + 1 − γ²)/(κ·noise_multiplier_)`` for
+    ``γ = cosine``. The default γ = −1/4 maximises it at ``5/4``: the pair
+    attains κ, hence the claimed ``μ = 1/noise_multiplier_``. For one
+    feature, ``v = −u`` and again the claim (κ = 1). Neighbours under
+    *replace one record*.
 
     Parameters
     ----------
@@ -551,7 +553,10 @@ class BallCanary(Canary):
         )
 
     def _design(self, fitted):
-        n, R, z = self.n_samples_, self.radius_, fitted.noise_multiplier_
+        from ..gaussian import joint_sensitivity
+
+        n, R = self.n_samples_, self.radius_
+        z = fitted.noise_multiplier_ * joint_sensitivity(self.u_.shape[0])
         d_mean = R * (self.u_ - self.v_) / n
         d_second = R**2 * (np.outer(self.u_, self.u_) - np.outer(self.v_, self.v_)) / n
         return d_mean, d_second, z * 2.0 * R / n, z * math.sqrt(2.0) * R**2 / n
@@ -577,6 +582,77 @@ class BallCanary(Canary):
         return float(
             multivariate_normal(fitted.mean_, fitted.covariance_).logpdf(self.record_)
         )
+
+
+class UnboundedCanary(Canary):
+    """Extreme-record canary for DPGaussianSampler(method="unbounded").
+
+    Record ``index`` becomes ``a = c + distance·s·u`` in the "in" data set
+    and keeps its base value in the "out" one (*replace one record*), with c
+    the coordinate-wise median of the base data, u a unit ``direction`` and
+    s the median absolute deviation of the base data along u (1 if it is
+    0). The unbounded sampler must treat such a row as an outlier: in the
+    covariance half it gets weight 0 in Σ̂ and W (one Y-pair is removed), in
+    the mean half weight 0 in μ̂, and the PTR score moves by at most 2
+    (Lemma 3.5), also in float64 (issue 29, item 10). A mechanism that lets
+    the row into μ̂ or Σ̂ moves the released draw along u by about
+    ``distance·s/n1`` or ``distance·s/sqrt(n2)``, which the statistic sees.
+
+    :meth:`statistic` scores a fit by the largest ``|uᵀ(Z - c)|/s`` over its
+    released draws Z, and a fit with a Fail by ``fail_score`` (default
+    ``2·distance``, above any draw that ignores the canary): Fail is an
+    output, and a canary that makes the PTR fail more often is detected as
+    well. The estimator must use ``on_fail="ignore"`` (with ``"raise"`` a
+    Fail would stop the audit). No GDP parameter is claimed (the mechanism
+    is not Gaussian), so the audit tests the (ε, δ) claim only.
+
+    Parameters
+    ----------
+    index : int, default=0
+        Which base record is replaced (the sampler shuffles the rows, so it
+        lands in either half).
+    distance : float, default=1e6
+        How far out the canary is, in units of s.
+    direction : array-like of shape (n_features,), optional
+        u; default the first coordinate axis.
+    fail_score : float, optional
+        Score of a fit whose draw failed (default ``2·distance``).
+    """
+
+    def __init__(self, *, index=0, distance=1e6, direction=None, fail_score=None):
+        self.index = index
+        self.distance = distance
+        self.direction = direction
+        self.fail_score = fail_score
+
+    def build(self, estimator, X, y=None):
+        if getattr(estimator, "method", None) != "unbounded":
+            raise ValueError(
+                "UnboundedCanary audits DPGaussianSampler(method='unbounded')."
+            )
+        if getattr(estimator, "on_fail", "ignore") != "ignore":
+            raise ValueError(
+                "UnboundedCanary needs on_fail='ignore': a Fail is an output the "
+                "audit scores, and on_fail='raise' would stop it."
+            )
+        if not (self.distance > 0 and math.isfinite(self.distance)):
+            raise ValueError(f"distance must be positive; got {self.distance}.")
+        X = check_array(X, dtype=np.float64)
+        u = _unit(self.direction, X.shape[1])
+        center = np.median(X, axis=0)
+        along = X @ u
+        spread = float(np.median(np.abs(along - np.median(along))))
+        self.center_, self.u_ = center, u
+        self.scale_ = spread if spread > 0 else 1.0
+        self.record_ = center + self.distance * self.scale_ * u
+        return (_replace_row(X, self.index, self.record_), y), (X, y)
+
+    def statistic(self, fitted):
+        fail = 2.0 * self.distance if self.fail_score is None else self.fail_score
+        if fitted.n_failed_ > 0 or fitted.samples_.shape[0] == 0:
+            return float(fail)
+        along = np.abs((fitted.samples_ - self.center_) @ self.u_) / self.scale_
+        return float(along.max())
 
 
 class ExtremeRecordCanary(Canary):
@@ -795,7 +871,14 @@ def _register_landed():
     _ENGINE_PARAMETERS[DPLogisticRegression] = _logistic_parameters
     _ENGINE_PARAMETERS[DPRandomFeaturesRegressor] = _random_features_parameters
     register_canary(DPBradleyTerry, lambda est: OutcomeCanary())
-    register_canary(DPGaussianSampler, lambda est: BallCanary())
+    register_canary(
+        DPGaussianSampler,
+        lambda est: (
+            UnboundedCanary()
+            if getattr(est, "method", "bounded") == "unbounded"
+            else BallCanary()
+        ),
+    )
     register_canary(DPSparseGLM, lambda est: GLMCanary())
     register_canary(DPStandardScaler, lambda est: ExtremeRecordCanary())
     register_canary(DPRandomSearchCV, lambda est: SearchCanary())

@@ -7,6 +7,6 @@ large n, the certified unbounded sampler of Iverson, Kamath & Mouzakis
 """
 
 from ._certify import required_n_samples
-from ._sampler import DPGaussianSampler
+from ._sampler import DPGaussianSampler, joint_sensitivity
 
-__all__ = ["DPGaussianSampler", "required_n_samples"]
+__all__ = ["DPGaussianSampler", "joint_sensitivity", "required_n_samples"]

@@ -8,21 +8,53 @@ paper are resolved as in the spec (E1-E4): R is drawn from the mean half
 normalises by m and stops when no point is removed; the mean half is the
 first n1 rows.
 
-Floating point: the proofs assume exact arithmetic. Comparisons are made in
-float64, and the number of peeling rounds (hence the running time) depends
-on the data; both side channels are outside the DP model.
+Floating point: the proofs assume exact arithmetic; the PTR step needs the
+score to move by at most 2 between neighbours (Lemma 3.5), and one extreme
+but finite row must not break that in float64. So (issue 29, item 10):
+
+* LargestGoodSubset's Mahalanobis norms ``m·Y_iᵀ(Y_SᵀY_S)^{-1}Y_i`` are the
+  leverages of ``Y_S``, read off the Q factor of a Householder QR with
+  column pivoting of the rows sorted by decreasing size and scaled by a
+  power of two (exact): no ``YᵀY`` is formed (which squares the condition
+  number and overflows at 1e154), and sorted rows make Householder QR
+  row-wise backward stable (Cox & Higham 1998), so one huge row gets
+  leverage ≈ 1 and the others keep theirs. ``A(S)`` counts as singular
+  (every point an outlier, Algorithm 4) only when a pivot of R is below
+  ``max(|S|, d)·eps`` times the *median* row size of ``Y_S``, a scale one
+  row cannot move, not relative to the largest row (which would call every
+  matrix with one huge row singular).
+* StableMean's distances ``||x_i - x_j||²_{Σ̂}`` are expanded as
+  ``||a||² + ||b||² - 2aᵀb`` around the coordinate-wise median of the
+  whitened reference set (a translation, exact in real arithmetic), which
+  one row moves only to a neighbouring order statistic; centring on R's
+  mean let one row at 1e100 move the origin and drown every distance in
+  cancellation. A row can be in a core only if it is within
+  ``e·sqrt(λ0)`` of most of R, hence within ``sqrt(d)·e·sqrt(λ0)`` of the
+  median, so every distance a decision depends on is computed near the
+  origin; a distance that overflows is +inf ("far", its exact-arithmetic
+  outcome), and one that is undefined (inf - inf, two huge rows) is
+  recomputed directly from the difference of the two rows.
+* The covariance half is paired as ``(X_a/2 - X_b/2)`` (never overflows;
+  the scores are invariant to the scale of Y), numerics run under
+  ``np.errstate(all="ignore")`` with every non-finite result handled
+  explicitly, and a release that is not finite (data beyond float64's
+  range) is Fail.
+
+The number of peeling rounds (hence the running time) depends on the data;
+that side channel is outside the DP model.
 """
 
 import math
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, solve_triangular
+from scipy.linalg import qr, solve_triangular
 
 __all__ = [
     "largest_core_levels",
     "largest_good_subset",
     "ptr_pass",
     "ptr_pass_probability",
+    "ptr_score",
     "release",
     "run_sampler",
     "stable_cov",
@@ -32,26 +64,45 @@ __all__ = [
 # Rows per block in the n1 x M distance computation of StableMean (memory
 # ~ block · M · 8 bytes; M ≈ 1200 gives ~100 MB).
 _BLOCK_ROWS = 10_000
+_EPS = float(np.finfo(np.float64).eps)
 
 
-def _mahalanobis_sq(Y, A):
-    """``Y_i^T A^{-1} Y_i`` for every row, or None when A is singular."""
-    try:
-        c, _ = cho_factor(A, lower=True, check_finite=False)
-    except LinAlgError:
-        return None
-    if not np.all(np.isfinite(c)) or np.any(np.diag(c) <= 0):
-        return None
-    L = np.tril(c)
-    # Solve L U^T = Y^T: U's rows are L^{-1} Y_i.
-    U = solve_triangular(L, Y.T, lower=True, check_finite=False)
-    return np.einsum("ij,ij->j", U, U)
+# A(S) is singular when a pivot of R is at most this many ulps (times
+# max(|S|, d)) of the median row size of Y_S.
+_RANK_ULPS = 1.0
 
 
-def _second_moment(Y, mask, m):
-    """``(1/m) Σ_{j∈S} Y_j Y_jᵀ`` (Algorithm 4: normaliser m, not |S|)."""
+def _good_set_norms(Y, mask):
+    """``m·Y_iᵀ(Σ_{j∈S} Y_j Y_jᵀ)^{-1}Y_i`` for every i in S, or None if singular.
+
+    The leverages of ``Y_S`` times m = ``len(Y)`` (Algorithm 4 normalises
+    A by m): the squared row norms of Q in a pivoted QR of ``Y_S``. Rows
+    are sorted by decreasing max-abs (leverages do not depend on the row
+    order) and scaled by one power of two, so that the largest entry is
+    2^300: exact, free of overflow, and leaving 10^-210 of headroom below
+    for the smallest rows. Returns an array of length m (entries outside S
+    are 0) or None when ``Y_S`` has rank < d (module docstring).
+    """
+    m, d = Y.shape
     Ys = Y[mask]
-    return (Ys.T @ Ys) / m
+    if Ys.shape[0] < d:
+        return None
+    size = np.max(np.abs(Ys), axis=1)
+    top = size.max()
+    if not np.isfinite(top) or top == 0.0:
+        return None
+    shift = 300 - np.frexp(top)[1]
+    order = np.argsort(-size, kind="stable")
+    Z = np.ldexp(Ys[order], shift)
+    Q, R, _ = qr(Z, mode="economic", pivoting=True, check_finite=False)
+    pivots = np.abs(np.diag(R))
+    tol = _RANK_ULPS * max(Z.shape[0], d) * _EPS * np.ldexp(np.median(size), shift)
+    if not (np.all(np.isfinite(pivots)) and pivots.min() > tol):
+        return None
+    q = np.zeros(m)
+    rows = np.flatnonzero(mask)[order]
+    q[rows] = m * np.einsum("ij,ij->i", Q, Q)
+    return q
 
 
 def largest_good_subset(Y, lam, start=None):
@@ -68,7 +119,8 @@ def largest_good_subset(Y, lam, start=None):
     m = Y.shape[0]
     S = np.ones(m, dtype=bool) if start is None else start.copy()
     while S.any():
-        q = _mahalanobis_sq(Y, _second_moment(Y, S, m))
+        with np.errstate(all="ignore"):
+            q = _good_set_norms(Y, S)
         if q is None:
             S[:] = False
             break
@@ -97,12 +149,17 @@ def stable_cov(Y, lambda0, k):
         (the PTR then fails with certainty and the weights are not needed).
     score : int
     """
+    with np.errstate(all="ignore"):
+        return _stable_cov(Y, lambda0, k)
+
+
+def _stable_cov(Y, lambda0, k):
     m = Y.shape[0]
     S = np.ones(m, dtype=bool)
     # out_level[i]: the level at which i was removed (-1: never).
     out_level = np.full(m, -1, dtype=np.int64)
     score = k
-    q = _mahalanobis_sq(Y, _second_moment(Y, S, m))
+    q = _good_set_norms(Y, S)
     q_max = -np.inf if q is None else q.max()
     n_in = m
     for level in range(2 * k, -1, -1):
@@ -116,7 +173,7 @@ def stable_cov(Y, lambda0, k):
             if m - n_in >= k:
                 lost_k = True
                 break
-            q = _mahalanobis_sq(Y, _second_moment(Y, S, m))
+            q = _good_set_norms(Y, S)
             q_max = -np.inf if q is None else q[S].max(initial=-np.inf)
         if lost_k:
             # t_ℓ >= k for every ℓ <= level: the score is settled.
@@ -148,6 +205,20 @@ def largest_core_levels(D_sorted_top, lambda0, k, n_ref):
     return D_sorted_top[:, 2 * k - levels] <= lam
 
 
+def _direct_sq_distances(A, B):
+    """``||a_i - b_i||²`` row by row, scaled by a power of two per pair.
+
+    Overflow gives inf; a non-finite row gives inf (far).
+    """
+    diff = A - B
+    size = np.max(np.abs(diff), axis=1)
+    shift = np.where(np.isfinite(size) & (size > 0), -np.frexp(size)[1], 0)
+    scaled = np.ldexp(diff, shift[:, None])
+    out = np.ldexp(np.einsum("ij,ij->i", scaled, scaled), -2 * shift)
+    out[~np.isfinite(size)] = np.inf
+    return out
+
+
 def stable_mean(Xw, ref, lambda0, k):
     """Algorithm 5 (StableMean) with Algorithm 6 (LargestCore) at every level.
 
@@ -161,16 +232,25 @@ def stable_mean(Xw, ref, lambda0, k):
     weights : ndarray of shape (n1,) or None (Score = k)
     score : int
     """
+    n_ref = len(ref)
+    if n_ref < 2 * k + 1:
+        raise ValueError("The reference set must have more than 2k points.")
+    with np.errstate(all="ignore"):
+        return _stable_mean(Xw, ref, lambda0, k)
+
+
+def _stable_mean(Xw, ref, lambda0, k):
     n1 = Xw.shape[0]
-    # Distances are translation invariant: centre on R's mean so that the
-    # expansion ||a||² + ||b||² - 2a·b does not cancel catastrophically when
-    # the data sit far from the origin (μ is unbounded).
-    origin = Xw[ref].mean(axis=0)
-    R = Xw[ref] - origin
+    # Distances are translation invariant: centre on the coordinate-wise
+    # median of R's finite rows, which one row cannot move far (module
+    # docstring), so that the expansion ||a||² + ||b||² - 2a·b does not
+    # cancel catastrophically for the rows a decision depends on.
+    R = Xw[ref]
+    finite = np.all(np.isfinite(R), axis=1)
+    origin = np.median(R[finite], axis=0) if finite.any() else np.zeros(Xw.shape[1])
+    R = R - origin
     n_ref = R.shape[0]
     top = 2 * k + 1
-    if n_ref < top:
-        raise ValueError("The reference set must have more than 2k points.")
     R_sq = np.einsum("ij,ij->i", R, R)
     sizes = np.zeros(top, dtype=np.int64)
     counts = np.empty(n1, dtype=np.int64)
@@ -178,6 +258,12 @@ def stable_mean(Xw, ref, lambda0, k):
         B = Xw[start : start + _BLOCK_ROWS] - origin
         D = np.einsum("ij,ij->i", B, B)[:, None] + R_sq[None, :]
         D -= 2.0 * (B @ R.T)
+        # Undefined (inf - inf: both rows huge): recompute those few pairs
+        # directly, scaled, so that two equal huge rows are at distance 0
+        # and two distinct ones far (inf when the distance overflows).
+        bad = np.nonzero(np.isnan(D))
+        if bad[0].size:
+            D[bad] = _direct_sq_distances(B[bad[0]], R[bad[1]])
         np.maximum(D, 0.0, out=D)
         D = np.partition(D, n_ref - top, axis=1)[:, n_ref - top :]
         D.sort(axis=1)
@@ -236,7 +322,8 @@ def release(mu_hat, W_weights, Y, n1, rng):
     n2 = Y.shape[0]
     g = rng.standard_normal(n2)
     z = g / np.linalg.norm(g)
-    Wz = Y.T @ (z * np.sqrt(W_weights))
+    used = W_weights > 0  # rows of weight 0 add nothing (and may be huge)
+    Wz = Y[used].T @ (z[used] * np.sqrt(W_weights[used]))
     return mu_hat + math.sqrt((1.0 - 1.0 / n1) * n2) * Wz
 
 
@@ -251,25 +338,80 @@ def run_sampler(X, n1, n2, lambda0, k, n_ref, epsilon_p, ptr_bound, rng, rows=No
     """
     if rows is None:
         rows = np.arange(n1 + 2 * n2)
-    Xm = X[rows[:n1]]
-    Y = X[rows[n1 : n1 + n2]]
-    Y -= X[rows[n1 + n2 : n1 + 2 * n2]]
-    Y *= 1.0 / math.sqrt(2.0)
-    w, score1 = stable_cov(Y, lambda0, k)
-    if w is None:
-        return None  # Score1 = k: the PTR fails with certainty
-    Sigma_hat = (Y * w[:, None]).T @ Y
+    with np.errstate(all="ignore"):
+        return _run_sampler(
+            X, rows, n1, n2, lambda0, k, n_ref, epsilon_p, ptr_bound, rng
+        )
+
+
+def _half_pairs(X, rows, n1, n2):
+    """``Y_i/sqrt(2) = X_a/2 - X_b/2`` for the covariance half: never overflows."""
+    Yh = X[rows[n1 : n1 + n2]] * 0.5
+    Yh -= X[rows[n1 + n2 : n1 + 2 * n2]] * 0.5
+    return Yh
+
+
+def ptr_score(X, n1, n2, lambda0, k, ref, rows=None):
+    """``max(Score1, Score2)`` of Algorithm 2 for a given reference set (tests).
+
+    The score the PTR test sees (k when a score is k or Σ̂ cannot whiten),
+    computed by the same code as :func:`run_sampler`.
+    """
+    if rows is None:
+        rows = np.arange(n1 + 2 * n2)
+    with np.errstate(all="ignore"):
+        Yh = _half_pairs(X, rows, n1, n2)
+        stats = _stable_statistics(X[rows[:n1]], Yh, lambda0, k, lambda: ref)
+    return k if stats is None else stats[2]
+
+
+def _covariance_factor(Yh, w):
+    """Cholesky factor of ``Σ̂ = Σ_i w_i Y_i Y_iᵀ`` (rows of weight 0 skipped)."""
+    used = w > 0
+    Yu = Yh[used]
+    Sigma_hat = 2.0 * ((Yu * w[used, None]).T @ Yu)
+    if not np.all(np.isfinite(Sigma_hat)):
+        return None
     try:
-        L = np.linalg.cholesky(Sigma_hat)
+        return np.linalg.cholesky(Sigma_hat)
     except np.linalg.LinAlgError:
-        return None  # cannot happen when Score1 < k (S_ℓ is a good set)
-    ref = rng.choice(n1, size=n_ref, replace=False)
+        return None
+
+
+def _stable_statistics(Xm, Yh, lambda0, k, reference):
+    """StableCov, Σ̂ and StableMean of one run: ``(w, v, score)``, or None.
+
+    None when the score is k (the PTR fails with certainty) or Σ̂ is not
+    positive definite in float64 (not with exact arithmetic when Score1 < k:
+    S_ℓ is a good set). ``reference()`` draws R, only once StableCov passed.
+    """
+    w, score1 = stable_cov(Yh, lambda0, k)
+    if w is None:
+        return None
+    L = _covariance_factor(Yh, w)
+    if L is None:
+        return None
+    ref = reference()
     Xw = solve_triangular(L, Xm.T, lower=True, check_finite=False).T
     v, score2 = stable_mean(Xw, ref, lambda0, k)
-    del Xw
     if v is None:
         return None
-    if not ptr_pass(max(score1, score2), epsilon_p, ptr_bound, rng):
+    return w, v, max(score1, score2)
+
+
+def _run_sampler(X, rows, n1, n2, lambda0, k, n_ref, epsilon_p, ptr_bound, rng):
+    Xm = X[rows[:n1]]
+    Yh = _half_pairs(X, rows, n1, n2)
+    stats = _stable_statistics(
+        Xm, Yh, lambda0, k, lambda: rng.choice(n1, size=n_ref, replace=False)
+    )
+    if stats is None:
         return None
-    mu_hat = v @ Xm
-    return release(mu_hat, w, Y, n1, rng)
+    w, v, score = stats
+    if not ptr_pass(score, epsilon_p, ptr_bound, rng):
+        return None
+    used = v > 0
+    mu_hat = v[used] @ Xm[used]
+    Z = release(mu_hat, w, Yh * math.sqrt(2.0), n1, rng)
+    # Data beyond float64's range: Fail rather than an inf or NaN release.
+    return Z if np.all(np.isfinite(Z)) else None
