@@ -1,6 +1,7 @@
 """DPStandardScaler: per-feature mean and variance by the Gaussian mechanism."""
 
 import math
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -29,7 +30,12 @@ from ..accounting import (
     gaussian_noise_multiplier,
 )
 from ..mechanisms import as_generator, gaussian_mechanism
-from ._quantiles import N_BOUND_RELEASES, private_bounds
+from ._quantiles import (
+    N_BOUND_RELEASES,
+    histogram_sensitivity,
+    private_bounds,
+    private_histogram_scale,
+)
 
 #: Weight of the sums of squares in the joint release. With features
 #: normalised to z in [-1/2, 1/2], replacing one record moves
@@ -44,6 +50,52 @@ MAX_HALF_WIDTH = 1e154
 #: ``1.5·data_range`` of 0 (the search's interval widened by a quarter of its
 #: width on each side), so their half-width stays below ``MAX_HALF_WIDTH``.
 _MAX_DATA_RANGE = MAX_HALF_WIDTH / 1.5
+
+
+#: Resolution of the private search, relative to ``data_range``: its
+#: smallest magnitude bin is ``[0, data_range·1e-12]``. A spread below it is
+#: indistinguishable from 0 and gets scikit-learn's zero-variance scale, 1.
+_RESOLUTION = 1e-12
+#: Public signal-to-noise ratio (see :func:`histogram_snr`) from which the
+#: bounds search and the moments (5 releases) beat one coarse histogram.
+_SEARCH_SNR = 100.0
+#: Below this ratio, a feature's bulk must hold more than ~1/3 of the records
+#: in one bin of the coarse grid to be seen at all: the fit warns.
+_MIN_SNR = 8.0
+
+
+def histogram_snr(n_samples, n_features, epsilon, delta):
+    """``n / (z·sqrt(2 d))``: the records over the noise std of one histogram.
+
+    ``z = 1/μ`` is the noise multiplier of one release that spends the whole
+    (ε, δ) budget and ``sqrt(2 d)`` the histogram's sensitivity. Only public
+    values enter, so the choices made from it are public too.
+    """
+    z = gaussian_noise_multiplier(epsilon, delta)
+    return n_samples / (z * histogram_sensitivity(n_features))
+
+
+def _schedule(n_samples, n_features, epsilon, delta, *, given):
+    """Which releases a fit makes: "moments", "search" or "histogram".
+
+    Public: depends on the given-ness of the bounds, n, d, ε and δ only, so
+    neighbouring data sets get the same schedule (and the same warning).
+    """
+    if given:
+        return "moments"
+    snr = histogram_snr(n_samples, n_features, epsilon, delta)
+    if snr < _MIN_SNR:
+        warnings.warn(
+            f"DPStandardScaler: n_samples={n_samples} is small for "
+            f"{n_features} features at epsilon={epsilon:g}, delta={delta:g}: "
+            "the private histogram of a feature sees its bulk only if more than "
+            "about a third of the records fall in one bin (a factor 3.2 wide); "
+            "a feature not seen is scaled by data_range (in effect dropped). "
+            "Give public bounds=(lower, upper), fewer features or more budget.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return "search" if snr >= _SEARCH_SNR else "histogram"
 
 
 def moment_sensitivity(n_features):
@@ -384,7 +436,10 @@ class DPStandardScaler(
             )
             return self
         rng = as_generator(self.random_state, self.noise)
-        n_iter = 1 if bounds is not None else N_BOUND_RELEASES + 1
+        schedule = _schedule(n, d, self.epsilon, self.delta, given=bounds is not None)
+        n_iter = {"moments": 1, "search": N_BOUND_RELEASES + 1, "histogram": 1}[
+            schedule
+        ]
         if self.noise == "secure":
             # Σ_i (1/z_i + 2^-16)² <= n_iter·(1/(sqrt(n_iter)·z) + 2^-16)² by
             # Cauchy-Schwarz when Σ 1/z_i² = 1/z²: calibrate the right side.
@@ -393,21 +448,27 @@ class DPStandardScaler(
             ) / math.sqrt(n_iter)
         else:
             z = gaussian_noise_multiplier(self.epsilon, self.delta)  # one-shot μ
-        if bounds is None:
+        if schedule == "histogram":
+            mean, var, bounds = self._histogram_moments(X, z, rng)
+            mechanism = "DPStandardScaler: one noisy histogram per feature"
+        elif schedule == "search":
             # μ_b² = share·μ² over N_BOUND_RELEASES equal rounds; μ_m² the rest.
             z_bounds = z * math.sqrt(N_BOUND_RELEASES / self.bounds_share)
             z_moments = z / math.sqrt(1.0 - self.bounds_share)
             bounds = private_bounds(
                 X, data_range=self.data_range, noise_multiplier=z_bounds, rng=rng
             )
+            mean, var = self._noisy_moments(X, bounds, z_moments, rng)
+            # scikit-learn's convention for a zero variance (scale 1), where
+            # the spread is below the search's resolution (a public floor).
+            var = np.where(var < (self.data_range * _RESOLUTION) ** 2, 1.0, var)
             mechanism = (
                 "DPStandardScaler: 4 noisy histograms (bounds), then noisy "
                 "clipped sums and sums of squares"
             )
         else:
-            z_moments = z
+            mean, var = self._noisy_moments(X, bounds, z, rng)
             mechanism = "DPStandardScaler: noisy clipped sums and sums of squares"
-        mean, var = self._noisy_moments(X, bounds, z_moments, rng)
         self.bounds_ = np.vstack(bounds)
         self.mean_ = mean
         self.var_ = var if self.with_std else None
@@ -425,6 +486,21 @@ class DPStandardScaler(
             mechanism=mechanism,
         )
         return self
+
+    def _histogram_moments(self, X, noise_multiplier, rng):
+        """Mean, variance and bounds from one noisy histogram (see Notes)."""
+        mean, scale, lower, upper, seen, zero = private_histogram_scale(
+            X, data_range=self.data_range, noise_multiplier=noise_multiplier, rng=rng
+        )
+        # scikit-learn's convention for a zero variance: a feature seen only
+        # in the zero bin gets mean 0 and scale 1. A feature not seen at all
+        # (no bin above the noise) is scaled by data_range: in effect dropped,
+        # rather than blown up by a guessed small scale.
+        mean = np.where(zero | ~seen, 0.0, mean)
+        scale = np.where(zero, 1.0, np.where(seen, scale, self.data_range))
+        lower = np.where(seen, lower, -self.data_range)
+        upper = np.where(seen, upper, self.data_range)
+        return mean, scale**2, (lower, upper)
 
     @staticmethod
     def _noisy_moments(X, bounds, noise_multiplier, rng):
