@@ -176,6 +176,7 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
         _magnitude_counts, X, (d, n_log_bins), edges=edges, data_range=data_range
     )
     noisy = release(counts)
+    magnitudes = noisy  # kept for the check of the final interval below
     _, hi = bulk_window(noisy, (1.0 - _TAIL) * n, noise_std)
     upper = edges[hi]
     lower = -upper
@@ -219,7 +220,28 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     # Widen the final interval a little (post-processing): less clipping of
     # the tails, at a small cost in resolution.
     pad = _PAD * (upper - lower)
-    return lower - pad, upper + pad
+    lower, upper = lower - pad, upper + pad
+    # A heavy tail beyond a spike (zero inflation: ~97% zeros and a few large
+    # values) is outside the bulk the zoom rounds keep: the interval would
+    # shrink to the spike and clip the tail away, and the transform would
+    # then blow the tail up. Where the magnitude round's noisy counts beyond
+    # the final interval add up to more than _TAIL·n (plus two standard
+    # deviations of their noise) and one of them stands out of the noise,
+    # widen it to the top of the highest such bin (the first round's own
+    # magnitude can overshoot a heavy tail by decades). Post-processing of
+    # round 1.
+    n_log = magnitudes.shape[1]
+    reach = np.maximum(np.abs(lower), np.abs(upper))
+    beyond = edges[None, :-1] >= reach[:, None]  # bins wholly beyond the interval
+    mass = np.where(beyond, magnitudes, 0.0).sum(axis=1)
+    cut = mass > _TAIL * n + 2.0 * noise_std * np.sqrt(beyond.sum(axis=1))
+    significant = beyond & (magnitudes > _SIGNAL_SDS * noise_std)
+    highest = n_log - 1 - np.argmax(significant[:, ::-1], axis=1)
+    cut &= significant.any(axis=1)
+    top = edges[1:][highest]
+    lower = np.where(cut, np.minimum(lower, -top), lower)
+    upper = np.where(cut, np.maximum(upper, top), upper)
+    return lower, upper
 
 
 def _magnitude_counts(X, *, edges, data_range):

@@ -93,7 +93,7 @@ def _schedule(n_samples, n_features, epsilon, delta, *, given):
             "a feature not seen is scaled by data_range (in effect dropped). "
             "Give public bounds=(lower, upper), fewer features or more budget.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=5,
         )
     return "search" if snr >= _SEARCH_SNR else "histogram"
 
