@@ -296,7 +296,7 @@ def signed_grid(data_range):
     return np.concatenate([-positive[::-1], positive])
 
 
-def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin):
+def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin, n_samples):
     """Mean, scale and bounds per feature from a noisy histogram (post-processing).
 
     Only the bins whose noisy count exceeds ``_COARSE_SIGNAL_SDS`` noise
@@ -309,8 +309,10 @@ def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin):
     many empty bins would swamp a small data set. Returns ``mean, scale,
     lower, upper, seen, zero`` (arrays of shape (d,)): ``[lower, upper]``
     spans the significant bins; ``seen`` is False for a feature with no
-    significant bin (its other outputs are then meaningless), ``zero`` True
-    where the zero bin ``zero_bin`` is the only significant one.
+    significant bin, or whose only significant bin is the zero bin
+    ``zero_bin`` while it holds visibly less than ``n_samples`` (its other
+    outputs are then meaningless), ``zero`` True where the zero bin holds
+    all the data, up to the noise.
     """
     left, right = edges[:-1], edges[1:]
     centre = left / 2.0 + right / 2.0
@@ -327,7 +329,12 @@ def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin):
     significant = weight > 0
     first = np.argmax(significant, axis=1)
     last = significant.shape[1] - 1 - np.argmax(significant[:, ::-1], axis=1)
-    zero = seen & (first == zero_bin) & (last == zero_bin)
+    only_zero = seen & (first == zero_bin) & (last == zero_bin)
+    # Zero only if the zero bin holds all the data (up to 3 noise standard
+    # deviations): a spike at 0 whose tail no bin saw (zero inflation) is
+    # not a zero spread, and its scale cannot be told: not seen.
+    zero = only_zero & (noisy_counts[:, zero_bin] >= n_samples - 3.0 * noise_std)
+    seen &= ~(only_zero & ~zero)
     return mean, scale, left[first], right[last], seen, zero
 
 
@@ -349,7 +356,11 @@ def private_histogram_scale(X, *, data_range, noise_multiplier, rng):
         counts, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
     )
     return histogram_scale(
-        noisy, edges, noise_multiplier * sensitivity, zero_bin=n_bins // 2
+        noisy,
+        edges,
+        noise_multiplier * sensitivity,
+        zero_bin=n_bins // 2,
+        n_samples=X.shape[0],
     )
 
 
