@@ -176,6 +176,7 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
         _magnitude_counts, X, (d, n_log_bins), edges=edges, data_range=data_range
     )
     noisy = release(counts)
+    magnitudes = noisy  # kept for the check of the final interval below
     _, hi = bulk_window(noisy, (1.0 - _TAIL) * n, noise_std)
     upper = edges[hi]
     lower = -upper
@@ -219,7 +220,28 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     # Widen the final interval a little (post-processing): less clipping of
     # the tails, at a small cost in resolution.
     pad = _PAD * (upper - lower)
-    return lower - pad, upper + pad
+    lower, upper = lower - pad, upper + pad
+    # A heavy tail beyond a spike (zero inflation: ~97% zeros and a few large
+    # values) is outside the bulk the zoom rounds keep: the interval would
+    # shrink to the spike and clip the tail away, and the transform would
+    # then blow the tail up. Where the magnitude round's noisy counts beyond
+    # the final interval add up to more than _TAIL·n (plus two standard
+    # deviations of their noise) and one of them stands out of the noise,
+    # widen it to the top of the highest such bin (the first round's own
+    # magnitude can overshoot a heavy tail by decades). Post-processing of
+    # round 1.
+    n_log = magnitudes.shape[1]
+    reach = np.maximum(np.abs(lower), np.abs(upper))
+    beyond = edges[None, :-1] >= reach[:, None]  # bins wholly beyond the interval
+    mass = np.where(beyond, magnitudes, 0.0).sum(axis=1)
+    cut = mass > _TAIL * n + 2.0 * noise_std * np.sqrt(beyond.sum(axis=1))
+    significant = beyond & (magnitudes > _SIGNAL_SDS * noise_std)
+    highest = n_log - 1 - np.argmax(significant[:, ::-1], axis=1)
+    cut &= significant.any(axis=1)
+    top = edges[1:][highest]
+    lower = np.where(cut, np.minimum(lower, -top), lower)
+    upper = np.where(cut, np.maximum(upper, top), upper)
+    return lower, upper
 
 
 def _magnitude_counts(X, *, edges, data_range):
@@ -246,3 +268,107 @@ def _zoom_counts(X, *, data_range, lower, width, n_bins):
     position = (X - lower) / width * n_bins
     bins = np.clip(np.floor(position), 0, n_bins - 1).astype(np.intp)
     return bin_counts(bins, int(n_bins.max()))
+
+
+# --------------------------------------------------------------------------
+# One-release scale estimate for small n·μ/sqrt(d) (issue 30, item 1)
+# --------------------------------------------------------------------------
+
+#: Bins per decade of the signed grid of the one-release estimate (edges a
+#: factor sqrt(10) ≈ 3.2 apart): few, wide bins, so that the bulk of a
+#: feature falls in one to three of them and stands out of the noise.
+_COARSE_PER_DECADE = 2
+#: A bin of the signed grid counts only if its noisy count exceeds this many
+#: noise standard deviations: an empty bin does with probability 2.3e-4, so
+#: a feature's 49 empty bins hold a false one with probability about 1%.
+_COARSE_SIGNAL_SDS = 3.5
+
+
+def signed_grid(data_range):
+    """Edges of the public signed grid of the one-release estimate.
+
+    ``[-data_range, -data_range·1e-12]`` and ``[data_range·1e-12,
+    data_range]`` are cut at ``data_range·10**(-k/2)``; the zero bin
+    ``[-data_range·1e-12, data_range·1e-12]`` sits between them: 49 bins.
+    """
+    k = np.arange(_DECADES * _COARSE_PER_DECADE, -1, -1)
+    positive = data_range * 10.0 ** (-k / _COARSE_PER_DECADE)
+    return np.concatenate([-positive[::-1], positive])
+
+
+def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin, n_samples):
+    """Mean, scale and bounds per feature from a noisy histogram (post-processing).
+
+    Only the bins whose noisy count exceeds ``_COARSE_SIGNAL_SDS`` noise
+    standard deviations are read, as a histogram of the data (their noisy
+    counts as weights): the mean is the weighted mean of the bin centres,
+    and the variance that of the bin centres plus each bin's own
+    ``width²/12`` (the variance of a value spread evenly over its bin), so
+    that a feature seen in one bin gets a scale of the bin's width, never 0.
+    Bins below the threshold are ignored as empty: summing the noise of the
+    many empty bins would swamp a small data set. Returns ``mean, scale,
+    lower, upper, seen, zero`` (arrays of shape (d,)): ``[lower, upper]``
+    spans the significant bins; ``seen`` is False for a feature with no
+    significant bin, or whose only significant bin is the zero bin
+    ``zero_bin`` while it holds visibly less than ``n_samples`` (its other
+    outputs are then meaningless), ``zero`` True where the zero bin holds
+    all the data, up to the noise.
+    """
+    left, right = edges[:-1], edges[1:]
+    centre = left / 2.0 + right / 2.0
+    width = right - left
+    weight = np.where(noisy_counts > _COARSE_SIGNAL_SDS * noise_std, noisy_counts, 0.0)
+    total = weight.sum(axis=1)
+    seen = total > 0
+    total = np.where(seen, total, 1.0)
+    mean = weight @ centre / total
+    var = (weight @ (centre**2 + width**2 / 12.0)) / total - mean**2
+    # Rounding may leave a tiny negative variance; the within-bin term keeps
+    # it at least (min width)²/12 in exact arithmetic.
+    scale = np.sqrt(np.maximum(var, (width.min() ** 2) / 12.0))
+    significant = weight > 0
+    first = np.argmax(significant, axis=1)
+    last = significant.shape[1] - 1 - np.argmax(significant[:, ::-1], axis=1)
+    only_zero = seen & (first == zero_bin) & (last == zero_bin)
+    # Zero only if the zero bin holds all the data (up to 3 noise standard
+    # deviations): a spike at 0 whose tail no bin saw (zero inflation) is
+    # not a zero spread, and its scale cannot be told: not seen.
+    zero = only_zero & (noisy_counts[:, zero_bin] >= n_samples - 3.0 * noise_std)
+    seen &= ~(only_zero & ~zero)
+    return mean, scale, left[first], right[last], seen, zero
+
+
+def private_histogram_scale(X, *, data_range, noise_multiplier, rng):
+    """One Gaussian release of every feature's histogram on the signed grid.
+
+    The ``d x 49`` count matrix of ``x`` (clipped to the public range) on
+    :func:`signed_grid` has L2 sensitivity ``sqrt(2 d)`` under replace-one
+    (one count leaves and one enters per feature), and is released with
+    noise std ``noise_multiplier·sqrt(2 d)``: ``1/noise_multiplier``-GDP.
+    Everything else is :func:`histogram_scale`, post-processing.
+    """
+    d = X.shape[1]
+    edges = signed_grid(data_range)
+    n_bins = edges.size - 1
+    sensitivity = histogram_sensitivity(d)
+    counts = sum_over_rows(_signed_counts, X, (d, n_bins), edges=edges)
+    noisy = gaussian_mechanism(
+        counts, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+    )
+    return histogram_scale(
+        noisy,
+        edges,
+        noise_multiplier * sensitivity,
+        zero_bin=n_bins // 2,
+        n_samples=X.shape[0],
+    )
+
+
+def _signed_counts(X, *, edges):
+    """Counts of x (clipped to the grid's range) on the signed grid, per feature.
+
+    A sum over rows, as :func:`_magnitude_counts`.
+    """
+    n_bins = edges.size - 1
+    bins = np.clip(np.searchsorted(edges, X, side="right") - 1, 0, n_bins - 1)
+    return bin_counts(bins, n_bins)
