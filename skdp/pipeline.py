@@ -115,7 +115,7 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     -----
     **The split.** Let ``k`` be the number of DP steps and ``W`` the sum of
     their weights. Every step gets ``δ/k``. The steps whose declared budget
-    (:meth:`privacy_budget`) is Gaussian-DP or zCDP compose exactly, as the
+    (``privacy_budget()``) is Gaussian-DP or zCDP compose exactly, as the
     ledger composes them (:func:`skdp.accounting.compose`), and together get
     the share ``ε·W_c/W`` of ε (``W_c``: their weights): if all are GDP,
     ``μ = mu_from_epsilon(ε·W_c/W, δ·k_c/k)`` and step ``i`` gets

@@ -887,7 +887,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         Number of steps run (``max_iter`` resolved).
     learning_rate_ : float
         Step size of the last step.
-    step_sizes_ : ndarray of shape (n_iter_,)
+    step_sizes_ : ndarray of shape (`n_iter_`,)
         Step size of each step (released values under
         ``learning_rate="auto"``, ``accounting="exact"``).
     schedule_record_ : dict

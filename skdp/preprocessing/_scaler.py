@@ -315,8 +315,8 @@ class DPStandardScaler(
       §3.3, used as Karwa & Vadhan (2018) use one to locate the data.
 
     **Which schedule.** Chosen from ``n``, ``d``, ε, δ and the given-ness of
-    ``bounds`` only (:func:`histogram_snr`), so neighbouring data sets get
-    the same releases and the same warning. At a ratio ``n·μ/sqrt(2d)``
+    ``bounds`` only (the ratio ``n·μ/sqrt(2d)``), so neighbouring data sets
+    get the same releases and the same warning. At a ratio ``n·μ/sqrt(2d)``
     below 100, the five releases of the search would each have noise
     ``sqrt(5)`` times larger, and the moment release alone then has a
     relative error on the variance near 100% (at breast cancer's n = 426,

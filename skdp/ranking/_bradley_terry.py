@@ -453,7 +453,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             (:func:`~skdp.ranking.pairs_to_design`). Other rows are clipped
             to norm ``sqrt(2)``. Raw ``[i, j]`` id pairs (two columns of
             non-negative integers) are refused: encode them with
-            :class:`PairsEncoder`.
+            :class:`~skdp.ranking.PairsEncoder`.
         y : array-like of shape (n_comparisons,)
             Outcomes: ``classes_[1]`` (1 for labels {0, 1}) if the first item
             (the ``+1`` entry) won.
