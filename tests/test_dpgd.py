@@ -82,9 +82,10 @@ def test_logistic_residual_is_scipy_expit_minus_y_within_a_few_ulp():
     # whole line: saturated tails (e^{-z} = inf gives 0), ±inf, signed zeros,
     # subnormals; a NaN stays NaN (the engine then drops the record). numpy's
     # exp and the libm exp behind scipy's expit may differ in the last bit on
-    # some CPUs (seen on AVX-512: 2% of draws), so the sigmoid is compared to
-    # 2 ulp and the residual to 2 ulp of the sigmoid plus the subtraction's
-    # own rounding; never bit for bit across libraries.
+    # some CPUs (seen on AVX-512: 2% of draws; numpy 1.25's exp: 3 ulp), so
+    # the sigmoid is compared to 4 ulp and the residual to 4 ulp of the
+    # sigmoid plus the subtraction's own rounding; never bit for bit across
+    # libraries.
     rng = np.random.default_rng(2)
     z = np.concatenate(
         [
@@ -101,10 +102,10 @@ def test_logistic_residual_is_scipy_expit_minus_y_within_a_few_ulp():
     expected_sigmoid = expit(z)
     np.testing.assert_array_equal(np.isnan(sigmoid), np.isnan(expected_sigmoid))
     finite = ~np.isnan(expected_sigmoid)
-    np.testing.assert_array_max_ulp(sigmoid[finite], expected_sigmoid[finite], 2)
+    np.testing.assert_array_max_ulp(sigmoid[finite], expected_sigmoid[finite], 4)
     expected = expected_sigmoid[:, 0] - y
     np.testing.assert_array_equal(np.isnan(residual[:, 0]), np.isnan(expected))
-    tolerance = 2 * np.spacing(expected_sigmoid[:, 0]) + np.spacing(np.abs(expected))
+    tolerance = 4 * np.spacing(expected_sigmoid[:, 0]) + np.spacing(np.abs(expected))
     error = np.abs(residual[:, 0] - expected)
     assert np.all(error[finite[:, 0]] <= tolerance[finite[:, 0]])
 

@@ -614,7 +614,11 @@ def test_a_pipelines_runs_are_silent_at_every_level(data, runs, capsys):
 
 
 def test_runs_in_threads_let_no_warning_through(data):
-    from joblib import parallel_config
+    import joblib
+
+    # parallel_config is joblib >= 1.3; the oldest supported joblib (1.2)
+    # has parallel_backend.
+    parallel_config = getattr(joblib, "parallel_config", joblib.parallel_backend)
 
     X, y = data
     est = search(
