@@ -919,14 +919,15 @@ def test_default_step_is_safe_on_standardised_diabetes():
 def test_default_step_is_safe_on_equicorrelated_features():
     """ρ = 0.64, d = 50, 5-sparse, noise sd 0.25 (OLS ceiling 0.96), n =
     10000 train / 5000 test: the old default gave R² about -7 at ε = 1.
-    Measured 0.82-0.94 over seeds at ε = 1 (T = 100); asserted >= 0.85
-    for the fixed seeds below."""
+    Measured over seeds 0-11 at ε = 1: mean 0.875, 9 of 12 at 0.85 or more,
+    the worst 0.70 (a noisy released curvature). Asserted: the mean over
+    seeds 0-5 (0.870) is at least 0.85, and no fit diverges."""
     Xtr, ytr, Xte, yte = _equicorrelated(0.25)
     scores = [
         DPSparseGLM(epsilon=1.0, random_state=seed).fit(Xtr, ytr).score(Xte, yte)
-        for seed in (1, 2)
+        for seed in range(6)
     ]
-    assert min(scores) >= 0.85
+    assert np.mean(scores) >= 0.85 and min(scores) > 0.5
 
 
 def test_large_given_step_on_correlated_features_warns():
