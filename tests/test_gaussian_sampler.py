@@ -1187,3 +1187,53 @@ def test_direct_distances_of_huge_rows():
         np.testing.assert_array_equal(
             _direct_sq_distances(A, B), [0.0, np.inf, 25.0, np.inf]
         )
+
+
+def _stable_mean_oracle(Xw, ref, lambda0, k):
+    """StableMean from its definitions, pair by pair (no blocks, no expansion).
+
+    Row i is in S_ℓ iff its (n_ref − ℓ)-th smallest squared distance to the
+    reference rows is at most e^{ℓ/k}·λ0; Score = min(k, min_{ℓ <= k}
+    (n1 − |S_ℓ| + ℓ)); a row's weight is proportional to the number of
+    levels ℓ = k+1..2k whose S_ℓ holds it.
+    """
+    n1, n_ref = Xw.shape[0], len(ref)
+    D = ((Xw[:, None, :] - Xw[ref][None, :, :]) ** 2).sum(axis=2)
+    D.sort(axis=1)
+    member = np.zeros((n1, 2 * k + 1), dtype=bool)
+    for level in range(2 * k + 1):
+        lam = math.exp(level / k) * lambda0
+        member[:, level] = D[:, n_ref - level - 1] <= lam
+    sizes = member.sum(axis=0)
+    score = min(k, min(n1 - sizes[level] + level for level in range(k + 1)))
+    if score >= k:
+        return None, k
+    counts = member[:, k + 1 :].sum(axis=1)
+    return counts / counts.sum(), score
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stable_mean_matches_its_definition_across_row_blocks(seed, monkeypatch):
+    # Small distances (λ0 below 1) and a tiny row block, so that the blocked,
+    # partitioned computation must add every block's level sizes and count
+    # the levels above k for each row exactly as the definition does; the
+    # λ0 sweep covers scores from 0 to k (where no weights are released).
+    from skdp.gaussian import _subroutines
+
+    rng = np.random.default_rng(seed)
+    n1, d, k = 40, 3, 3
+    Xw = 0.1 * rng.standard_normal((n1, d))
+    Xw[: seed % 3] += 0.5  # 0, 1 or 2 outliers
+    ref = rng.choice(n1, size=15, replace=False)
+    monkeypatch.setattr(_subroutines, "_BLOCK_ROWS", 7)
+    seen_scores = set()
+    for lambda0 in np.geomspace(0.002, 2.0, 16):
+        weights, score = _subroutines.stable_mean(Xw, ref, lambda0, k)
+        expected_weights, expected_score = _stable_mean_oracle(Xw, ref, lambda0, k)
+        assert score == expected_score
+        seen_scores.add(score)
+        if expected_weights is None:
+            assert weights is None
+        else:
+            np.testing.assert_allclose(weights, expected_weights, rtol=1e-12)
+    assert k in seen_scores and len(seen_scores) >= 2
