@@ -370,18 +370,37 @@ def noisy_iht(
         support = peel_top_k(
             np.abs(v[:d]), sparsity, noise=selection, scale=selection_scale, rng=rng
         )
-        keep = np.append(support, d) if fit_intercept else support
-        theta = np.zeros(d + 1)
-        theta[keep] = add_noise(v[keep], release_scale, rng)
-        if iterates is not None:
-            iterates.append(theta.copy())
-        if progress is not None:
-            progress.step(t, theta)
+        theta = _release_on_support(
+            v, support, fit_intercept, add_noise, release_scale, rng
+        )
+        _report_step(t, theta, iterates, progress)
+    _check_finite(theta)
+    return theta[:d], float(c * theta[d]), support
+
+
+def _release_on_support(v, support, fit_intercept, add_noise, scale, rng):
+    """The next iterate: ``v`` on the selected coordinates (and the intercept),
+    with noise of the given scale; zero elsewhere."""
+    d = v.shape[0] - 1
+    keep = np.append(support, d) if fit_intercept else support
+    theta = np.zeros(d + 1)
+    theta[keep] = add_noise(v[keep], scale, rng)
+    return theta
+
+
+def _report_step(t, theta, iterates, progress):
+    """Keep the released iterate (for the divergence check) and show progress."""
+    if iterates is not None:
+        iterates.append(theta.copy())
+    if progress is not None:
+        progress.step(t, theta)
+
+
+def _check_finite(theta):
     if not np.isfinite(theta).all():
         raise MechanismFailedError(
             "Noisy IHT produced a non-finite model; lower the learning rate."
         )
-    return theta[:d], float(c * theta[d]), support
 
 
 # ---------------------------------------------------------------------------
@@ -528,10 +547,10 @@ def private_schedule_iht(
     ``1 - α/γ`` of gradient steps ``1/γ``, floored by the family's measured
     ``κ_f``) meets the error no step removes (as the public schedule),
     read from the pre-pass's release. The per-step budget is then fixed so
-    that the total is ρ: a fully adaptive composition of zCDP mechanisms
-    whose parameters depend only on earlier releases and whose ρ adds up to
-    the declared one (the Rényi filter of Feldman & Zrnic 2021 at every
-    order).
+    that the steps together spend ``ρ - ρ_pre`` whatever T: for every
+    outcome of the pre-pass, the steps are a ``(ρ - ρ_pre)``-zCDP mechanism
+    (each step's parameters depend only on earlier releases), so the two
+    stages compose adaptively to ρ (Bun & Steinke 2016, Lemma 2.3).
 
     Returns ``coef, intercept, support, record`` where ``record`` lists what
     an accountant needs (see :func:`_adaptive_rho`).
@@ -640,21 +659,19 @@ def private_schedule_iht(
             record["curvature_stds"].append(std)
             record["curvature_sensitivities"].append(sens)
             eta = 1.0 / (weight * max(released + _CONFIDENCE_Z * std, 1.0))
-        v = theta - eta * step
-        keep = np.append(support, d) if fit_intercept else support
-        theta = np.zeros(d + 1)
-        theta[keep] = add_gaussian_noise(v[keep], eta * value_unit, rng)
+        theta = _release_on_support(
+            theta - eta * step,
+            support,
+            fit_intercept,
+            add_gaussian_noise,
+            eta * value_unit,
+            rng,
+        )
         record["step_sizes"].append(eta)
         record["release_scales"].append(eta * value_unit)
         previous = support
-        if iterates is not None:
-            iterates.append(theta.copy())
-        if progress is not None:
-            progress.step(t, theta)
-    if not np.isfinite(theta).all():
-        raise MechanismFailedError(
-            "Noisy IHT produced a non-finite model; lower the learning rate."
-        )
+        _report_step(t, theta, iterates, progress)
+    _check_finite(theta)
     return theta[:d], float(c * theta[d]), support, record
 
 
@@ -947,8 +964,9 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
     given step size and the public T, which never read the data. Under
     ``learning_rate="auto"`` (exact) the step sizes and the automatic T are
     read from noisy releases (a pre-pass and one curvature per step), all in
-    ``rho_``: a fully adaptive zCDP composition whose shares add up to the
-    declared ρ whatever T (Feldman & Zrnic 2021, Rényi filter at every order).
+    ``rho_``: the pre-pass fixes T, and for each of its outcomes the steps
+    spend the rest of the declared ρ, so the two stages compose adaptively
+    in zCDP (Bun & Steinke 2016, Lemma 2.3) to the declared ρ whatever T.
     Error messages never quote data
     values. Invalid responses (y < 0 for Poisson, y outside {0, 1} for
     logistic) raise before any work.
