@@ -80,6 +80,7 @@ __all__ = [
     "secure_gaussian_noise_multiplier",
     "secure_laplace_epsilon",
     "secure_noise_cost",
+    "split_gaussian_budget",
     "truncated_negative_binomial_gamma",
     "truncated_negative_binomial_mean",
     "zcdp_from_epsilon",
@@ -564,6 +565,67 @@ def gaussian_noise_multiplier(epsilon, delta, n_steps=1, *, noise="fast"):
     # √T/z gives back μ only to a few ulps: err toward more noise. 2z (μ/2)
     # passes by far.
     return float(_nudge(passes, z, 2.0 * z, "the noise multiplier"))
+
+
+def split_gaussian_budget(epsilon, delta, parts, *, noise="fast"):
+    """Noise multipliers of several Gaussian releases that share one budget.
+
+    ``parts`` lists ``(n_steps, share)`` pairs: ``n_steps`` equal releases
+    that together get a ``share`` of the budget (the shares add up to 1).
+    With ``z`` the multiplier of one release that spends the whole
+    (``epsilon``, ``delta``), a part's releases each get the multiplier
+    ``z·sqrt(n_steps/share)``, so that ``Σ n_steps/z_i² = 1/z²``: the
+    releases compose to exactly ``1/z``-GDP (Dong, Roth & Su 2022, Cor. 3.3),
+    the same as ``n`` (the total number of releases) steps of the one
+    *equivalent* multiplier ``sqrt(n)·z``, which is what
+    :func:`gaussian_cost` is given to report the total.
+
+    With ``noise="secure"`` the releases are accounted in zCDP with a grid
+    slack s per release (:func:`secure_noise_cost`):
+    ``Σ_i (1/z_i + s)² <= n·(1/(sqrt(n)·z) + s)²`` by Cauchy–Schwarz
+    (``Σ 1/z_i <= sqrt(n·Σ 1/z_i²)``), so ``z`` is calibrated for ``n``
+    secure steps of multiplier ``sqrt(n)·z`` and the same report holds.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The total budget.
+    parts : sequence of (int, float)
+        ``(n_steps, share)`` per part; shares in (0, 1] adding up to 1.
+    noise : {"fast", "secure"}, default="fast"
+
+    Returns
+    -------
+    multipliers : list of float
+        The noise multiplier of each release of each part, in order.
+    equivalent : float
+        The multiplier ``sqrt(n)·z`` for which ``gaussian_cost(equivalent,
+        n, ...)`` is the cost of all the releases together.
+
+    Examples
+    --------
+    >>> from skdp.accounting import gaussian_cost, split_gaussian_budget
+    >>> (z_search, z_release), z_eq = split_gaussian_budget(
+    ...     1.0, 1e-5, [(4, 0.25), (1, 0.75)]
+    ... )
+    >>> round(4 / z_search**2 + 1 / z_release**2, 12) == round(5 / z_eq**2, 12)
+    True
+    >>> cost = gaussian_cost(z_eq, 5, delta=1e-5, adjacency="replace one record")
+    >>> round(cost.epsilon, 6)
+    1.0
+    """
+    parts = [(_check_n_steps(steps), float(share)) for steps, share in parts]
+    if not parts or not all(0.0 < share <= 1.0 for _, share in parts):
+        raise ValueError(f"Every share must be in (0, 1]; got {parts}.")
+    if not math.isclose(sum(share for _, share in parts), 1.0, rel_tol=1e-9):
+        raise ValueError(f"The shares must add up to 1; got {parts}.")
+    n = sum(steps for steps, _ in parts)
+    if noise == "secure":
+        z = gaussian_noise_multiplier(epsilon, delta, n, noise="secure") / math.sqrt(n)
+    else:
+        z = gaussian_noise_multiplier(epsilon, delta)
+    multipliers = [z * math.sqrt(steps / share) for steps, share in parts]
+    return multipliers, math.sqrt(n) * z
 
 
 def _check_gaussian_budget(epsilon, delta):

@@ -28,6 +28,7 @@ from ..accounting import (
     PrivacyCost,
     gaussian_cost,
     gaussian_noise_multiplier,
+    split_gaussian_budget,
 )
 from ..mechanisms import as_generator, gaussian_mechanism
 from ._quantiles import (
@@ -502,25 +503,26 @@ class DPStandardScaler(
         n_iter = {"moments": 1, "search": N_BOUND_RELEASES + 1, "histogram": 1}[
             schedule
         ]
-        if self.noise == "secure":
-            # Σ_i (1/z_i + 2^-16)² <= n_iter·(1/(sqrt(n_iter)·z) + 2^-16)² by
-            # Cauchy-Schwarz when Σ 1/z_i² = 1/z²: calibrate the right side.
-            z = gaussian_noise_multiplier(
-                self.epsilon, self.delta, n_iter, noise="secure"
-            ) / math.sqrt(n_iter)
-        else:
-            z = gaussian_noise_multiplier(self.epsilon, self.delta)  # one-shot μ
+        if schedule == "search":
+            # μ_b² = share·μ² over N_BOUND_RELEASES equal rounds; μ_m² the rest.
+            (z_bounds, z), z_total = split_gaussian_budget(
+                self.epsilon,
+                self.delta,
+                [(N_BOUND_RELEASES, self.bounds_share), (1, 1.0 - self.bounds_share)],
+                noise=self.noise,
+            )
+        else:  # one release spends the whole budget
+            (z,), z_total = split_gaussian_budget(
+                self.epsilon, self.delta, [(1, 1.0)], noise=self.noise
+            )
         if schedule == "histogram":
             mean, var, bounds = self._histogram_moments(X, z, rng)
             mechanism = "DPStandardScaler: one noisy histogram per feature"
         elif schedule == "search":
-            # μ_b² = share·μ² over N_BOUND_RELEASES equal rounds; μ_m² the rest.
-            z_bounds = z * math.sqrt(N_BOUND_RELEASES / self.bounds_share)
-            z_moments = z / math.sqrt(1.0 - self.bounds_share)
             bounds = private_bounds(
                 X, data_range=self.data_range, noise_multiplier=z_bounds, rng=rng
             )
-            mean, var = self._noisy_moments(X, bounds, z_moments, rng)
+            mean, var = self._noisy_moments(X, bounds, z, rng)
             # scikit-learn's convention for a zero variance (scale 1), where
             # the spread is below the search's resolution (a public floor).
             var = np.where(var < (self.data_range * _RESOLUTION) ** 2, 1.0, var)
@@ -536,9 +538,8 @@ class DPStandardScaler(
         self.var_ = var if self.with_std else None
         self.scale_ = np.sqrt(var) if self.with_std else None
         self.n_iter_ = n_iter
-        # Σ 1/z_i² = 1/z² exactly (up to rounding, which the accountant's
-        # margin covers), i.e. n_iter steps of multiplier sqrt(n_iter)·z.
-        self.noise_multiplier_ = math.sqrt(n_iter) * z
+        # The releases' multipliers compose like n_iter steps of z_total.
+        self.noise_multiplier_ = z_total
         self.privacy_spent_ = gaussian_cost(
             self.noise_multiplier_,
             n_iter,
