@@ -225,7 +225,7 @@ def run_bounded(seeds, n=10_000, d=5, radius=8.0):
             f"{b[:, 1].mean() / a[:, 1].mean():.2f}",
         ],
     ]
-    est = DPGaussianSampler(epsilon=EPSILON, delta=DELTA, radius=radius)
+    est = DPGaussianSampler(epsilon=EPSILON, delta=DELTA, center=None, radius=radius)
     z_skdp = est.fit(np.zeros((n, d))).noise_multiplier_
     z_naive = math.sqrt(2 * math.log(1.25 / (DELTA / 2))) / (EPSILON / 2)
     note = (

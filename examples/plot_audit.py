@@ -79,7 +79,7 @@ setups = {
     ),
     "DPGaussianSampler": (
         lambda eps: DPGaussianSampler(
-            epsilon=eps, delta=delta, radius=3.0, min_variance=1e-9
+            epsilon=eps, delta=delta, center=0.0, radius=3.0, min_variance=1e-9
         ),
         rng.normal(size=(500, 2)),
         None,

@@ -137,7 +137,9 @@ for eps in epsilons:
         for seed in range(2 if SMALL else 5):
             rng = np.random.default_rng(seed)
             X = rng.multivariate_normal(mu5, Sigma5, n)
-            est = DPGaussianSampler(epsilon=eps, delta=DELTA, radius=radius).fit(X)
+            est = DPGaussianSampler(
+                epsilon=eps, delta=DELTA, center=None, radius=radius
+            ).fit(X)
             kls.append(kl(mu5, Sigma5, est.mean_, est.covariance_))
             tvs.append(tv(mu5, Sigma5, est.mean_, est.covariance_, rng))
         results[eps, n] = (np.mean(tvs), np.mean(kls))

@@ -287,7 +287,7 @@ def _bradley_terry(epsilon=EPSILON):
 
 def _sampler(epsilon=EPSILON):
     return DPGaussianSampler(
-        epsilon=epsilon, delta=DELTA, radius=3.0, min_variance=1e-9
+        center=None, epsilon=epsilon, delta=DELTA, radius=3.0, min_variance=1e-9
     )
 
 
@@ -689,7 +689,7 @@ def test_command_line_prints_a_report():
 
 def test_verbose_audit_shows_progress_and_time_left_with_the_same_scores(capsys):
     X = np.random.default_rng(0).normal(size=(100, 2))
-    estimator = DPGaussianSampler(radius=3.0, min_variance=1e-9)
+    estimator = DPGaussianSampler(center=None, radius=3.0, min_variance=1e-9)
     quiet = audit_estimator(estimator, X, n_trials=40, random_state=1)
     assert capsys.readouterr().err == ""
     loud = audit_estimator(estimator, X, n_trials=40, random_state=1, verbose=1)
@@ -791,6 +791,6 @@ def test_unbounded_canary_catches_a_sampler_that_keeps_outliers(
 def test_unbounded_canary_needs_the_unbounded_mode_and_on_fail_ignore():
     X = np.zeros((10, 2))
     with pytest.raises(ValueError, match="method='unbounded'"):
-        UnboundedCanary().build(DPGaussianSampler(), X)
+        UnboundedCanary().build(DPGaussianSampler(center=None, radius=1.0), X)
     with pytest.raises(ValueError, match="on_fail='ignore'"):
         UnboundedCanary().build(DPGaussianSampler(method="unbounded"), X)

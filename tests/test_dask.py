@@ -173,7 +173,7 @@ def test_standard_scaler_matches_in_memory(rows, bounds):
 def test_gaussian_sampler_matches_in_memory(rows):
     rng = np.random.default_rng(0)
     X = rng.normal(loc=[1.0, -2.0], scale=[1.0, 3.0], size=(2000, 2))
-    params = dict(radius=10.0, random_state=0)
+    params = dict(center=None, radius=10.0, random_state=0)
     memory = DPGaussianSampler(**params).fit(X)
     fitted = DPGaussianSampler(**params).fit(_dask(X, rows))
     _assert_same(memory, fitted, ["mean_", "covariance_"])
@@ -307,7 +307,7 @@ def test_bad_input_raises_before_any_noise_and_leaves_nothing_fitted(
         DPSparseGLM(sparsity=2, random_state=0),
         DPRandomFeaturesRegressor(20, random_state=0, max_iter=3),
         DPStandardScaler(random_state=0),
-        DPGaussianSampler(radius=3.0, random_state=0),
+        DPGaussianSampler(center=None, radius=3.0, random_state=0),
     ],
     ids=["sparse_glm", "random_features", "scaler", "sampler"],
 )

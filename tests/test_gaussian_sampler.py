@@ -636,7 +636,7 @@ def test_unbounded_fail_is_an_output_never_retried(small_constants):
 def test_non_finite_input_is_rejected(small_constants, bad, method):
     X = np.random.default_rng(0).standard_normal((1000, 2))
     X[5, 1] = bad
-    est = DPGaussianSampler(method=method, delta=1e-6)
+    est = DPGaussianSampler(method=method, delta=1e-6, center=0.0, radius=1.0)
     with pytest.raises(ValueError, match=r"NaN|infinity"):
         est.fit(X)
     assert not [k for k in vars(est) if k.endswith("_")]
@@ -718,14 +718,21 @@ def test_bounded_clip_survives_overflowing_differences():
 @pytest.mark.parametrize("epsilon", [0.3, 1.0, 4.0])
 def test_bounded_guarantee_matches_dp_accounting(epsilon):
     X = np.random.default_rng(0).standard_normal((100, 2))
-    est = DPGaussianSampler(epsilon=epsilon, delta=1e-6, random_state=0).fit(X)
+    est = DPGaussianSampler(
+        center=None, radius=1.0, epsilon=epsilon, delta=1e-6, random_state=0
+    ).fit(X)
     oracle = dp_accounting.get_epsilon_gaussian(
         est.noise_multiplier_ / math.sqrt(est.n_iter_), 1e-6
     )
     assert oracle == pytest.approx(epsilon, rel=1e-6)
     assert est.privacy_spent_.epsilon <= epsilon * (1 + 1e-12)
     paper = DPGaussianSampler(
-        epsilon=epsilon, delta=1e-6, accounting="paper", random_state=0
+        center=None,
+        radius=1.0,
+        epsilon=epsilon,
+        delta=1e-6,
+        accounting="paper",
+        random_state=0,
     ).fit(X)
     assert paper.noise_multiplier_ > est.noise_multiplier_
     assert paper.privacy_spent_.epsilon < epsilon
@@ -743,11 +750,14 @@ def test_bounded_noise_has_the_calibrated_scale():
     n, C = 40, 1.5
     X = rng.uniform(-1, 1, (n, 2))
     means = np.array(
-        [DPGaussianSampler(radius=C, random_state=s).fit(X).mean_ for s in range(600)]
+        [
+            DPGaussianSampler(center=None, radius=C, random_state=s).fit(X).mean_
+            for s in range(600)
+        ]
     )
     # per-release multiplier: κ (joint sensitivity, 5/4 at d = 2) times
     # noise_multiplier_
-    z = 1.25 * DPGaussianSampler(radius=C).fit(X).noise_multiplier_
+    z = 1.25 * DPGaussianSampler(center=None, radius=C).fit(X).noise_multiplier_
     std = means.std(axis=0, ddof=1)
     np.testing.assert_allclose(std / (z * 2 * C / n), 1, atol=4 / math.sqrt(2 * 599))
 
@@ -807,7 +817,7 @@ def test_bounded_accuracy_improves_with_n():
 
 def test_bounded_sample_is_post_processing():
     X = np.random.default_rng(0).standard_normal((500, 2))
-    est = DPGaussianSampler(radius=4.0, random_state=3).fit(X)
+    est = DPGaussianSampler(center=None, radius=4.0, random_state=3).fit(X)
     a, b = est.sample(20000, random_state=1), est.sample(20000, random_state=2)
     assert not np.array_equal(a, b)
     np.testing.assert_array_equal(a, est.sample(20000, random_state=1))
@@ -839,7 +849,7 @@ def test_bounded_degenerate_data_fits_with_a_floor():
     # All rows equal is a legitimate input in bounded mode (no data-dependent
     # error is raised, which would not be private): the covariance is the
     # noise projected to eigenvalues >= min_variance.
-    est = DPGaussianSampler(radius=1.0, min_variance=0.01, random_state=0)
+    est = DPGaussianSampler(center=None, radius=1.0, min_variance=0.01, random_state=0)
     est.fit(np.zeros((200, 3)))
     assert np.linalg.eigvalsh(est.covariance_).min() >= 0.01 * (1 - 1e-9)
 
@@ -849,16 +859,18 @@ def test_bounded_center_shape_and_params():
     with pytest.raises(ValueError, match="center"):
         DPGaussianSampler(center=[0, 0, 0]).fit(X)
     with pytest.raises(InvalidParameterError):
-        DPGaussianSampler(radius=0).fit(X)
+        DPGaussianSampler(center=None, radius=0).fit(X)
     with pytest.raises(ValueError, match="delta > 0"):
-        DPGaussianSampler(delta=0).fit(X)
+        DPGaussianSampler(center=None, radius=1.0, delta=0).fit(X)
     with pytest.raises(NotFittedError):
-        DPGaussianSampler().sample()
-    est = DPGaussianSampler(center=3.0).fit(X)
+        DPGaussianSampler(center=None, radius=1.0).sample()
+    est = DPGaussianSampler(center=3.0, radius=1.0).fit(X)
     assert est.n_iter_ == 1
     assert set(k for k in vars(est) if k.endswith("_")) == {
         "mean_",
         "covariance_",
+        "center_",
+        "radius_",
         "noise_multiplier_",
         "n_iter_",
         "privacy_spent_",
@@ -868,10 +880,13 @@ def test_bounded_center_shape_and_params():
 
 def test_bounded_fit_is_reproducible_with_a_seed_and_fresh_without():
     X = np.random.default_rng(2).standard_normal((300, 2))
-    a, b = (DPGaussianSampler(radius=3.0, random_state=4).fit(X) for _ in range(2))
+    a, b = (
+        DPGaussianSampler(center=None, radius=3.0, random_state=4).fit(X)
+        for _ in range(2)
+    )
     np.testing.assert_array_equal(a.mean_, b.mean_)
     np.testing.assert_array_equal(a.covariance_, b.covariance_)
-    c, e = (DPGaussianSampler(radius=3.0).fit(X) for _ in range(2))
+    c, e = (DPGaussianSampler(center=None, radius=3.0).fit(X) for _ in range(2))
     assert not np.array_equal(c.mean_, e.mean_)
 
 
@@ -942,7 +957,9 @@ def test_bounded_noise_is_calibrated_on_the_joint_sensitivity(d, factor, noise):
     from skdp.accounting import gaussian_noise_multiplier
 
     X = np.random.default_rng(0).standard_normal((200, d))
-    est = DPGaussianSampler(epsilon=1.0, delta=1e-6, noise=noise).fit(X)
+    est = DPGaussianSampler(
+        center=None, radius=1.0, epsilon=1.0, delta=1e-6, noise=noise
+    ).fit(X)
     per_release = est.noise_multiplier_ * joint_sensitivity(d)
     old = gaussian_noise_multiplier(1.0, 1e-6, n_steps=2, noise=noise)
     assert est.n_iter_ == 1
@@ -963,7 +980,7 @@ def test_bounded_joint_release_matches_the_pld_accountant(epsilon, d):
     from dp_accounting.pld import pld_privacy_accountant
 
     X = np.random.default_rng(1).standard_normal((100, d))
-    est = DPGaussianSampler(epsilon=epsilon, delta=1e-6).fit(X)
+    est = DPGaussianSampler(center=None, radius=1.0, epsilon=epsilon, delta=1e-6).fit(X)
     accountant = pld_privacy_accountant.PLDAccountant(
         dp_accounting.NeighboringRelation.REPLACE_ONE,
         value_discretization_interval=1e-4,
@@ -984,6 +1001,8 @@ def test_bounded_joint_release_matches_the_pld_accountant(epsilon, d):
 BOUNDED_ATTRIBUTES = {
     "mean_",
     "covariance_",
+    "center_",
+    "radius_",
     "noise_multiplier_",
     "n_iter_",
     "privacy_spent_",
@@ -1021,14 +1040,14 @@ def test_refit_in_the_other_method_drops_stale_attributes(small_constants):
 @pytest.mark.parametrize("radius", [1.34e154, 1e200, 1e300, 1e-160])
 def test_radius_out_of_float_range_raises_a_clear_error(radius):
     X = np.random.default_rng(0).standard_normal((50, 2))
-    est = DPGaussianSampler(radius=radius)
+    est = DPGaussianSampler(center=None, radius=radius)
     with pytest.raises(ValueError, match=r"radius=.* is outside the range"):
         est.fit(X)
     assert not [k for k in vars(est) if k.endswith("_")]
     # The largest radius allowed fits, with finite outputs.
     lo, hi = _sampler._radius_range(50)
     for ok in (hi, lo):
-        fitted = DPGaussianSampler(radius=ok, random_state=0).fit(X)
+        fitted = DPGaussianSampler(center=None, radius=ok, random_state=0).fit(X)
         assert np.isfinite(fitted.mean_).all() and np.isfinite(fitted.covariance_).all()
 
 
@@ -1237,3 +1256,133 @@ def test_stable_mean_matches_its_definition_across_row_blocks(seed, monkeypatch)
         else:
             np.testing.assert_allclose(weights, expected_weights, rtol=1e-12)
     assert k in seen_scores and len(seen_scores) >= 2
+
+
+# ---------------------------------------------------------------------------
+# Issue 30, item 5: the defaults find the centre and radius privately, or refuse
+# ---------------------------------------------------------------------------
+
+
+def _offset_data(n=20_000, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    cov = np.array([[1.0, 0.5], [0.5, 2.0]])[:d, :d]
+    return rng.multivariate_normal(np.full(d, 5.0), cov, n), cov
+
+
+def test_defaults_find_an_offset_mean_and_the_covariance():
+    """The issue's example: data with mean 5. The old defaults (the unit ball
+    at the origin) released a mean near 0.6; "auto" finds the ball."""
+    X, cov = _offset_data()
+    est = DPGaussianSampler(random_state=0).fit(X)
+    np.testing.assert_allclose(est.mean_, X.mean(axis=0), atol=0.05)
+    assert np.linalg.norm(est.covariance_ - np.cov(X.T)) <= 0.1 * np.linalg.norm(cov)
+    # The ball holds the bulk and is not absurdly large (a few sd).
+    assert np.all(np.abs(est.center_ - 5.0) < 1.0)
+    assert 3.0 < est.radius_ < 20.0
+    assert est.n_iter_ == 5
+    # The old behaviour, asked for explicitly, is still what it was: biased.
+    origin = DPGaussianSampler(center=None, radius=1.0, random_state=0).fit(X)
+    assert np.all(origin.mean_ < 1.0)
+
+
+def test_auto_budget_split_is_exact_and_matches_dp_accounting():
+    """Four search rounds at z_b and the release at z_r compose to exactly the
+    budget: 4/z_b² + 1/z_r² = μ², μ from dp-accounting's own calibration,
+    and the reported (noise_multiplier_, n_iter_) give the same ε there."""
+    X, _ = _offset_data(n=5000)
+    for noise in ("fast", "secure"):
+        est = DPGaussianSampler(epsilon=0.7, delta=1e-6, noise=noise).fit(X)
+        assert est.n_iter_ == 5
+        assert est.privacy_spent_.epsilon <= 0.7 * (1 + 1e-9)
+        assert est.privacy_spent_.epsilon >= 0.69
+    est = DPGaussianSampler(epsilon=0.7, delta=1e-6, random_state=0).fit(X)
+    oracle = dp_accounting.get_epsilon_gaussian(
+        est.noise_multiplier_ / math.sqrt(est.n_iter_), 1e-6
+    )
+    assert oracle == pytest.approx(0.7, rel=1e-6)
+
+
+def test_auto_search_and_release_get_their_shares(monkeypatch):
+    """White box: the search is called with multiplier z·sqrt(4/share) and
+    the release's noise has std κ·z/sqrt(1 - share) times its sensitivity,
+    z the one-release multiplier of the whole budget (computed here from
+    dp-accounting, not from skdp)."""
+    share, eps, delta, d = 0.4, 1.0, 1e-6, 2
+    z = 1.0 / dp_accounting_mu(eps, delta)
+    seen = {}
+
+    def fake_bounds(X, *, data_range, noise_multiplier, rng):
+        seen["z_bounds"] = noise_multiplier
+        return np.full(X.shape[1], -3.0), np.full(X.shape[1], 3.0)
+
+    monkeypatch.setattr(_sampler, "private_bounds", fake_bounds)
+    X = np.zeros((4000, d))  # every row at the centre: the release is pure noise
+    means = np.array(
+        [
+            DPGaussianSampler(bounds_share=share, delta=delta, random_state=s)
+            .fit(X)
+            .mean_
+            for s in range(400)
+        ]
+    )
+    assert seen["z_bounds"] == pytest.approx(z * math.sqrt(4 / share), rel=1e-6)
+    radius = math.sqrt(2) * 3.0  # the smallest ball around 0 holding the box
+    expected_std = 1.25 * z / math.sqrt(1 - share) * 2 * radius / 4000
+    # 800 draws of a normal: the sample sd is within 10% with prob > 0.99.
+    assert means.std() == pytest.approx(expected_std, rel=0.1)
+
+
+def dp_accounting_mu(epsilon, delta):
+    """μ with δ(ε; μ) = delta, by bisection on dp-accounting's own curve."""
+    lo, hi = 1e-3, 20.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if dp_accounting.get_epsilon_gaussian(1 / mid, delta) > epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def test_auto_warns_on_data_too_small_before_reading_it():
+    """The warning depends on public values only (n, d, ε, δ), and comes
+    before X is read; the fit that follows is the same DP search."""
+
+    class Untouchable:
+        shape = (200, 5)
+        ndim = 2
+
+        def __array__(self, *args, **kwargs):
+            raise AssertionError("X was read")
+
+    with pytest.warns(UserWarning, match="too small to find the center and radius"):
+        with pytest.raises(AssertionError, match="X was read"):
+            DPGaussianSampler().fit(Untouchable())
+    X = np.random.default_rng(0).standard_normal((200, 5))
+    with pytest.warns(UserWarning, match="too small"):
+        est = DPGaussianSampler(random_state=0).fit(X)
+    assert est.n_iter_ == 5 and est.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
+    # Enough rows, or a public ball: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        DPGaussianSampler(center=0.0, radius=3.0).fit(X)
+        DPGaussianSampler().fit(np.tile(X, (10, 1)))
+
+
+def test_auto_mixes_with_a_given_center_or_radius():
+    X, _ = _offset_data(n=20_000)
+    given_center = DPGaussianSampler(center=[5.0, 5.0], random_state=0).fit(X)
+    np.testing.assert_array_equal(given_center.center_, [5.0, 5.0])
+    assert 3.0 < given_center.radius_ < 20.0
+    given_radius = DPGaussianSampler(radius=8.0, random_state=0).fit(X)
+    assert given_radius.radius_ == 8.0
+    assert np.all(np.abs(given_radius.center_ - 5.0) < 1.0)
+    for est in (given_center, given_radius):
+        assert est.n_iter_ == 5
+        np.testing.assert_allclose(est.mean_, X.mean(axis=0), atol=0.05)
+
+
+def test_auto_with_paper_accounting_is_refused():
+    X, _ = _offset_data(n=5000)
+    with pytest.raises(ValueError, match="accounting='paper'"):
+        DPGaussianSampler(accounting="paper").fit(X)

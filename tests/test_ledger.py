@@ -914,7 +914,9 @@ def test_a_search_over_the_paper_sampler_is_totalled_from_what_it_spends():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 2))
     cv = KFold(3, shuffle=True, random_state=0)
-    sampler = DPGaussianSampler(accounting="paper", delta=DELTA, radius=4.0)
+    sampler = DPGaussianSampler(
+        center=None, accounting="paper", delta=DELTA, radius=4.0
+    )
     search = GridSearchCV(
         sampler, {"epsilon": [1.0, 100.0]}, cv=cv, scoring=lambda *a: 0.0
     ).fit(X)

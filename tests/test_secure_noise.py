@@ -318,7 +318,7 @@ ESTIMATORS = {
         lambda: (_xy()[0], _xy()[0][:, 0]),
     ),
     "gaussian_sampler": (
-        lambda: DPGaussianSampler(radius=3.0),
+        lambda: DPGaussianSampler(center=None, radius=3.0),
         lambda: (_xy()[0], None),
     ),
     "fedrep": (
@@ -435,7 +435,7 @@ AUDITS = {
     ),
     "gaussian_sampler": (
         lambda: DPGaussianSampler(
-            epsilon=EPSILON, delta=DELTA, radius=3.0, min_variance=1e-9
+            center=None, epsilon=EPSILON, delta=DELTA, radius=3.0, min_variance=1e-9
         ),
         lambda: (np.random.default_rng(0).normal(size=(500, 2)), None),
         {},

@@ -199,7 +199,9 @@ def audit_estimator(
     >>> from skdp.audit import audit_estimator
     >>> X = np.random.default_rng(0).normal(size=(200, 2))
     >>> report = audit_estimator(
-    ...     DPGaussianSampler(epsilon=1.0, delta=1e-5, radius=3.0, min_variance=1e-9),
+    ...     DPGaussianSampler(
+    ...         epsilon=1.0, delta=1e-5, center=0.0, radius=3.0, min_variance=1e-9
+    ...     ),
     ...     X, n_trials=200, random_state=0,
     ... )
     >>> report.refuted

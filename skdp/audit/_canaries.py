@@ -538,6 +538,12 @@ class BallCanary(Canary):
             w /= np.linalg.norm(w)
             v = self.cosine * u + math.sqrt(1.0 - self.cosine**2) * w
         center = estimator.center
+        if isinstance(center, str) or isinstance(estimator.radius, str):
+            raise ValueError(
+                "BallCanary needs the sampler's ball before the fit: give "
+                "DPGaussianSampler a center and radius (not 'auto'). The 'auto' "
+                "search is DPStandardScaler's, audited there."
+            )
         center = (
             np.zeros(d)
             if center is None

@@ -79,7 +79,7 @@ def audit_setup(name, *, epsilon, delta, setting="worst-case", seed=0):
         )
     if name == "DPGaussianSampler":
         X = rng.normal(size=(500, 2))
-        params = dict(radius=3.0)
+        params = dict(center=0.0, radius=3.0)
         if tight:
             params.update(min_variance=1e-9)
         return skdp.DPGaussianSampler(**privacy, **params), X, None, "auto"
