@@ -1411,3 +1411,54 @@ def test_zcdp_costs_whose_deltas_reach_one_compose_to_zero_epsilon():
     assert part.epsilon_at(1.0) == 0.0
     assert epsilon_from_zcdp_tight(0.3, 1.0) == 0.0
     assert epsilon_from_zcdp_tight(0.3, 1e-5) > 0.0
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [(1, 1.0)],
+        [(4, 0.25), (1, 0.75)],
+        [(4, 0.5), (1, 0.5)],
+        [(3, 0.1), (2, 0.6), (1, 0.3)],
+    ],
+)
+def test_split_gaussian_budget_composes_to_the_budget(parts):
+    """The parts' releases, composed by dp-accounting (the Gaussian
+    mechanisms' μ² add), spend exactly (ε, δ); the equivalent multiplier
+    reports the same; the secure split's zCDP, summed release by release
+    with the grid slack, is within what the report charges."""
+    from skdp.accounting import (
+        _SECURE_SLACK,
+        gaussian_cost,
+        secure_noise_cost,
+        split_gaussian_budget,
+    )
+
+    eps, delta = 0.8, 1e-6
+    zs, z_eq = split_gaussian_budget(eps, delta, parts)
+    n = sum(steps for steps, _ in parts)
+    mu2 = sum(steps / z**2 for (steps, _), z in zip(parts, zs, strict=True))
+    oracle = dp_accounting.get_epsilon_gaussian(1 / math.sqrt(mu2), delta)
+    assert oracle == pytest.approx(eps, rel=1e-6)
+    cost = gaussian_cost(z_eq, n, delta=delta, adjacency=REPLACE_ONE)
+    assert cost.epsilon == pytest.approx(eps, rel=1e-9)
+    # Each part gets its share of μ².
+    for (steps, share), z in zip(parts, zs, strict=True):
+        assert steps / z**2 == pytest.approx(share * mu2, rel=1e-12)
+    zs, z_eq = split_gaussian_budget(eps, delta, parts, noise="secure")
+    rho = sum(
+        steps * (1 / z + _SECURE_SLACK) ** 2 / 2
+        for (steps, _), z in zip(parts, zs, strict=True)
+    )
+    charged = secure_noise_cost(z_eq, n, delta=delta, adjacency=REPLACE_ONE)
+    assert rho <= charged.zcdp * (1 + 1e-12)
+    assert charged.epsilon <= eps * (1 + 1e-9)
+
+
+def test_split_gaussian_budget_refuses_shares_that_do_not_add_up():
+    from skdp.accounting import split_gaussian_budget
+
+    with pytest.raises(ValueError, match="add up to 1"):
+        split_gaussian_budget(1.0, 1e-5, [(4, 0.5), (1, 0.6)])
+    with pytest.raises(ValueError, match="share"):
+        split_gaussian_budget(1.0, 1e-5, [(4, 0.0), (1, 1.0)])
