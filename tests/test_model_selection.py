@@ -613,6 +613,34 @@ def test_a_pipelines_runs_are_silent_at_every_level(data, runs, capsys):
     assert all(run.verbose is False and run[-1].verbose == 0 for run in runs)
 
 
+def test_verbose_speaks_of_the_search_only(data, runs, capsys):
+    """Issue 32, item 5: two lines whatever the number of runs, none of them
+    about a candidate (no count, no per-run progress, no time), and the
+    candidates stay silent even when they are verbose themselves."""
+    X, y = data
+    outputs = {}
+    for seed in range(6):
+        runs.clear()
+        fitted = search(
+            estimator=DPLogisticRegression(classes=[0, 1], verbose=2, max_iter=5),
+            n_iter=3,
+            verbose=1,
+            random_state=seed,
+        ).fit(X, y)
+        out = capsys.readouterr().out
+        outputs[len(runs)] = out
+        lines = out.strip().splitlines()
+        assert len(lines) == 2 and all(
+            line.startswith("[DPRandomSearchCV]") for line in lines
+        )
+        assert str(fitted.best_params_) in lines[1]
+        assert "stays secret" in lines[0]
+        assert all(run.verbose == 0 for run in runs)
+    assert len(outputs) > 1  # the seeds drew different numbers of runs
+    # The first line, printed before any fit, is the same for every K.
+    assert len({out.splitlines()[0] for out in outputs.values()}) == 1
+
+
 def test_runs_in_threads_let_no_warning_through(data):
     import joblib
 

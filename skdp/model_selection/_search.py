@@ -139,6 +139,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         from the operating system's CSPRNG (see :ref:`secure_noise`), each
         run then accounted in zCDP with the grid rounding included; it
         requires ``random_state=None``.
+    verbose : int, default=0
+        1: two lines about the search, never about its candidates: the
+        calibration (each run's budget, the score's noise, the law of the
+        number of runs) before any fit, and the released winner and total
+        after the selection. The number of runs, the losers, per-candidate
+        progress and the run time stay secret (see Notes); the candidates
+        always run silent, whatever their own ``verbose``.
 
     Attributes
     ----------
@@ -261,6 +268,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state", np.random.Generator],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -278,6 +286,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         n_jobs=None,
         random_state=None,
         noise="fast",
+        verbose=0,
     ):
         self.estimator = estimator
         self.param_distributions = param_distributions
@@ -291,6 +300,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.noise = noise
+        self.verbose = verbose
 
     # -- the contract ------------------------------------------------------
 
@@ -605,6 +615,16 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         # adds 2^-16 noise stds to it (see the Notes).
         secure = self.noise == "secure"
         noise_std = score_range / m / (mu - _SECURE_SLACK if secure else mu)
+        if self.verbose:
+            # Public values only: the budget, n, m and the law of K.
+            each = f"rho={mu * mu / 2:.4g}-zCDP" if secure else f"mu={mu:.4g}-GDP"
+            print(
+                f"[DPRandomSearchCV] each run {each} ({len(dp_steps)} DP step(s) "
+                f"at epsilon={step_epsilon:.4g}); {n - m} training and {m} "
+                f"validation rows; score noise std {noise_std:.3g}; the number "
+                f"of runs K ~ TNB(mean={self.n_iter:g}, shape={self.n_iter_shape:g})"
+                " stays secret"
+            )
         # The candidates and their seeds are drawn first, in the order of the
         # stream, none of which reads the data; then the fits, through joblib
         # (in parallel when n_jobs or the joblib context asks); then each
@@ -673,11 +693,21 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             self.privacy_spent_ = replace(
                 self.candidate_budget_, mechanism="DPRandomSearchCV: one run"
             )
-            return self
+        else:
+            self.privacy_spent_ = self._selection_cost(mu, adjacency, secure)
+        if self.verbose:
+            print(
+                f"[DPRandomSearchCV] released {self.best_params_} with noisy "
+                f"score {self.best_score_:.4g}; search total {self.privacy_spent_}"
+            )
+        return self
+
+    def _selection_cost(self, mu, adjacency, secure):
+        """Papernot & Steinke's Theorem 2 bound of the whole search."""
         epsilon = epsilon_of_private_selection(
             mu * mu / 2.0, self.delta, mean=self.n_iter, shape=self.n_iter_shape
         )
-        self.privacy_spent_ = PrivacyCost(
+        return PrivacyCost(
             epsilon,
             float(self.delta),
             None,
@@ -687,7 +717,6 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             + (f"rho={mu * mu / 2:.4g}-zCDP" if secure else f"mu={mu:.4g}-GDP")
             + " candidate (Papernot & Steinke 2022, Thm. 2)",
         )
-        return self
 
     # -- delegation ----------------------------------------------------------
 
