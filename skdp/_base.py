@@ -182,6 +182,15 @@ class DPEstimatorMixin:
         may rest on; by default, that a label set read from y is public."""
         return (PUBLIC_LABELS,) if _reads_label_set(self) else ()
 
+    def _label_set_read_from(self, y):
+        """The label set a fit on (part of) ``y`` would read from the labels,
+        or None if it reads none (declared ``classes``, or no labels at all).
+
+        A composite that fits this estimator on parts of y (the private
+        search) reads it once from all of y and declares it, so that no part
+        reads its own."""
+        return np.unique(y) if PUBLIC_LABELS in self._budget_caveats() else None
+
     def privacy_budget(self):
         """The most that one ``fit`` with the current parameters spends.
 

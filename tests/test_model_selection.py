@@ -562,6 +562,40 @@ def test_the_label_set_is_read_once_from_all_of_y(runs):
     assert est.privacy_spent_.caveats == (PUBLIC_LABELS,)
 
 
+def test_bradley_terry_outcome_labels_are_read_once_from_all_of_y(comparisons, runs):
+    """DPBradleyTerry with classes=None declares {0, 1}; other outcome labels
+    are read from y. In a search they are read once, from all of y, and
+    declared to every candidate (one warning); with 0/1 outcomes nothing is
+    read and the candidates keep classes=None."""
+    from skdp.ranking import pairs_to_design
+
+    pairs, y = comparisons
+    X = pairs_to_design(pairs, 8)
+    signed = np.where(y == 1, 1, -1)
+    grid = {"alpha": [1e-3, 1e-2]}
+    est = search(
+        estimator=DPBradleyTerry(), param_distributions=grid, n_iter=4, random_state=0
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, signed)
+    assert runs and all(np.array_equal(run.classes, [-1, 1]) for run in runs)
+    np.testing.assert_array_equal(est.classes_, [-1, 1])
+    labels = [w for w in caught if "label set" in str(w.message)]
+    assert len(labels) == 1 and labels[0].category is PrivacyLeakWarning
+    runs.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search(
+            estimator=DPBradleyTerry(),
+            param_distributions=grid,
+            n_iter=4,
+            random_state=0,
+        ).fit(X, y)
+    assert runs and all(run.classes is None for run in runs)
+    assert not [w for w in caught if "label set" in str(w.message)]
+
+
 class _Chatty(DPLogisticRegression):
     """A DP estimator whose fit warns with its own parameter."""
 

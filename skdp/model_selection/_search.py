@@ -503,10 +503,11 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         """``classes`` for every DP step that would read its label set from
         its own training part: read once, from all of y, under the caveat the
         step states (the search's too, see ``privacy_budget``)."""
-        reading = [
-            p for p, s in dp_steps if PUBLIC_LABELS in s.privacy_budget().caveats
-        ]
-        if not reading or not is_classifier(self.estimator):
+        if not is_classifier(self.estimator):
+            return {}
+        reading = {p: _label_set_read_from(s, y) for p, s in dp_steps}
+        reading = {p: labels for p, labels in reading.items() if labels is not None}
+        if not reading:
             return {}
         warnings.warn(
             "The label set was read from y and is treated as public (it is "
@@ -515,8 +516,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             PrivacyLeakWarning,
             stacklevel=4,  # the caller of fit (through private_fit)
         )
-        labels = np.unique(y)
-        return {p + "classes": labels for p in reading}
+        return {p + "classes": labels for p, labels in reading.items()}
 
     def _calibrate(self, n_dp_steps):
         """(μ of one run, the per-step ε) for the total budget.
@@ -744,6 +744,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         """The winning candidate's ``score`` on (X, y)."""
         check_is_fitted(self)
         return self.best_estimator_.score(X, y)
+
+
+def _label_set_read_from(step, y):
+    """What a DP step's fit would read as its label set (None: nothing); a
+    step without skdp's mixin reads ``np.unique(y)`` iff it says so."""
+    reader = getattr(step, "_label_set_read_from", None)
+    if reader is not None:
+        return reader(y)
+    return np.unique(y) if PUBLIC_LABELS in step.privacy_budget().caveats else None
 
 
 def _seed(rng):

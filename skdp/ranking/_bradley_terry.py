@@ -441,6 +441,12 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         # classes=None declares {0, 1}; only other labels are read from y.
         return (OUTCOME_LABELS,) if self.classes is None else ()
 
+    def _label_set_read_from(self, y):
+        y = np.asarray(y)
+        if self.classes is not None or np.isin(y, (0, 1)).all():
+            return None  # declared, or the model's own outcomes {0, 1}
+        return np.unique(y)
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
