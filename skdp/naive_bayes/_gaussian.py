@@ -631,7 +631,8 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         """
         if is_dask_array(X):
             return self._map_rows(self.predict, X)
-        return self.classes_[np.argmax(self._joint_log_likelihood(X), axis=1)]
+        jll = self._joint_log_likelihood(X)  # checks that the model is fitted
+        return self.classes_[np.argmax(jll, axis=1)]
 
     def predict_log_proba(self, X):
         """Log class probabilities, columns ordered as ``classes_``.
