@@ -338,3 +338,74 @@ def test_dask_input_matches_in_memory():
         clone(model).set_params(classes=[0, 5]).fit(
             da.from_array(X, chunks=(700, 3)), da.from_array(y, 700)
         )
+
+
+# --------------------------------------------------------------------------
+# Audit (skdp.audit, ClassRecordCanary): not refuted, tight, and with power
+# --------------------------------------------------------------------------
+
+
+def _audit_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    return X, (X[:, 0] > 0).astype(int)
+
+
+def _audited(epsilon=1.0, **params):
+    return DPGaussianNB(
+        epsilon=epsilon, delta=1e-5, bounds=(-3.0, 3.0), classes=[0, 1], **params
+    )
+
+
+def test_audit_does_not_refute_the_claim_and_mu_hat_is_tight():
+    from skdp.audit import ClassRecordCanary, audit_estimator, default_canary
+
+    X, y = _audit_data()
+    assert isinstance(default_canary(_audited()), ClassRecordCanary)
+    report = audit_estimator(_audited(), X, y, n_trials=1000, random_state=0)
+    assert report.claimed_epsilon == pytest.approx(1.0)
+    assert not report.refuted
+    assert report.expected_mu == pytest.approx(report.claimed_mu, rel=1e-9)
+    assert abs(report.mu_hat - report.claimed_mu) <= 4 * report.mu_hat_se
+
+
+def test_audit_catches_a_tenth_of_the_noise(monkeypatch):
+    from skdp.audit import audit_estimator
+
+    X, y = _audit_data()
+
+    def weak(value, *, sensitivity, noise_multiplier, rng):
+        return gaussian_mechanism(
+            value,
+            sensitivity=sensitivity,
+            noise_multiplier=noise_multiplier / 10,
+            rng=rng,
+        )
+
+    monkeypatch.setattr(nb_module, "gaussian_mechanism", weak)
+    broken = audit_estimator(_audited(), X, y, n_trials=500, random_state=3)
+    assert broken.refuted
+    assert broken.mu_hat > 3 * broken.claimed_mu
+
+
+def test_audit_catches_a_sensitivity_three_times_too_small(monkeypatch):
+    """Noise calibrated to a third of the sensitivity: caught."""
+    from skdp.audit import audit_estimator
+
+    X, y = _audit_data()
+    monkeypatch.setattr(
+        nb_module, "class_moment_sensitivity", lambda d: math.sqrt(d) / 3
+    )
+    broken = audit_estimator(_audited(), X, y, n_trials=500, random_state=3)
+    assert broken.refuted
+
+
+def test_audit_with_private_bounds_does_not_refute():
+    from skdp.audit import audit_estimator
+
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = DPGaussianNB(epsilon=1.0, delta=1e-5, classes=[0, 1])
+    report = audit_estimator(model, X, y, n_trials=300, random_state=0)
+    assert report.expected_mu is None  # several releases
+    assert not report.refuted
