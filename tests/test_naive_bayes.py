@@ -146,10 +146,11 @@ def test_private_bounds_and_moments_share_the_budget_exactly(
     """Σ_i 1/z_i² over every release = μ², whatever the schedule."""
     import skdp.preprocessing._quantiles as quantiles
 
-    multipliers = []
+    multipliers, values = [], []
 
     def record(value, *, sensitivity, noise_multiplier, rng):
         multipliers.append(noise_multiplier)
+        values.append(np.asarray(value))
         return gaussian_mechanism(
             value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
         )
@@ -167,6 +168,12 @@ def test_private_bounds_and_moments_share_the_budget_exactly(
     assert math.sqrt(model.n_iter_) / model.noise_multiplier_ == pytest.approx(
         mu, rel=1e-9
     )
+    # The bounds read every k-th row, k = floor(n·μ/(1000·sqrt(2d))) (public).
+    snr = n_samples * mu / math.sqrt(2 * 2)
+    stride = max(1, int(snr // 1000))
+    assert (stride > 1) == (n_iter == 5)
+    rows_read = len(range(0, n_samples, stride))
+    np.testing.assert_array_equal(values[0].sum(axis=1), rows_read)
 
 
 def test_guarantee_reproduced_by_dp_accounting():
