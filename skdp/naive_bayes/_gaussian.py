@@ -103,7 +103,7 @@ def class_moment_sums(X, y, *, classes, lower, upper):
     onehot = np.zeros((Z.shape[0], n_classes))
     onehot[np.arange(Z.shape[0]), index] = 1.0
     sums = onehot.T @ Z
-    squares = onehot.T @ (Z * Z) - SHIFT * counts[:, None]
+    squares = onehot.T @ np.square(Z, out=Z) - SHIFT * counts[:, None]
     return np.concatenate(
         [count_weight(d) * counts, sums.ravel(), GAMMA * squares.ravel()]
     )

@@ -134,9 +134,11 @@ def normalise(X, lower, upper):
     :func:`moment_sums`).
     """
     center, half_width = _center_half_width(lower, upper)
-    return np.clip(
-        (np.clip(X, lower, upper) / 2.0 - center / 2.0) / half_width, -0.5, 0.5
-    )
+    Z = np.clip(X, lower, upper)  # one n x d array, then in place
+    Z /= 2.0
+    Z -= center / 2.0
+    Z /= half_width
+    return np.clip(Z, -0.5, 0.5, out=Z)
 
 
 def _center_half_width(lower, upper):
