@@ -416,3 +416,28 @@ def test_audit_with_private_bounds_does_not_refute():
     report = audit_estimator(model, X, y, n_trials=300, random_state=0)
     assert report.expected_mu is None  # several releases
     assert not report.refuted
+
+
+@pytest.mark.parametrize("n_samples, n_bins", [(60, 49), (400, 97)])
+def test_histogram_grid_is_chosen_from_public_values(monkeypatch, n_samples, n_bins):
+    """Below the public ratio n·μ/sqrt(2d) = 8 the bounds histogram has 2 bins
+    per decade (49), above it 4 (97): n, d, ε and δ decide, not the data."""
+    import skdp.preprocessing._quantiles as quantiles
+
+    shapes = []
+
+    def record(value, *, sensitivity, noise_multiplier, rng):
+        shapes.append(np.shape(value))
+        return gaussian_mechanism(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 2, size=n_samples)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for scale in (1.0, 1e4):  # the data's scale does not change the grid
+            X = scale * rng.normal(size=(n_samples, 4))
+            DPGaussianNB(delta=1e-5, classes=[0, 1], random_state=0).fit(X, y)
+    assert shapes == [(4, n_bins)] * 2
