@@ -240,7 +240,9 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
     of squares ``γ·Σ_{i∈k} (z_ij² − 1/8)``, with ``γ = 2√2`` and ``w =
     sqrt(d/8)``: ``K·(2d + 1)`` numbers with Gaussian noise of standard
     deviation ``σ = z_m·sqrt(d)``, where ``sqrt(d)`` is their exact L2
-    sensitivity under replace-one. *Proof.* Replace ``(x, a)`` by ``(x',
+    sensitivity under replace-one and ``z_m`` the release's noise multiplier
+    (``z = 1/μ`` with given bounds, ``z/sqrt(1 − bounds_share)`` after
+    private ones). *Proof.* Replace ``(x, a)`` by ``(x',
     b)``. If ``a = b`` the counts stay and the shift cancels: per feature the
     change ``(z − z', γ(z² − z'²))`` has squared norm ``u²(1 + 8v²)`` with
     ``u = |z − z'|``, ``v = |z + z'|``, ``u + v <= 1``; on ``u = 1 − v`` it
@@ -294,10 +296,12 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
     values, not a minimum or maximum. Error messages never quote data
     values.
 
-    **Utility.** On the three small tables of ``benchmarks/bench_naive_bayes.py``
-    (default parameters, ε = 1, 25% held out, 10 stratified splits), see
-    ``docs/benchmarks.md``; naive Bayes needs roughly ``n_k·μ`` well above
-    ``sqrt(d)`` per class for its means to stand out of the noise.
+    **Utility.** Default parameters, ε = 1, 25% held out (30 fits,
+    ``benchmarks/bench_naive_bayes.py``): breast cancer 0.93 (scikit-learn
+    0.94), digits 0.75 (0.85; 0.86 at ε = 2), wine 0.57 (0.97);
+    diffprivlib's GaussianNB, handed the data's own bounds, 0.58, 0.17 and
+    0.45. The means stand out of the noise when ``n_k·μ`` is well above
+    ``sqrt(d)`` for every class.
 
     **Caveats.** Noise is drawn with numpy floating point, which is not
     hardened against the attacks of Mironov (2012) (``noise="secure"`` is).
