@@ -441,3 +441,21 @@ def test_histogram_grid_is_chosen_from_public_values(monkeypatch, n_samples, n_b
             X = scale * rng.normal(size=(n_samples, 4))
             DPGaussianNB(delta=1e-5, classes=[0, 1], random_state=0).fit(X, y)
     assert shapes == [(4, n_bins)] * 2
+
+
+def test_dask_input_with_strided_bounds_matches_in_memory():
+    """n·μ/sqrt(2d) ≈ 7000: the search reads every 7th row, lazily on Dask."""
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(8)
+    y = rng.integers(0, 2, size=60000)
+    X = rng.normal(size=(60000, 2)) + y[:, None]
+    model = DPGaussianNB(delta=DELTA, classes=[0, 1], random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        memory = clone(model).fit(X, y)
+        lazy = clone(model).fit(
+            da.from_array(X, chunks=(7000, 2)), da.from_array(y, 7000)
+        )
+    assert memory.n_iter_ == lazy.n_iter_ == 5
+    np.testing.assert_array_equal(lazy.bounds_, memory.bounds_)
+    np.testing.assert_allclose(lazy.theta_, memory.theta_, rtol=1e-9)
