@@ -15,6 +15,7 @@ from .exceptions import (
 from .fedrep import DPFedRep
 from .gaussian import DPGaussianSampler
 from .linear_model import DPLogisticRegression, DPSparseGLM
+from .naive_bayes import DPGaussianNB
 from .preprocessing import DPStandardScaler
 from .random_features import DPRandomFeaturesRegressor
 from .ranking import DPBradleyTerry
@@ -24,6 +25,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "DPBradleyTerry",
     "DPFedRep",
+    "DPGaussianNB",
     "DPGaussianSampler",
     "DPLogisticRegression",
     "DPRandomFeaturesRegressor",

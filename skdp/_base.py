@@ -105,21 +105,45 @@ def is_dask_array(X):
     )
 
 
-def sum_over_rows(fn, X, shape, **kwargs):
-    """``fn(X, **kwargs)``, a sum over X's rows, computed where X lives.
+def sum_over_rows(fn, X, shape, *, rows=(), **kwargs):
+    """``fn(X, *rows, **kwargs)``, a sum over X's rows, computed where X lives.
 
-    In memory, ``fn`` is called on X. For a Dask X, ``fn`` is called on every
-    row chunk (where the chunk lives) and the results, of shape ``shape``,
-    are added in a tree: one pass over the data, whose answer (``shape``
-    floats) is returned to the caller as a numpy array. ``fn`` must be a sum
-    of per-row terms (so that the two agree up to rounding), and picklable.
+    In memory, ``fn`` is called on X (and the 1-D arrays ``rows``, one entry
+    per row of X, e.g. the labels). For a Dask X, ``fn`` is called on every
+    row chunk (where the chunk lives, with the matching chunks of ``rows``,
+    which must be Dask arrays chunked like X's rows) and the results, of
+    shape ``shape``, are added in a tree: one pass over the data, whose
+    answer (``shape`` floats) is returned to the caller as a numpy array.
+    ``fn`` must be a sum of per-row terms (so that the two agree up to
+    rounding), and picklable.
     """
     if not is_dask_array(X):
-        return fn(X, **kwargs)
+        return fn(X, *rows, **kwargs)
     from . import _dask
 
     size = int(np.prod(shape))
-    return _dask.block_sum(fn, X, size=size, **kwargs).compute().reshape(shape)
+    return _dask.block_sum(fn, X, *rows, size=size, **kwargs).compute().reshape(shape)
+
+
+class labels_in:
+    """Chunk check of a Dask y: every label is one of ``classes`` (picklable)."""
+
+    def __init__(self, classes):
+        self.classes = classes
+
+    def __call__(self, y):
+        return bool(np.isin(y, self.classes).all())
+
+
+def unique_labels(y):
+    """The labels present in y (a Dask y: one pass, then checked as targets)."""
+    if not is_dask_array(y):
+        return np.unique(y)
+    from sklearn.utils.multiclass import check_classification_targets
+
+    classes = np.unique(y.map_blocks(np.unique, dtype=y.dtype).compute())
+    check_classification_targets(classes)
+    return classes
 
 
 class DaskScoreMixin:

@@ -24,6 +24,7 @@ from ._audit import audit_estimator
 from ._canaries import (
     BallCanary,
     Canary,
+    ClassRecordCanary,
     ExtremeRecordCanary,
     GLMCanary,
     GradientCanary,
@@ -52,6 +53,7 @@ __all__ = [
     "AuditReport",
     "BallCanary",
     "Canary",
+    "ClassRecordCanary",
     "ExtremeRecordCanary",
     "GLMCanary",
     "GLMView",

@@ -69,6 +69,7 @@ from ._score import glm_view, registered_for, score_attack
 __all__ = [
     "BallCanary",
     "Canary",
+    "ClassRecordCanary",
     "GLMCanary",
     "GradientCanary",
     "OutcomeCanary",
@@ -713,6 +714,35 @@ class ExtremeRecordCanary(Canary):
         return 1.0 / fitted.noise_multiplier_
 
 
+class ClassRecordCanary(ExtremeRecordCanary):
+    """Worst-case record canary for per-class clipped sums (DPGaussianNB).
+
+    As :class:`ExtremeRecordCanary`: record ``index`` keeps its label and
+    sits at the upper bounds in the "in" data set and at the lower bounds in
+    the "out" one, so the released sums of its class move by 1 per
+    normalised feature (the counts and the shifted squares not at all): the
+    pair attains the release's L2 sensitivity ``sqrt(d)``. The white-box
+    :meth:`statistic` recovers the noisy sums of that class from ``theta_``
+    and ``class_count_`` (``Σ_j max(n_k, 1)·(theta_kj − c_j)/w_j``, exact
+    while no mean is clipped to its bounds), the likelihood-ratio direction:
+    with ``bounds`` given (one release) the design attains the claimed
+    ``μ = 1/noise_multiplier_``. Neighbours under *replace one record*.
+    """
+
+    def build(self, estimator, X, y=None):
+        self.label_ = np.asarray(y)[self.index]
+        return super().build(estimator, X, y)
+
+    def statistic(self, fitted):
+        lower, upper = fitted.bounds_
+        width = upper - lower
+        k = int(np.searchsorted(fitted.classes_, self.label_))
+        keep = ~fitted.dropped_features_
+        shift = (fitted.theta_[k] - (lower + width / 2.0)) / width
+        n_k = max(float(fitted.class_count_[k]), 1.0)
+        return float(n_k * np.sum(shift[keep]))
+
+
 class UserCanary(Canary):
     """Replace one user's whole data by a canary user (DPFedRep).
 
@@ -858,6 +888,7 @@ def _register_landed():
     from ..gaussian import DPGaussianSampler
     from ..linear_model import DPLogisticRegression, DPSparseGLM
     from ..model_selection import DPRandomSearchCV
+    from ..naive_bayes import DPGaussianNB
     from ..preprocessing import DPStandardScaler
     from ..random_features import DPRandomFeaturesRegressor
     from ..ranking import DPBradleyTerry
@@ -887,6 +918,7 @@ def _register_landed():
     )
     register_canary(DPSparseGLM, lambda est: GLMCanary())
     register_canary(DPStandardScaler, lambda est: ExtremeRecordCanary())
+    register_canary(DPGaussianNB, lambda est: ClassRecordCanary())
     register_canary(DPRandomSearchCV, lambda est: SearchCanary())
 
 

@@ -19,6 +19,8 @@ from .._base import (
     require_positive_delta,
     warn_if_delta_is_large,
 )
+from .._base import labels_in as _labels_in
+from .._base import unique_labels as _unique_labels
 from .._datafits import BinomialLogistic, MultinomialLogistic
 from .._dpgd import auto_schedule, dpgd
 from ..accounting import (
@@ -59,25 +61,6 @@ def _encode(y, classes):
     """
     indices = np.searchsorted(classes, y)
     return indices.astype(np.float64) if classes.size == 2 else indices
-
-
-class _labels_in:
-    """Chunk check of a Dask y: every label is one of ``classes`` (picklable)."""
-
-    def __init__(self, classes):
-        self.classes = classes
-
-    def __call__(self, y):
-        return bool(np.isin(y, self.classes).all())
-
-
-def _unique_labels(y):
-    """The labels present in y (a Dask y: one pass, then checked as targets)."""
-    if not is_dask_array(y):
-        return np.unique(y)
-    classes = np.unique(y.map_blocks(np.unique, dtype=y.dtype).compute())
-    check_classification_targets(classes)
-    return classes
 
 
 class DPLogisticRegression(

@@ -284,15 +284,16 @@ _COARSE_PER_DECADE = 2
 _COARSE_SIGNAL_SDS = 3.5
 
 
-def signed_grid(data_range):
+def signed_grid(data_range, per_decade=_COARSE_PER_DECADE):
     """Edges of the public signed grid of the one-release estimate.
 
     ``[-data_range, -data_range·1e-12]`` and ``[data_range·1e-12,
-    data_range]`` are cut at ``data_range·10**(-k/2)``; the zero bin
-    ``[-data_range·1e-12, data_range·1e-12]`` sits between them: 49 bins.
+    data_range]`` are cut at ``data_range·10**(-k/per_decade)``; the zero bin
+    ``[-data_range·1e-12, data_range·1e-12]`` sits between them: 49 bins at
+    the default 2 per decade (97 at 4).
     """
-    k = np.arange(_DECADES * _COARSE_PER_DECADE, -1, -1)
-    positive = data_range * 10.0 ** (-k / _COARSE_PER_DECADE)
+    k = np.arange(_DECADES * per_decade, -1, -1)
+    positive = data_range * 10.0 ** (-k / per_decade)
     return np.concatenate([-positive[::-1], positive])
 
 
@@ -338,17 +339,20 @@ def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin, n_samples):
     return mean, scale, left[first], right[last], seen, zero
 
 
-def private_histogram_scale(X, *, data_range, noise_multiplier, rng):
+def private_histogram_scale(
+    X, *, data_range, noise_multiplier, rng, per_decade=_COARSE_PER_DECADE
+):
     """One Gaussian release of every feature's histogram on the signed grid.
 
     The ``d x 49`` count matrix of ``x`` (clipped to the public range) on
-    :func:`signed_grid` has L2 sensitivity ``sqrt(2 d)`` under replace-one
-    (one count leaves and one enters per feature), and is released with
-    noise std ``noise_multiplier·sqrt(2 d)``: ``1/noise_multiplier``-GDP.
+    :func:`signed_grid` (``d x 97`` at ``per_decade=4``) has L2 sensitivity
+    ``sqrt(2 d)`` under replace-one (one count leaves and one enters per
+    feature), whatever the grid, and is released with noise std
+    ``noise_multiplier·sqrt(2 d)``: ``1/noise_multiplier``-GDP.
     Everything else is :func:`histogram_scale`, post-processing.
     """
     d = X.shape[1]
-    edges = signed_grid(data_range)
+    edges = signed_grid(data_range, per_decade)
     n_bins = edges.size - 1
     sensitivity = histogram_sensitivity(d)
     counts = sum_over_rows(_signed_counts, X, (d, n_bins), edges=edges)

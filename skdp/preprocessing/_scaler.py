@@ -123,9 +123,23 @@ def moment_sums(X, lower, upper):
     halves (``(x/2 - center/2) / half_width``), which stay finite for all
     finite bounds, where ``upper - lower`` may overflow.
     """
-    center, half_width = _center_half_width(lower, upper)
-    Z = np.clip((np.clip(X, lower, upper) / 2.0 - center / 2.0) / half_width, -0.5, 0.5)
+    Z = normalise(X, lower, upper)
     return np.concatenate([Z.sum(axis=0), GAMMA * np.einsum("ij,ij->j", Z, Z)])
+
+
+def normalise(X, lower, upper):
+    """``z = (clip(x, lower, upper) - center) / width``, in ``[-1/2, 1/2]``.
+
+    Clipped once more to ``[-1/2, 1/2]`` so that rounding cannot push it
+    out; computed from halves, finite for all finite bounds (see
+    :func:`moment_sums`).
+    """
+    center, half_width = _center_half_width(lower, upper)
+    Z = np.clip(X, lower, upper)  # one n x d array, then in place
+    Z /= 2.0
+    Z -= center / 2.0
+    Z /= half_width
+    return np.clip(Z, -0.5, 0.5, out=Z)
 
 
 def _center_half_width(lower, upper):

@@ -1,0 +1,5 @@
+"""Differentially private naive Bayes."""
+
+from ._gaussian import DPGaussianNB
+
+__all__ = ["DPGaussianNB"]

@@ -1,0 +1,461 @@
+"""DPGaussianNB: the joint release's sensitivity, noise, budget, labels, utility."""
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.naive_bayes import GaussianNB
+from sklearn.pipeline import make_pipeline
+
+import skdp.naive_bayes._gaussian as nb_module
+from skdp import DPGaussianNB, DPStandardScaler, PrivacyLeakWarning, PrivacyLedger
+from skdp.accounting import gaussian_noise_multiplier, mu_from_epsilon
+from skdp.mechanisms import gaussian_mechanism
+from skdp.naive_bayes._gaussian import (
+    class_moment_sensitivity,
+    class_moment_sums,
+)
+
+DELTA = 1e-6
+
+
+def exact_release(X, y, classes, lower, upper):
+    """The joint release before noise, written out record by record (oracle)."""
+    n, d = X.shape
+    K = len(classes)
+    counts = np.zeros(K)
+    sums = np.zeros((K, d))
+    squares = np.zeros((K, d))
+    for i in range(n):
+        k = list(classes).index(y[i])
+        for j in range(d):
+            x = min(max(X[i, j], lower[j]), upper[j])
+            z = (x - (lower[j] + upper[j]) / 2) / (upper[j] - lower[j])
+            sums[k, j] += z
+            squares[k, j] += z * z - 1 / 8
+        counts[k] += 1
+    return np.concatenate(
+        [math.sqrt(d / 8) * counts, sums.ravel(), 2 * math.sqrt(2) * squares.ravel()]
+    )
+
+
+def test_class_moment_sums_match_the_oracle():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)) * [1.0, 10.0, 0.1] + [0.0, 5.0, -1.0]
+    y = rng.choice([2, 5, 7], size=40)
+    lower, upper = np.array([-1.0, 0.0, -1.1]), np.array([1.0, 20.0, -0.9])
+    classes = np.array([2, 5, 7])
+    got = class_moment_sums(X, y, classes=classes, lower=lower, upper=upper)
+    np.testing.assert_allclose(
+        got, exact_release(X, y, classes, lower, upper), rtol=1e-12, atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("d", [1, 2, 5])
+def test_sensitivity_is_sqrt_d_and_attained_within_and_across_classes(d):
+    """Every replace-one pair with corner records (the extremes of a convex
+    objective) moves the release by at most sqrt(d), and both a same-class and
+    a class-changing replacement reach it."""
+    rng = np.random.default_rng(1)
+    classes = np.array([0, 1, 2])
+    lower, upper = -np.ones(d), np.ones(d)
+    base = rng.uniform(-1, 1, size=(7, d))
+    y = rng.integers(0, 3, size=7)
+    bound = class_moment_sensitivity(d)
+    values = [-1.0, 0.0, 1.0]  # z = -1/2, 0, 1/2: the extremes of f and g
+    largest = {"same": 0.0, "across": 0.0}
+    for a_row, b_row in itertools.product(
+        itertools.product(values, repeat=d), repeat=2
+    ):
+        for label in (0, 1):
+            X1, X2 = base.copy(), base.copy()
+            y1, y2 = y.copy(), y.copy()
+            X1[0], y1[0] = a_row, 0
+            X2[0], y2[0] = b_row, label
+            move = np.linalg.norm(
+                class_moment_sums(X1, y1, classes=classes, lower=lower, upper=upper)
+                - class_moment_sums(X2, y2, classes=classes, lower=lower, upper=upper)
+            )
+            assert move <= bound * (1 + 1e-12)
+            kind = "same" if label == 0 else "across"
+            largest[kind] = max(largest[kind], move)
+    assert largest["same"] == pytest.approx(bound, rel=1e-12)
+    assert largest["across"] == pytest.approx(bound, rel=1e-12)
+
+
+def test_random_replacements_never_exceed_the_sensitivity():
+    rng = np.random.default_rng(2)
+    d, classes = 4, np.array([0, 1])
+    lower, upper = np.full(d, -2.0), np.full(d, 3.0)
+    X = rng.normal(size=(20, d))
+    y = rng.integers(0, 2, size=20)
+    base = class_moment_sums(X, y, classes=classes, lower=lower, upper=upper)
+    for _ in range(2000):
+        X2, y2 = X.copy(), y.copy()
+        X2[3] = rng.normal(scale=10.0, size=d)  # often clipped
+        y2[3] = rng.integers(0, 2)
+        other = class_moment_sums(X2, y2, classes=classes, lower=lower, upper=upper)
+        assert np.linalg.norm(other - base) <= math.sqrt(d) * (1 + 1e-12)
+
+
+def _recording(monkeypatch):
+    calls = []
+
+    def record(value, *, sensitivity, noise_multiplier, rng):
+        out = gaussian_mechanism(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+        calls.append((np.array(value, dtype=float), out, sensitivity, noise_multiplier))
+        return out
+
+    monkeypatch.setattr(nb_module, "gaussian_mechanism", record)
+    return calls
+
+
+def test_noise_of_the_release_has_the_calibrated_std(monkeypatch):
+    """Released minus exact statistic, over seeded fits: std = z·sqrt(d) with z
+    computed independently from (ε, δ); the value noised is the oracle's."""
+    calls = _recording(monkeypatch)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 3))
+    y = rng.integers(0, 2, size=30)
+    epsilon = 2.0
+    model = DPGaussianNB(
+        epsilon=epsilon, delta=DELTA, bounds=(-2.0, 2.0), classes=[0, 1]
+    )
+    for seed in range(300):
+        clone(model).set_params(random_state=seed).fit(X, y)
+    z = gaussian_noise_multiplier(epsilon, DELTA)
+    assert {round(c[2], 12) for c in calls} == {round(math.sqrt(3), 12)}
+    assert {c[3] for c in calls} == {z}
+    oracle = exact_release(X, y, [0, 1], np.full(3, -2.0), np.full(3, 2.0))
+    for value, *_ in calls:
+        np.testing.assert_allclose(value, oracle, rtol=1e-12, atol=1e-12)
+    noise = np.concatenate([out - value for value, out, *_ in calls])
+    # 300 × 14 draws: the std's relative s.e. is about 1/sqrt(2·4200) = 1.1%.
+    assert np.std(noise) == pytest.approx(z * math.sqrt(3), rel=0.05)
+
+
+@pytest.mark.parametrize("n_samples, n_iter", [(300, 2), (60000, 5)])
+def test_private_bounds_and_moments_share_the_budget_exactly(
+    monkeypatch, n_samples, n_iter
+):
+    """Σ_i 1/z_i² over every release = μ², whatever the schedule."""
+    import skdp.preprocessing._quantiles as quantiles
+
+    multipliers, values = [], []
+
+    def record(value, *, sensitivity, noise_multiplier, rng):
+        multipliers.append(noise_multiplier)
+        values.append(np.asarray(value))
+        return gaussian_mechanism(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(nb_module, "gaussian_mechanism", record)
+    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, size=n_samples)
+    X = rng.normal(size=(n_samples, 2)) + y[:, None]
+    model = DPGaussianNB(delta=DELTA, classes=[0, 1], random_state=0).fit(X, y)
+    assert model.n_iter_ == len(multipliers) == n_iter
+    mu = mu_from_epsilon(1.0, DELTA)
+    assert sum(1 / z**2 for z in multipliers) == pytest.approx(mu**2, rel=1e-9)
+    assert model.privacy_spent_.mu == pytest.approx(mu, rel=1e-9)
+    assert math.sqrt(model.n_iter_) / model.noise_multiplier_ == pytest.approx(
+        mu, rel=1e-9
+    )
+    # The bounds read every k-th row, k = floor(n·μ/(1000·sqrt(2d))) (public).
+    snr = n_samples * mu / math.sqrt(2 * 2)
+    stride = max(1, int(snr // 1000))
+    assert (stride > 1) == (n_iter == 5)
+    rows_read = len(range(0, n_samples, stride))
+    np.testing.assert_array_equal(values[0].sum(axis=1), rows_read)
+
+
+def test_guarantee_reproduced_by_dp_accounting():
+    dp_accounting = pytest.importorskip("dp_accounting")
+    X, y = _two_blobs(5000)
+    model = DPGaussianNB(epsilon=1.0, delta=DELTA, classes=[0, 1]).fit(X, y)
+    # noise_multiplier_ is σ over the replace-one sensitivity itself, so the
+    # release is dp-accounting's Gaussian event under its add/remove relation.
+    accountant = dp_accounting.pld.PLDAccountant()
+    accountant.compose(
+        dp_accounting.GaussianDpEvent(model.noise_multiplier_), model.n_iter_
+    )
+    assert accountant.get_epsilon(DELTA) == pytest.approx(1.0, rel=1e-3)
+
+
+def _two_blobs(n, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, size=n)
+    X = rng.normal(size=(n, d)) * [1.0, 2.0, 0.5][:d] + 2.0 * y[:, None] + 100.0
+    return X, y
+
+
+def test_matches_sklearn_at_high_epsilon_with_given_bounds():
+    X, y = _two_blobs(4000)
+    model = DPGaussianNB(
+        epsilon=1e6, delta=DELTA, bounds=(80.0, 120.0), classes=[0, 1]
+    ).fit(X, y)
+    reference = GaussianNB().fit(X, y)
+    np.testing.assert_allclose(model.theta_, reference.theta_, rtol=1e-4)
+    np.testing.assert_allclose(model.var_, reference.var_, rtol=1e-2)
+    np.testing.assert_allclose(model.class_prior_, reference.class_prior_, atol=1e-3)
+    np.testing.assert_allclose(
+        model.predict_proba(X), reference.predict_proba(X), atol=1e-2
+    )
+    np.testing.assert_allclose(
+        np.exp(model.predict_log_proba(X)).sum(axis=1), 1.0, rtol=1e-12
+    )
+
+
+def test_default_bounds_give_a_useful_model_at_epsilon_one():
+    X, y = _two_blobs(20000, seed=1)
+    X_test, y_test = _two_blobs(5000, seed=2)
+    model = DPGaussianNB(delta=DELTA, classes=[0, 1], random_state=0).fit(X, y)
+    reference = GaussianNB().fit(X, y).score(X_test, y_test)
+    assert model.score(X_test, y_test) >= reference - 0.02
+    np.testing.assert_allclose(model.theta_, GaussianNB().fit(X, y).theta_, atol=0.2)
+
+
+def test_constant_and_unseen_features_are_dropped_and_do_not_vote():
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 2, size=600)
+    X = np.column_stack(
+        [rng.normal(size=600) + 3 * y, np.zeros(600), rng.normal(size=600)]
+    )
+    model = DPGaussianNB(epsilon=1.0, delta=DELTA, classes=[0, 1], random_state=0)
+    model.fit(X, y)
+    assert model.n_iter_ == 2  # one histogram, then the moments
+    assert model.dropped_features_[1]
+    assert np.ptp(model.theta_[:, 1]) == 0 and np.ptp(model.var_[:, 1]) == 0
+    assert model.score(X, y) > 0.9
+
+
+def test_label_set_read_from_y_warns_and_is_a_caveat():
+    X, y = _two_blobs(500)
+    with pytest.warns(PrivacyLeakWarning, match="label set was inferred"):
+        model = DPGaussianNB(delta=DELTA, bounds=(80, 120)).fit(X, y)
+    assert any("label set" in c for c in model.privacy_spent_.caveats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        declared = DPGaussianNB(delta=DELTA, bounds=(80, 120), classes=[0, 1, 2])
+        declared.fit(X, y)
+    assert declared.classes_.tolist() == [0, 1, 2]
+    assert not declared.privacy_spent_.caveats
+    assert declared.predict_proba(X).shape == (500, 3)
+
+
+def test_bad_labels_priors_and_bounds_raise_before_any_work():
+    X, y = _two_blobs(100)
+    with pytest.raises(ValueError, match="not in the declared classes"):
+        DPGaussianNB(delta=DELTA, classes=[0, 5]).fit(X, y)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        DPGaussianNB(delta=DELTA, classes=[0]).fit(X, np.zeros(100, dtype=int))
+    with pytest.raises(ValueError, match="sum of the priors"):
+        DPGaussianNB(delta=DELTA, classes=[0, 1], priors=[0.5, 0.6]).fit(X, y)
+    with pytest.raises(ValueError, match="Number of priors"):
+        DPGaussianNB(delta=DELTA, classes=[0, 1], priors=[1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="lower < upper"):
+        DPGaussianNB(delta=DELTA, classes=[0, 1], bounds=(1, 0)).fit(X, y)
+    with pytest.raises(ValueError, match="delta > 0"):
+        DPGaussianNB(delta=0.0, classes=[0, 1]).fit(X, y)
+    model = DPGaussianNB(delta=DELTA, classes=[0, 1])
+    with pytest.raises(TypeError, match="sample_weight"):
+        model.fit(X, y, sample_weight=np.ones(100))
+    assert not hasattr(model, "theta_")
+
+
+def test_priors_and_var_smoothing_are_used():
+    X, y = _two_blobs(3000)
+    model = DPGaussianNB(
+        epsilon=1e6,
+        delta=DELTA,
+        classes=[0, 1],
+        bounds=(80.0, 120.0),
+        priors=[0.9, 0.1],
+        var_smoothing=0.1,
+    ).fit(X, y)
+    np.testing.assert_array_equal(model.class_prior_, [0.9, 0.1])
+    largest = X.var(axis=0).max()
+    assert model.epsilon_ == pytest.approx(0.1 * largest, rel=1e-3)
+    reference = GaussianNB(priors=[0.9, 0.1], var_smoothing=0.1).fit(X, y)
+    np.testing.assert_allclose(model.var_, reference.var_, rtol=1e-2)
+
+
+def test_predict_clips_to_the_bounds():
+    X, y = _two_blobs(2000)
+    model = DPGaussianNB(
+        epsilon=5.0, delta=DELTA, classes=[0, 1], bounds=(90.0, 110.0), random_state=0
+    ).fit(X, y)
+    far = np.array([[1e9, 1e9, 1e9]])
+    np.testing.assert_array_equal(
+        model.predict_proba(far), model.predict_proba([[110.0, 110.0, 110.0]])
+    )
+
+
+def test_ledger_counts_it_alone_and_in_a_pipeline():
+    X, y = _two_blobs(3000)
+    model = DPGaussianNB(epsilon=0.5, delta=DELTA, classes=[0, 1]).fit(X, y)
+    ledger = PrivacyLedger().record(model)
+    assert ledger.total().mu == pytest.approx(mu_from_epsilon(0.5, DELTA), rel=1e-9)
+    pipe = make_pipeline(
+        DPStandardScaler(epsilon=0.5, delta=DELTA, bounds=(80.0, 120.0)),
+        DPGaussianNB(epsilon=0.5, delta=DELTA, classes=[0, 1]),
+    ).fit(X, y)
+    total = PrivacyLedger().record(pipe).total()
+    assert total.mu == pytest.approx(
+        math.sqrt(2) * mu_from_epsilon(0.5, DELTA), rel=1e-9
+    )
+
+
+def test_secure_noise():
+    X, y = _two_blobs(3000)
+    model = DPGaussianNB(epsilon=1.0, delta=DELTA, classes=[0, 1], noise="secure")
+    model.fit(X, y)
+    assert "secure" in model.privacy_spent_.sampler.lower() or (
+        "discrete" in model.privacy_spent_.sampler.lower()
+    )
+    assert model.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
+    assert model.score(X, y) > 0.8
+    with pytest.raises(ValueError):
+        clone(model).set_params(random_state=0).fit(X, y)
+
+
+def test_dask_input_matches_in_memory():
+    da = pytest.importorskip("dask.array")
+    X, y = _two_blobs(3000)
+    model = DPGaussianNB(epsilon=1.0, delta=DELTA, classes=[0, 1], random_state=7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        memory = clone(model).fit(X, y)
+        lazy = clone(model).fit(
+            da.from_array(X, chunks=(700, 3)), da.from_array(y, 700)
+        )
+    np.testing.assert_allclose(lazy.theta_, memory.theta_, rtol=1e-9)
+    np.testing.assert_allclose(lazy.var_, memory.var_, rtol=1e-9)
+    assert lazy.privacy_spent_.mu == memory.privacy_spent_.mu
+    predicted = lazy.predict(da.from_array(X, chunks=(700, 3))).compute()
+    np.testing.assert_array_equal(predicted, memory.predict(X))
+    with pytest.raises(ValueError, match="not in the declared classes"):
+        clone(model).set_params(classes=[0, 5]).fit(
+            da.from_array(X, chunks=(700, 3)), da.from_array(y, 700)
+        )
+
+
+# --------------------------------------------------------------------------
+# Audit (skdp.audit, ClassRecordCanary): not refuted, tight, and with power
+# --------------------------------------------------------------------------
+
+
+def _audit_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    return X, (X[:, 0] > 0).astype(int)
+
+
+def _audited(epsilon=1.0, **params):
+    return DPGaussianNB(
+        epsilon=epsilon, delta=1e-5, bounds=(-3.0, 3.0), classes=[0, 1], **params
+    )
+
+
+def test_audit_does_not_refute_the_claim_and_mu_hat_is_tight():
+    from skdp.audit import ClassRecordCanary, audit_estimator, default_canary
+
+    X, y = _audit_data()
+    assert isinstance(default_canary(_audited()), ClassRecordCanary)
+    report = audit_estimator(_audited(), X, y, n_trials=1000, random_state=0)
+    assert report.claimed_epsilon == pytest.approx(1.0)
+    assert not report.refuted
+    assert report.expected_mu == pytest.approx(report.claimed_mu, rel=1e-9)
+    assert abs(report.mu_hat - report.claimed_mu) <= 4 * report.mu_hat_se
+
+
+def test_audit_catches_a_tenth_of_the_noise(monkeypatch):
+    from skdp.audit import audit_estimator
+
+    X, y = _audit_data()
+
+    def weak(value, *, sensitivity, noise_multiplier, rng):
+        return gaussian_mechanism(
+            value,
+            sensitivity=sensitivity,
+            noise_multiplier=noise_multiplier / 10,
+            rng=rng,
+        )
+
+    monkeypatch.setattr(nb_module, "gaussian_mechanism", weak)
+    broken = audit_estimator(_audited(), X, y, n_trials=500, random_state=3)
+    assert broken.refuted
+    assert broken.mu_hat > 3 * broken.claimed_mu
+
+
+def test_audit_catches_a_sensitivity_three_times_too_small(monkeypatch):
+    """Noise calibrated to a third of the sensitivity: caught."""
+    from skdp.audit import audit_estimator
+
+    X, y = _audit_data()
+    monkeypatch.setattr(
+        nb_module, "class_moment_sensitivity", lambda d: math.sqrt(d) / 3
+    )
+    broken = audit_estimator(_audited(), X, y, n_trials=500, random_state=3)
+    assert broken.refuted
+
+
+def test_audit_with_private_bounds_does_not_refute():
+    from skdp.audit import audit_estimator
+
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = DPGaussianNB(epsilon=1.0, delta=1e-5, classes=[0, 1])
+    report = audit_estimator(model, X, y, n_trials=300, random_state=0)
+    assert report.expected_mu is None  # several releases
+    assert not report.refuted
+
+
+@pytest.mark.parametrize("n_samples, n_bins", [(60, 49), (400, 97)])
+def test_histogram_grid_is_chosen_from_public_values(monkeypatch, n_samples, n_bins):
+    """Below the public ratio n·μ/sqrt(2d) = 8 the bounds histogram has 2 bins
+    per decade (49), above it 4 (97): n, d, ε and δ decide, not the data."""
+    import skdp.preprocessing._quantiles as quantiles
+
+    shapes = []
+
+    def record(value, *, sensitivity, noise_multiplier, rng):
+        shapes.append(np.shape(value))
+        return gaussian_mechanism(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 2, size=n_samples)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for scale in (1.0, 1e4):  # the data's scale does not change the grid
+            X = scale * rng.normal(size=(n_samples, 4))
+            DPGaussianNB(delta=1e-5, classes=[0, 1], random_state=0).fit(X, y)
+    assert shapes == [(4, n_bins)] * 2
+
+
+def test_dask_input_with_strided_bounds_matches_in_memory():
+    """n·μ/sqrt(2d) ≈ 7000: the search reads every 7th row, lazily on Dask."""
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(8)
+    y = rng.integers(0, 2, size=60000)
+    X = rng.normal(size=(60000, 2)) + y[:, None]
+    model = DPGaussianNB(delta=DELTA, classes=[0, 1], random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        memory = clone(model).fit(X, y)
+        lazy = clone(model).fit(
+            da.from_array(X, chunks=(7000, 2)), da.from_array(y, 7000)
+        )
+    assert memory.n_iter_ == lazy.n_iter_ == 5
+    np.testing.assert_array_equal(lazy.bounds_, memory.bounds_)
+    np.testing.assert_allclose(lazy.theta_, memory.theta_, rtol=1e-9)
