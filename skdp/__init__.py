@@ -15,7 +15,12 @@ from .exceptions import (
 from .fedrep import DPFedRep
 from .gaussian import DPGaussianSampler
 from .linear_model import DPLogisticRegression, DPSparseGLM
-from .preprocessing import DPStandardScaler
+from .preprocessing import (
+    DPMinMaxScaler,
+    DPQuantileTransformer,
+    DPRobustScaler,
+    DPStandardScaler,
+)
 from .random_features import DPRandomFeaturesRegressor
 from .ranking import DPBradleyTerry
 
@@ -26,7 +31,10 @@ __all__ = [
     "DPFedRep",
     "DPGaussianSampler",
     "DPLogisticRegression",
+    "DPMinMaxScaler",
+    "DPQuantileTransformer",
     "DPRandomFeaturesRegressor",
+    "DPRobustScaler",
     "DPSparseGLM",
     "DPStandardScaler",
     "InsufficientSamplesError",
