@@ -101,7 +101,7 @@ class CDFRelease:
         return inverse_cdf(self.edges, self.cdf, q)
 
 
-def cdf_schedule(n_samples, n_features, epsilon, delta, *, given, name):
+def cdf_schedule(n_samples, n_features, epsilon, delta, *, given, name, stacklevel=2):
     """``"given"``, ``"search"`` or ``"histogram"``, from public values only.
 
     As :class:`~skdp.preprocessing.DPStandardScaler`: with given bounds, one
@@ -121,7 +121,7 @@ def cdf_schedule(n_samples, n_features, epsilon, delta, *, given, name):
             "spread evenly over [-data_range, data_range] (in effect dropped). "
             "Give public bounds=(lower, upper), fewer features or more budget.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=stacklevel + 1,
         )
     return "search" if snr >= _SEARCH_SNR else "histogram"
 
@@ -144,7 +144,17 @@ def one_shot_multiplier(epsilon, delta, n_iter, noise):
 
 
 def release_cdf(
-    X, *, epsilon, delta, bounds, data_range, bounds_share, noise, rng, name
+    X,
+    *,
+    epsilon,
+    delta,
+    bounds,
+    data_range,
+    bounds_share,
+    noise,
+    rng,
+    name,
+    stacklevel=2,
 ):
     """Release a noisy CDF of every column of X with (ε, δ)-DP.
 
@@ -164,6 +174,8 @@ def release_cdf(
     rng : numpy.random.Generator or SecureNoise
     name : str
         Who releases (for the mechanism string and the warning).
+    stacklevel : int, default=2
+        Of the small-data warning, counted from the caller of this function.
 
     Returns
     -------
@@ -193,7 +205,15 @@ def release_cdf(
     2 noise standard deviations, 3.5 for logarithmic bins, weigh 0).
     """
     n, d = X.shape
-    schedule = cdf_schedule(n, d, epsilon, delta, given=bounds is not None, name=name)
+    schedule = cdf_schedule(
+        n,
+        d,
+        epsilon,
+        delta,
+        given=bounds is not None,
+        name=name,
+        stacklevel=stacklevel + 1,
+    )
     n_iter = N_BOUND_RELEASES + 1 if schedule == "search" else 1
     z = one_shot_multiplier(epsilon, delta, n_iter, noise)
     sensitivity = histogram_sensitivity(d)
@@ -575,8 +595,8 @@ def dp_quantiles(
     >>> from skdp.preprocessing import dp_quantiles
     >>> X = np.random.default_rng(0).normal([10.0, -500.0], [1.0, 50.0], (20000, 2))
     >>> result = dp_quantiles(X, [0.25, 0.5, 0.75], epsilon=1.0, delta=1e-6)
-    >>> np.round(result.quantiles[1])  # the medians
-    array([  10., -500.])
+    >>> np.round(result.quantiles[1] / [1, 100])  # the medians, 10 and -500
+    array([10., -5.])
     >>> round(result.privacy_spent.epsilon, 6)
     1.0
     """
@@ -605,6 +625,7 @@ def dp_quantiles(
         noise=noise,
         rng=rng,
         name="dp_quantiles",
+        stacklevel=3,  # the caller of dp_quantiles (through validate_params)
     )
     values, _ = release.quantiles(np.atleast_1d(q_arr))
     if one_d:
