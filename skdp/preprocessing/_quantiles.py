@@ -513,9 +513,11 @@ def cdf_from_counts(noisy_counts, edges, sizes, threshold):
     total = weight.sum(axis=1, keepdims=True)
     cdf = np.concatenate([np.zeros((d, 1)), np.cumsum(weight, axis=1) / total], axis=1)
     cdf = np.minimum(np.maximum.accumulate(cdf, axis=1), 1.0)
-    cdf[np.arange(d), sizes] = 1.0
-    cdf = np.where(np.arange(k + 1)[None, :] > sizes[:, None], 1.0, cdf)
-    return cdf, seen
+    # Exactly 1 from the right edge of the last bin with weight on (rounding
+    # may leave the cumulative sum a little below the total), so that q = 1
+    # lands in that bin, not in an empty bin after it.
+    last = k - 1 - np.argmax(weight[:, ::-1] > 0, axis=1)
+    return np.where(np.arange(k + 1)[None, :] > last[:, None], 1.0, cdf), seen
 
 
 def inverse_cdf(edges, cdf, q):

@@ -70,6 +70,10 @@ from ._scaler import (
     histogram_snr,
 )
 
+#: A bin weighs in the CDF only if its noisy count is also at least half a
+#: record (counts are integers before the noise).
+_MIN_COUNT = 0.5
+
 __all__ = ["DPHistogram", "DPQuantiles", "dp_histogram", "dp_quantiles"]
 
 
@@ -202,7 +206,8 @@ def release_cdf(
     releases compose to exactly ``1/z``-GDP, i.e. (ε, δ)-DP. The CDF is
     post-processing of the last release
     (:func:`~skdp.preprocessing._quantiles.cdf_from_counts`: bins below
-    2 noise standard deviations, 3.5 for logarithmic bins, weigh 0).
+    2 noise standard deviations, 3.5 for logarithmic bins, or below half a
+    record, weigh 0).
     """
     n, d = X.shape
     schedule = cdf_schedule(
@@ -266,7 +271,10 @@ def release_cdf(
     valid = np.arange(noisy.shape[1])[None, :] < sizes[:, None]
     noisy = np.where(valid, noisy, 0.0)
     noise_std = z_final * sensitivity
-    cdf, seen = cdf_from_counts(noisy, edges, sizes, thresholds * noise_std)
+    # A bin must also hold half a record: at a large budget (tiny noise) no
+    # empty bin then weighs anything.
+    floor = np.maximum(thresholds * noise_std, _MIN_COUNT)
+    cdf, seen = cdf_from_counts(noisy, edges, sizes, floor)
     noise_multiplier = math.sqrt(n_iter) * z
     cost = gaussian_cost(
         noise_multiplier,
