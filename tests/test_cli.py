@@ -85,6 +85,7 @@ def test_demo_prints_each_row_as_it_finishes(monkeypatch):
         "_gaussian_sampler_rows",
         "_fedrep_rows",
         "_private_search_rows",
+        "_preprocessing_rows",
     ]
     for name in names:
         monkeypatch.setattr(cli, name, fake(name))
