@@ -749,3 +749,20 @@ def test_breast_cancer_private_pipeline_accuracy(make):
             scores.append(pipe.fit(Xtr, ytr).score(Xte, yte))
     print(np.round(scores, 3))
     assert np.mean(scores) >= 0.90
+
+
+@pytest.mark.parametrize(
+    "step, private",
+    [
+        (RobustScaler(), "DPRobustScaler"),
+        (QuantileTransformer(n_quantiles=50), "DPQuantileTransformer"),
+        (MinMaxScaler(), "DPMinMaxScaler"),
+    ],
+)
+def test_ledger_suggests_the_private_counterpart(step, private):
+    X = np.random.default_rng(23).normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    pipe = make_pipeline(step, DPLogisticRegression(classes=[0, 1], random_state=0))
+    pipe.fit(X, y)
+    with pytest.warns(UserWarning, match=f"skdp.preprocessing.{private}"):
+        PrivacyLedger().record(pipe)
