@@ -766,3 +766,24 @@ def test_ledger_suggests_the_private_counterpart(step, private):
     pipe.fit(X, y)
     with pytest.warns(UserWarning, match=f"skdp.preprocessing.{private}"):
         PrivacyLedger().record(pipe)
+
+
+@pytest.mark.parametrize("cls", [DPRobustScaler, DPMinMaxScaler])
+def test_digits_transform_is_finite_and_sane(cls):
+    """Digits (n = 1797, d = 64: the one coarse histogram at ε = 1): pixel
+    columns that are mostly 0 put both quantiles in the grid's zero bin,
+    whose width (2e-6) is the resolution: their range becomes 1, as
+    scikit-learn's for a zero range, not 1e-6 (which blew pixel values up
+    to 1e7 before this rule)."""
+    from sklearn.datasets import load_digits
+
+    X, _ = load_digits(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        est = cls(random_state=0).fit(X)
+    assert est.n_iter_ == 1
+    Xt = est.transform(X)
+    assert np.all(np.isfinite(Xt)) and np.abs(Xt).max() < 100
+    scale = est.scale_ if cls is DPRobustScaler else est.data_range_
+    constant = X.std(axis=0) == 0
+    assert constant.any() and np.all(scale[constant] == 1.0)

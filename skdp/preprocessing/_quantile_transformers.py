@@ -459,8 +459,10 @@ class DPRobustScaler(_DPHistogramQuantiles):
     **Zero range.** Within a bin the CDF is linear, so two quantiles in one
     bin are apart by a share of its width: the range is never 0 unless the
     grid's bins collapse. A range not above the public resolution
-    ``data_range·1e-12`` (searched grids; 0 with given bounds) is set to 1,
-    scikit-learn's convention for a constant feature. With neither
+    ``2·data_range·1e-12`` (searched grids: the width of the signed grid's
+    zero bin, within which a spike at 0 falls; 0 with given bounds) is set
+    to 1, scikit-learn's convention for a zero range (a constant feature,
+    or a spike that holds both quantiles). With neither
     centering nor scaling nothing is released and nothing is spent.
 
     **Dask.** ``fit`` takes a ``dask.array.Array`` (dense row chunks); each
@@ -551,10 +553,12 @@ class DPRobustScaler(_DPHistogramQuantiles):
         median, low, high = values
         self.center_ = median if self.with_centering else None
         if self.with_scaling:
-            scale = high - low
+            scale = _floor_scale(high - low, release.resolution)
             if self.unit_variance:
-                scale = scale / (ndtri(q_max / 100.0) - ndtri(q_min / 100.0))
-            self.scale_ = _floor_scale(scale, release.resolution)
+                resolved = scale != 1.0
+                factor = ndtri(q_max / 100.0) - ndtri(q_min / 100.0)
+                scale = np.where(resolved, scale / factor, 1.0)
+            self.scale_ = scale
         else:
             self.scale_ = None
         return self
@@ -663,7 +667,8 @@ class DPMinMaxScaler(_DPHistogramQuantiles):
         Private quantile ``quantile_range[1]``.
     data_range_ : ndarray of shape (n_features,)
         ``data_max_ - data_min_``, set to 1 where it is not above the public
-        resolution (scikit-learn's convention for a constant feature). Not
+        resolution ``2·data_range·1e-12`` (searched grids; 0 with given
+        bounds): scikit-learn's convention for a constant feature. Not
         the ``data_range`` parameter (the public range searched).
     {attributes}
 

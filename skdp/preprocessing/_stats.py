@@ -85,8 +85,10 @@ class CDFRelease:
     beyond a feature's own ``sizes[j]`` bins are set to 0: they are pure
     noise, never read); ``cdf`` and ``seen`` are post-processing of it
     (:func:`~skdp.preprocessing._quantiles.cdf_from_counts`). ``resolution``
-    is the public scale below which a spread is indistinguishable from 0
-    (``data_range·1e-12`` when the grid was searched, 0 with given bounds).
+    is the public scale up to which a spread is indistinguishable from 0:
+    the width ``2·data_range·1e-12`` of the signed grid's zero bin when the
+    grid was searched (two quantiles inside a spike in that bin are apart by
+    at most that), 0 with given bounds.
     """
 
     edges: np.ndarray
@@ -103,6 +105,13 @@ class CDFRelease:
     def quantiles(self, q):
         """``(values, widths)`` of shape (len(q), d): see ``inverse_cdf``."""
         return inverse_cdf(self.edges, self.cdf, q)
+
+
+def _zero_bin_width(data_range):
+    """Width ``2·data_range·1e-12`` of the zero bin of the signed grid: the
+    resolution of a searched grid (a spread within it is indistinguishable
+    from 0)."""
+    return 2.0 * data_range * _RESOLUTION
 
 
 def cdf_schedule(n_samples, n_features, epsilon, delta, *, given, name, stacklevel=2):
@@ -242,7 +251,7 @@ def release_cdf(
         edges, sizes, equal = search_grid(lower, upper, n_bins, data_range)
         thresholds = np.where(equal, _EQUAL_SIGNAL_SDS, _COARSE_SIGNAL_SDS)
         clip = (-data_range, data_range)
-        resolution = data_range * _RESOLUTION
+        resolution = _zero_bin_width(data_range)
         mechanism = (
             f"{name}: 4 noisy histograms (bounds), then one noisy histogram per feature"
         )
@@ -253,7 +262,7 @@ def release_cdf(
         sizes = np.full(d, grid.size - 1)
         thresholds = np.full((d, grid.size - 1), _COARSE_SIGNAL_SDS)
         clip = (-data_range, data_range)
-        resolution = data_range * _RESOLUTION
+        resolution = _zero_bin_width(data_range)
         mechanism = f"{name}: one noisy histogram per feature (logarithmic grid)"
     counts = sum_over_rows(
         grid_counts,
