@@ -229,9 +229,9 @@ class DPQuantileTransformer(_DPHistogramQuantiles):
     ----------
     n_quantiles_ : int
         ``min(n_quantiles, n_samples)``.
-    quantiles_ : ndarray of shape (n_quantiles_, n_features)
+    quantiles_ : ndarray of shape (`n_quantiles_`, n_features)
         Private quantiles at ``references_`` (non-decreasing).
-    references_ : ndarray of shape (n_quantiles_,)
+    references_ : ndarray of shape (`n_quantiles_`,)
         Quantile levels, evenly spaced on [0, 1].
     {attributes}
 
