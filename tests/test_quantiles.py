@@ -730,7 +730,7 @@ def test_dask_fit_matches_the_in_memory_fit(cls):
 def test_breast_cancer_private_pipeline_accuracy(make):
     """make_private_pipeline(transformer, DPLogisticRegression), total ε = 1,
     10 stratified splits: mean accuracy >= 0.90 (measured with fresh noise:
-    DPRobustScaler 0.933, DPQuantileTransformer(normal) 0.925; free
+    DPRobustScaler 0.934-0.946, DPQuantileTransformer(normal) 0.921-0.929; free
     non-private scaling 0.953)."""
     from sklearn.datasets import load_breast_cancer
     from sklearn.model_selection import train_test_split
