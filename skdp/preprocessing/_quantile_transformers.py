@@ -8,7 +8,7 @@ quantiles it needs from it; everything after the release is post-processing.
 """
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -164,8 +164,8 @@ _GUARANTEE_DOC = """**Guarantee.** The fitted statistics are (ε, δ)-DP under
     one bin and enters another in every feature, so its L2 sensitivity is
     exactly ``sqrt(2d)``, whatever the data and the grid; it gets i.i.d.
     Gaussian noise of std ``z_i·sqrt(2d)``. With given ``bounds``, one
-    histogram of ``B = clip(n/(8·z·sqrt(2d)), 8, 1024)`` equal bins on them
-    (public). Without, the grid is found as
+    histogram of ``B = clip(n/(8·z_f·sqrt(2d)), 8, 1024)`` equal bins on
+    them (public; ``z_f`` is the multiplier of the final release). Without, the grid is found as
     :class:`~skdp.preprocessing.DPStandardScaler` finds its bounds: when
     ``n·μ/sqrt(2d) >= 100``, the four histograms of its bounds search, then
     one histogram with ``B`` equal bins on the bounds found and the bins of
@@ -282,7 +282,7 @@ class DPQuantileTransformer(_DPHistogramQuantiles):
 
     _parameter_constraints = {
         **_DPHistogramQuantiles._parameter_constraints,
-        "n_quantiles": [Interval(Real, 1, None, closed="left")],
+        "n_quantiles": [Interval(Integral, 1, None, closed="left")],
         "output_distribution": [StrOptions({"uniform", "normal"})],
     }
 

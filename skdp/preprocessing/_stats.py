@@ -577,7 +577,8 @@ def dp_quantiles(
     earlier noisy counts only).
 
     **Schedules.** With ``bounds``: one histogram with ``B`` equal bins on
-    them, ``B = clip(n/(8·z·sqrt(2d)), 8, 1024)`` (public). Without, when
+    them, ``B = clip(n/(8·z_f·sqrt(2d)), 8, 1024)`` (public; ``z_f`` is the
+    multiplier of the final release). Without, when
     ``n·μ/sqrt(2d) >= 100``: the four histograms of DPStandardScaler's
     bounds search (half of μ² by default), then one histogram with ``B``
     equal bins on the bounds found and the signed logarithmic bins
