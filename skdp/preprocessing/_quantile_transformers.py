@@ -165,7 +165,8 @@ _GUARANTEE_DOC = """**Guarantee.** The fitted statistics are (ε, δ)-DP under
     exactly ``sqrt(2d)``, whatever the data and the grid; it gets i.i.d.
     Gaussian noise of std ``z_i·sqrt(2d)``. With given ``bounds``, one
     histogram of ``B = clip(n/(8·z_f·sqrt(2d)), 8, 1024)`` equal bins on
-    them (public; ``z_f`` is the multiplier of the final release). Without, the grid is found as
+    them (public; ``z_f`` is the multiplier of the final release).
+    Without, the grid is found as
     :class:`~skdp.preprocessing.DPStandardScaler` finds its bounds: when
     ``n·μ/sqrt(2d) >= 100``, the four histograms of its bounds search, then
     one histogram with ``B`` equal bins on the bounds found and the bins of
