@@ -22,7 +22,6 @@ the data except through earlier noisy releases (then the releases compose
 adaptively, Dong, Roth & Su 2022, Cor. 3.3).
 """
 
-import math
 import warnings
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
@@ -38,6 +37,7 @@ from ..accounting import (
     PrivacyCost,
     gaussian_cost,
     gaussian_noise_multiplier,
+    split_gaussian_budget,
 )
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import (
@@ -139,23 +139,6 @@ def cdf_schedule(n_samples, n_features, epsilon, delta, *, given, name, stacklev
     return "search" if snr >= _SEARCH_SNR else "histogram"
 
 
-def one_shot_multiplier(epsilon, delta, n_iter, noise):
-    """The multiplier ``z`` of one release that spends the whole budget.
-
-    The fit's ``n_iter`` releases get multipliers ``z_i`` with
-    ``Σ 1/z_i² = 1/z²``: exactly μ = 1/z-GDP together with fast noise. With
-    secure noise each release costs ``(1/z_i + 2^-16)²/2`` zCDP, and
-    ``Σ_i (1/z_i + 2^-16)² <= n_iter·(1/(sqrt(n_iter)·z) + 2^-16)²`` by
-    Cauchy-Schwarz, so ``z`` is calibrated for ``n_iter`` equal steps and
-    divided by ``sqrt(n_iter)`` (as DPStandardScaler does).
-    """
-    if noise == "secure":
-        return gaussian_noise_multiplier(
-            epsilon, delta, n_iter, noise="secure"
-        ) / math.sqrt(n_iter)
-    return gaussian_noise_multiplier(epsilon, delta)
-
-
 def release_cdf(
     X,
     *,
@@ -210,9 +193,12 @@ def release_cdf(
       bins a factor ``sqrt(10)`` wide).
 
     Every release is a ``d x K`` count matrix of L2 sensitivity
-    ``sqrt(2 d)`` (module docstring) with noise std ``z_i·sqrt(2 d)``;
-    ``Σ 1/z_i² = 1/z²``, ``z`` from :func:`one_shot_multiplier`, so the
-    releases compose to exactly ``1/z``-GDP, i.e. (ε, δ)-DP. The CDF is
+    ``sqrt(2 d)`` (module docstring) with noise std ``z_i·sqrt(2 d)``; the
+    multipliers come from :func:`skdp.accounting.split_gaussian_budget`
+    (``Σ 1/z_i² = 1/z²`` with ``z`` the multiplier of one release that
+    spends the whole budget), so the releases compose to exactly
+    ``1/z``-GDP, i.e. (ε, δ)-DP (with secure noise, the zCDP bound stated
+    there). The CDF is
     post-processing of the last release
     (:func:`~skdp.preprocessing._quantiles.cdf_from_counts`: bins below
     2 noise standard deviations, 3.5 for logarithmic bins, or below half a
@@ -229,10 +215,19 @@ def release_cdf(
         stacklevel=stacklevel + 1,
     )
     n_iter = N_BOUND_RELEASES + 1 if schedule == "search" else 1
-    z = one_shot_multiplier(epsilon, delta, n_iter, noise)
+    if schedule == "search":  # μ_b² = share·μ² over the rounds; the rest last
+        (z_bounds, z_final), noise_multiplier = split_gaussian_budget(
+            epsilon,
+            delta,
+            [(N_BOUND_RELEASES, bounds_share), (1, 1.0 - bounds_share)],
+            noise=noise,
+        )
+    else:  # one release spends the whole budget
+        (z_final,), noise_multiplier = split_gaussian_budget(
+            epsilon, delta, [(1, 1.0)], noise=noise
+        )
     sensitivity = histogram_sensitivity(d)
     if schedule == "given":
-        z_final = z
         lower, upper = bounds
         n_bins = n_equal_bins(n, d, z_final)
         edges = equal_width_edges(lower, upper, n_bins)
@@ -242,8 +237,6 @@ def release_cdf(
         resolution = 0.0
         mechanism = f"{name}: one noisy histogram per feature on the given bounds"
     elif schedule == "search":
-        z_bounds = z * math.sqrt(N_BOUND_RELEASES / bounds_share)
-        z_final = z / math.sqrt(1.0 - bounds_share)
         lower, upper = private_bounds(
             X, data_range=data_range, noise_multiplier=z_bounds, rng=rng
         )
@@ -256,7 +249,6 @@ def release_cdf(
             f"{name}: 4 noisy histograms (bounds), then one noisy histogram per feature"
         )
     else:
-        z_final = z
         grid = signed_grid(data_range)
         edges = np.broadcast_to(grid, (d, grid.size)).copy()
         sizes = np.full(d, grid.size - 1)
@@ -284,7 +276,6 @@ def release_cdf(
     # empty bin then weighs anything.
     floor = np.maximum(thresholds * noise_std, _MIN_COUNT)
     cdf, seen = cdf_from_counts(noisy, edges, sizes, floor)
-    noise_multiplier = math.sqrt(n_iter) * z
     cost = gaussian_cost(
         noise_multiplier,
         n_iter,
