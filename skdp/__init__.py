@@ -16,7 +16,12 @@ from .fedrep import DPFedRep
 from .gaussian import DPGaussianSampler
 from .linear_model import DPLogisticRegression, DPSparseGLM
 from .naive_bayes import DPGaussianNB
-from .preprocessing import DPStandardScaler
+from .preprocessing import (
+    DPMinMaxScaler,
+    DPQuantileTransformer,
+    DPRobustScaler,
+    DPStandardScaler,
+)
 from .random_features import DPRandomFeaturesRegressor
 from .ranking import DPBradleyTerry
 
@@ -28,7 +33,10 @@ __all__ = [
     "DPGaussianNB",
     "DPGaussianSampler",
     "DPLogisticRegression",
+    "DPMinMaxScaler",
+    "DPQuantileTransformer",
     "DPRandomFeaturesRegressor",
+    "DPRobustScaler",
     "DPSparseGLM",
     "DPStandardScaler",
     "InsufficientSamplesError",

@@ -737,13 +737,23 @@ def _leak_message(path, estimator):
             "data set. Mark a function that reads each row on its own with "
             "skdp.rowwise(func) (NumPy ufuncs need no mark)."
         )
+    private = _PRIVATE_COUNTERPART.get(type(estimator).__name__, "DPStandardScaler")
     return (
         f"{path} ({type(estimator).__name__}) reads the training data without a "
         "privacy guarantee: what it learned is released with the model and is "
         "not covered by the ledger's total. Use a private step (e.g. "
-        "skdp.preprocessing.DPStandardScaler), public parameters, or fit it on "
+        f"skdp.preprocessing.{private}), public parameters, or fit it on "
         "public data."
     )
+
+
+#: The private step to suggest in place of a scikit-learn preprocessing step
+#: (by class name: the ledger imports no estimator family).
+_PRIVATE_COUNTERPART = {
+    "MinMaxScaler": "DPMinMaxScaler",
+    "QuantileTransformer": "DPQuantileTransformer",
+    "RobustScaler": "DPRobustScaler",
+}
 
 
 def _add_cost(cost, path, costs, leaks):

@@ -36,12 +36,16 @@ import skdp.gaussian._sampler
 import skdp.linear_model._logistic
 import skdp.linear_model._sparse_glm
 import skdp.preprocessing._scaler
+import skdp.preprocessing._stats
 import skdp.ranking._bradley_terry
 from skdp import (
     DPBradleyTerry,
     DPGaussianSampler,
     DPLogisticRegression,
+    DPMinMaxScaler,
+    DPQuantileTransformer,
     DPRandomFeaturesRegressor,
+    DPRobustScaler,
     DPSparseGLM,
     DPStandardScaler,
 )
@@ -67,6 +71,7 @@ from skdp.audit import (
 from skdp.audit._cli import main_audit
 from skdp.audit._stats import roc_curve
 from skdp.datasets import make_btl_comparisons
+from skdp.preprocessing._quantiles import N_BOUND_RELEASES
 from skdp.ranking import pairs_to_design
 
 # --------------------------------------------------------------------------
@@ -295,6 +300,18 @@ def _scaler(epsilon=EPSILON):
     return DPStandardScaler(epsilon=epsilon, delta=DELTA, bounds=(-3.0, 3.0))
 
 
+def _quantile_transformer(epsilon=EPSILON):
+    return DPQuantileTransformer(epsilon=epsilon, delta=DELTA, bounds=(-3.0, 3.0))
+
+
+def _robust_scaler(epsilon=EPSILON):
+    return DPRobustScaler(epsilon=epsilon, delta=DELTA, bounds=(-3.0, 3.0))
+
+
+def _min_max_scaler(epsilon=EPSILON):
+    return DPMinMaxScaler(epsilon=epsilon, delta=DELTA, bounds=(-3.0, 3.0))
+
+
 def _logistic_data():
     return _base_data()
 
@@ -323,6 +340,9 @@ def _scaler_data():
         (_bradley_terry, _btl_data, OutcomeCanary(kind="win_counts"), "claimed"),
         (_sampler, _sampler_data, "auto", "design"),
         (_scaler, _scaler_data, "auto", "claimed"),
+        (_quantile_transformer, _scaler_data, "auto", "claimed"),
+        (_robust_scaler, _scaler_data, "auto", "claimed"),
+        (_min_max_scaler, _scaler_data, "auto", "claimed"),
     ],
     ids=[
         "logistic",
@@ -331,6 +351,9 @@ def _scaler_data():
         "bradley_terry_win_counts",
         "gaussian_sampler",
         "standard_scaler",
+        "quantile_transformer",
+        "robust_scaler",
+        "min_max_scaler",
     ],
 )
 def test_audit_does_not_refute_the_claim_and_mu_hat_is_tight(
@@ -423,6 +446,11 @@ def _divide_mechanism_noise(module):
             _scaler_data,
             _divide_mechanism_noise(skdp.preprocessing._scaler),
         ),
+        (
+            _robust_scaler,
+            _scaler_data,
+            _divide_mechanism_noise(skdp.preprocessing._stats),
+        ),
     ],
     ids=[
         "logistic",
@@ -430,6 +458,7 @@ def _divide_mechanism_noise(module):
         "bradley_terry",
         "gaussian_sampler",
         "standard_scaler",
+        "robust_scaler",
     ],
 )
 def test_noise_divided_by_ten_is_caught(make, data, break_noise, monkeypatch):
@@ -616,6 +645,25 @@ def test_scaler_audit_with_private_bounds_does_not_refute_the_claim(n_samples, n
     if n_iter > 1:
         assert report.expected_mu is None  # several releases: no design μ
     assert not report.refuted
+
+
+@pytest.mark.parametrize("n_samples, n_iter", [(50, 1), (800, N_BOUND_RELEASES + 1)])
+def test_quantile_transformer_audit_with_private_grid(n_samples, n_iter):
+    """bounds=None: n = 50 makes one coarse histogram, which the histogram
+    canary (a record at -data_range, then +data_range) moves by its whole
+    sensitivity: μ̂ within 4 s.e. of the claimed μ. n = 800 runs the bounds
+    search first (five releases, no design μ): the claim is not refuted."""
+    X = np.random.default_rng(0).normal(size=(n_samples, 3))
+    est = DPQuantileTransformer(epsilon=EPSILON, delta=DELTA)
+    report = audit_estimator(est, X, None, n_trials=300, random_state=0)
+    print(report)
+    assert clone(est).fit(X).n_iter_ == n_iter
+    assert not report.refuted
+    if n_iter == 1:
+        assert report.expected_mu == pytest.approx(report.claimed_mu, rel=1e-9)
+        assert abs(report.mu_hat - report.claimed_mu) <= 4 * report.mu_hat_se
+    else:
+        assert report.expected_mu is None
 
 
 # --------------------------------------------------------------------------

@@ -86,6 +86,7 @@ def test_demo_prints_each_row_as_it_finishes(monkeypatch):
         "_fedrep_rows",
         "_private_search_rows",
         "_naive_bayes_rows",
+        "_preprocessing_rows",
     ]
     for name in names:
         monkeypatch.setattr(cli, name, fake(name))

@@ -330,6 +330,18 @@ ESTIMATORS = {
         lambda: DPStandardScaler(bounds=(-3.0, 3.0)),
         lambda: (_xy()[0], None),
     ),
+    "quantile_transformer": (
+        lambda: skdp.DPQuantileTransformer(),
+        lambda: (_xy()[0], None),
+    ),
+    "robust_scaler_search": (
+        lambda: skdp.DPRobustScaler(),
+        lambda: (_xy(n=5000)[0], None),
+    ),
+    "min_max_scaler_bounds": (
+        lambda: skdp.DPMinMaxScaler(bounds=(-3.0, 3.0)),
+        lambda: (_xy()[0], None),
+    ),
 }
 
 

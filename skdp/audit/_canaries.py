@@ -743,6 +743,59 @@ class ClassRecordCanary(ExtremeRecordCanary):
         return float(n_k * np.sum(shift[keep]))
 
 
+class HistogramCanary(Canary):
+    """Worst-case record canary for noisy histograms (the quantile transformers).
+
+    Record ``index`` becomes the vector of upper bounds in the "in" data set
+    and of lower bounds in the "out" one (``bounds`` when given, else
+    ``±data_range``, to which the data is clipped): in every feature it
+    moves from the first bin of the grid to the last, so the count matrix
+    moves by ``e_last - e_first`` per feature, of L2 norm ``sqrt(2d)``, the
+    release's sensitivity. The white-box :meth:`statistic`
+    ``Σ_j (h_j,last - h_j,first)`` of the released noisy counts
+    ``histogram_`` is the likelihood-ratio direction: with one release
+    (given bounds, or the one coarse histogram) the design attains the
+    claimed ``μ = 1/noise_multiplier_``. Neighbours under *replace one
+    record*.
+
+    Parameters
+    ----------
+    index : int, default=0
+        Which base record is replaced.
+    """
+
+    def __init__(self, *, index=0):
+        self.index = index
+
+    def build(self, estimator, X, y=None):
+        X = check_array(X, dtype=np.float64)
+        d = X.shape[1]
+        if estimator.bounds is None:
+            lower = np.full(d, -float(estimator.data_range))
+            upper = -lower
+        else:
+            lower, upper = (
+                np.broadcast_to(np.asarray(b, dtype=float), (d,))
+                for b in estimator.bounds
+            )
+        return (
+            (_replace_row(X, self.index, upper), y),
+            (_replace_row(X, self.index, lower), y),
+        )
+
+    def statistic(self, fitted):
+        if fitted.histogram_ is None:  # nothing released
+            return 0.0
+        rows = np.arange(fitted.histogram_.shape[0])
+        last = fitted.histogram_[rows, fitted.n_bins_ - 1]
+        return float(np.sum(last - fitted.histogram_[:, 0]))
+
+    def expected_mu(self, fitted):
+        if fitted.n_iter_ != 1:  # the bounds search: several releases
+            return None
+        return 1.0 / fitted.noise_multiplier_
+
+
 class UserCanary(Canary):
     """Replace one user's whole data by a canary user (DPFedRep).
 
@@ -889,7 +942,12 @@ def _register_landed():
     from ..linear_model import DPLogisticRegression, DPSparseGLM
     from ..model_selection import DPRandomSearchCV
     from ..naive_bayes import DPGaussianNB
-    from ..preprocessing import DPStandardScaler
+    from ..preprocessing import (
+        DPMinMaxScaler,
+        DPQuantileTransformer,
+        DPRobustScaler,
+        DPStandardScaler,
+    )
     from ..random_features import DPRandomFeaturesRegressor
     from ..ranking import DPBradleyTerry
 
@@ -919,6 +977,8 @@ def _register_landed():
     register_canary(DPSparseGLM, lambda est: GLMCanary())
     register_canary(DPStandardScaler, lambda est: ExtremeRecordCanary())
     register_canary(DPGaussianNB, lambda est: ClassRecordCanary())
+    for cls in (DPQuantileTransformer, DPRobustScaler, DPMinMaxScaler):
+        register_canary(cls, lambda est: HistogramCanary())
     register_canary(DPRandomSearchCV, lambda est: SearchCanary())
 
 

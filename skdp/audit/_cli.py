@@ -21,6 +21,9 @@ ESTIMATORS = (
     "DPRandomFeaturesRegressor",
     "DPBradleyTerry",
     "DPGaussianSampler",
+    "DPQuantileTransformer",
+    "DPRobustScaler",
+    "DPMinMaxScaler",
 )
 
 
@@ -32,8 +35,9 @@ def audit_setup(name, *, epsilon, delta, setting="worst-case", seed=0):
     """``(estimator, X, y, canary)`` of the default audit of estimator ``name``.
 
     The data are small and generated (n = 50 records with 3 standard normal
-    features; 10 items compared twice per pair for DPBradleyTerry; 500
-    two-dimensional rows for DPGaussianSampler), so that an audit of a few
+    features, also for the quantile transformers; 10 items compared twice
+    per pair for DPBradleyTerry; 500 two-dimensional rows for
+    DPGaussianSampler), so that an audit of a few
     hundred fits per data set takes seconds.
     """
     import skdp
@@ -83,6 +87,12 @@ def audit_setup(name, *, epsilon, delta, setting="worst-case", seed=0):
         if tight:
             params.update(min_variance=1e-9)
         return skdp.DPGaussianSampler(**privacy, **params), X, None, "auto"
+    if name in ("DPQuantileTransformer", "DPRobustScaler", "DPMinMaxScaler"):
+        # worst-case: public bounds, one histogram, which the histogram
+        # canary moves by its whole sensitivity (the claimed μ is attained).
+        params = dict(bounds=(-3.0, 3.0)) if tight else {}
+        X = rng.normal(size=(50, 3))
+        return getattr(skdp, name)(**privacy, **params), X, None, "auto"
     raise ValueError(f"Unknown estimator {name!r}; expected one of {ESTIMATORS}.")
 
 

@@ -432,7 +432,7 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
     (checked, with n, before X is read).
 
     **Private centre and radius** (``"auto"``). The per-feature bounds of
-    :func:`skdp.preprocessing._quantiles.private_bounds` (the search of
+    ``private_bounds`` (the search of
     :class:`~skdp.preprocessing.DPStandardScaler`): four Gaussian releases of
     per-feature histograms, L2 sensitivity ``sqrt(2d)`` each under replace
     one, that together get ``μ_bounds² = bounds_share·μ²``; the release of

@@ -376,3 +376,181 @@ def _signed_counts(X, *, edges):
     n_bins = edges.size - 1
     bins = np.clip(np.searchsorted(edges, X, side="right") - 1, 0, n_bins - 1)
     return bin_counts(bins, n_bins)
+
+
+# --------------------------------------------------------------------------
+# Noisy CDFs and quantiles of every feature (issue 30, item 2)
+# --------------------------------------------------------------------------
+#
+# One more Gaussian release of a d x K count matrix, on a grid chosen from
+# public values and earlier noisy releases only, gives every feature a noisy
+# histogram; its CDF (monotone by construction) is post-processing, and so
+# is every quantile read from it. Used by skdp.preprocessing.dp_quantiles
+# and by the quantile transformers (DPQuantileTransformer, DPRobustScaler,
+# DPMinMaxScaler).
+
+#: Equal-width bins of the final grid: about ``snr / _BIN_SNR`` of them, so
+#: that a bin of the bulk holds several noise standard deviations, clipped
+#: to ``[_MIN_BINS, _MAX_BINS]``.
+_BIN_SNR = 8.0
+_MIN_BINS = 8
+_MAX_BINS = 1024
+#: An equal-width bin counts in the CDF only if its noisy count exceeds this
+#: many noise standard deviations (an empty bin does with probability 2.3%,
+#: adding about 2.4 standard deviations of spurious mass); a bin of the
+#: signed logarithmic grid needs ``_COARSE_SIGNAL_SDS`` (it has few bins
+#: and far from the bulk a spurious one would move the extreme quantiles
+#: by decades).
+_EQUAL_SIGNAL_SDS = 2.0
+
+
+def n_equal_bins(n_samples, n_features, noise_multiplier):
+    """Equal-width bins of the final grid, from public values only.
+
+    ``n / (noise_multiplier·sqrt(2 d))`` is the number of records over the
+    noise standard deviation of one count; the grid gets an eighth of it,
+    clipped to [8, 1024].
+    """
+    snr = n_samples / (noise_multiplier * histogram_sensitivity(n_features))
+    return int(np.clip(np.floor(snr / _BIN_SNR), _MIN_BINS, _MAX_BINS))
+
+
+def equal_width_edges(lower, upper, n_bins):
+    """Edges of ``n_bins`` equal bins on ``[lower_j, upper_j]``, shape (d, n_bins + 1).
+
+    Computed from halves, so they stay finite for any finite bounds whose
+    half-width is representable.
+    """
+    t = np.linspace(0.0, 1.0, n_bins + 1)
+    half = upper / 2.0 - lower / 2.0
+    edges = lower[:, None] + (2.0 * half)[:, None] * t[None, :]
+    edges[:, -1] = upper  # exactly, whatever the rounding
+    return np.maximum.accumulate(edges, axis=1)
+
+
+def search_grid(lower, upper, n_bins, data_range):
+    """Per-feature grid of the final release after the bounds search.
+
+    ``n_bins`` equal bins on the bounds ``[lower_j, upper_j]`` found by
+    :func:`private_bounds`, and outside them the bins of the signed
+    logarithmic grid (:func:`signed_grid`) that lie beyond the bounds, so
+    that a heavy tail or a far spike beyond the bulk is still seen (at the
+    logarithmic grid's resolution). Each feature's edges are sorted; a
+    feature with fewer bins than the widest is padded with repeats of its
+    last edge (empty bins of zero width, never read).
+
+    Returns
+    -------
+    edges : ndarray of shape (d, K + 1)
+    sizes : ndarray of shape (d,)
+        Each feature's own number of bins ``K_j <= K``.
+    equal : ndarray of shape (d, K), bool
+        Which bins are equal-width bins (the others are logarithmic).
+    """
+    log_edges = signed_grid(data_range)
+    inner = equal_width_edges(lower, upper, n_bins)
+    rows, kinds = [], []
+    for j in range(lower.shape[0]):  # a loop over features, never over samples
+        below = log_edges[log_edges < inner[j, 0]]
+        above = log_edges[log_edges > inner[j, -1]]
+        rows.append(np.concatenate([below, inner[j], above]))
+        kinds.append(
+            np.concatenate(
+                [
+                    np.zeros(below.size, bool),
+                    np.ones(n_bins, bool),
+                    np.zeros(above.size, bool),
+                ]
+            )
+        )
+    sizes = np.array([r.size - 1 for r in rows])
+    width = int(sizes.max())
+    edges = np.array([np.pad(r, (0, width + 1 - r.size), mode="edge") for r in rows])
+    equal = np.array([np.pad(k, (0, width - k.size)) for k in kinds])
+    return edges, sizes, equal
+
+
+def grid_counts(X, *, edges, sizes, lower, upper):
+    """Counts, shape (d, K), of ``clip(x_j, lower_j, upper_j)`` on each feature's grid.
+
+    Record i lands in exactly one bin ``k < K_j`` of feature j (the bin
+    whose half-open interval ``[e_k, e_(k+1))`` holds the clipped value; the
+    top edge belongs to the last bin), a function of ``x_ij`` alone: that is
+    all the sensitivity argument needs (see :func:`release_cdf`). A sum
+    over rows, as :func:`_magnitude_counts`.
+    """
+    n, d = X.shape
+    X = np.clip(X, lower, upper)
+    bins = np.empty((n, d), dtype=np.intp)
+    for j in range(d):  # a loop over features, never over samples
+        e = edges[j, : sizes[j] + 1]
+        bins[:, j] = np.clip(
+            np.searchsorted(e, X[:, j], side="right") - 1, 0, sizes[j] - 1
+        )
+    return bin_counts(bins, edges.shape[1] - 1)
+
+
+def cdf_from_counts(noisy_counts, edges, sizes, threshold):
+    """Monotone CDF of every feature at its edges (post-processing).
+
+    Bin k of feature j weighs its noisy count if that exceeds
+    ``threshold[j, k]`` (in count units), else 0; a feature with no such
+    bin, not seen through the noise, weighs every bin by its width (a
+    uniform distribution over its grid). The CDF at the edges is the
+    cumulative weight over the total: it starts at 0, ends at 1 and never
+    decreases, whatever the noise, because the weights are non-negative.
+
+    Returns
+    -------
+    cdf : ndarray of shape (d, K + 1)
+    seen : ndarray of shape (d,), bool
+    """
+    d, k = noisy_counts.shape
+    valid = np.arange(k)[None, :] < sizes[:, None]
+    weight = np.where(valid & (noisy_counts > threshold), noisy_counts, 0.0)
+    seen = weight.sum(axis=1) > 0
+    width = np.where(valid, np.diff(edges, axis=1), 0.0)
+    # A feature not seen, or whose grid has no width (rounding), is uniform
+    # over its grid (over its bins, if they all have zero width).
+    fallback = np.where(width.sum(axis=1, keepdims=True) > 0, width, valid * 1.0)
+    weight = np.where(seen[:, None], weight, fallback)
+    total = weight.sum(axis=1, keepdims=True)
+    cdf = np.concatenate([np.zeros((d, 1)), np.cumsum(weight, axis=1) / total], axis=1)
+    cdf = np.minimum(np.maximum.accumulate(cdf, axis=1), 1.0)
+    # Exactly 1 from the right edge of the last bin with weight on (rounding
+    # may leave the cumulative sum a little below the total), so that q = 1
+    # lands in that bin, not in an empty bin after it.
+    last = k - 1 - np.argmax(weight[:, ::-1] > 0, axis=1)
+    return np.where(np.arange(k + 1)[None, :] > last[:, None], 1.0, cdf), seen
+
+
+def inverse_cdf(edges, cdf, q):
+    """Quantiles ``F_j^-1(q)`` of the piecewise-linear CDFs, and their bins' widths.
+
+    Within a bin the mass is spread evenly (the CDF is linear between its
+    edges). ``q = 0`` gives the left edge of the first bin with weight,
+    ``q = 1`` the right edge of the last one. Non-decreasing in ``q`` for
+    every feature (the generalised inverse of a non-decreasing function).
+
+    Returns
+    -------
+    values, widths : ndarrays of shape (len(q), d)
+    """
+    q = np.clip(np.asarray(q, dtype=float), 0.0, 1.0)
+    d = edges.shape[0]
+    values = np.empty((q.size, d))
+    widths = np.empty((q.size, d))
+    target = np.maximum(q, np.finfo(float).tiny)  # q = 0: first bin with weight
+    for j in range(d):  # a loop over features, never over samples
+        c = cdf[j]
+        k = np.clip(np.searchsorted(c[1:], target, side="left"), 0, c.size - 2)
+        lo, hi = c[k], c[k + 1]
+        step = hi - lo
+        frac = np.clip(
+            np.where(step > 0, (q - lo) / np.where(step > 0, step, 1.0), 0.0), 0.0, 1.0
+        )
+        left, right = edges[j, k], edges[j, k + 1]
+        inside = left + (right / 2.0 - left / 2.0) * 2.0 * frac
+        values[:, j] = np.clip(inside, left, right)  # rounding stays in the bin
+        widths[:, j] = right - left
+    return values, widths
