@@ -36,6 +36,7 @@ computed once and kept (``persist``) where the scheduler keeps results: on
 the workers of a distributed cluster.
 """
 
+import functools
 import uuid
 
 import dask
@@ -47,6 +48,7 @@ from . import _dpgd
 
 __all__ = [
     "DaskDesign",
+    "RowChunks",
     "block_parts",
     "block_sum",
     "clipped_gradient_sum",
@@ -339,30 +341,135 @@ def _combine_moments(parts):
 # ---------------------------------------------------------------------------
 
 
+#: Fan-in of the tree in which the chunks' sums are added (as Dask's ``sum``).
+_FAN_IN = 32
+
+
+def _chunk_design(X):
+    """A chunk as the engine's per-block code reads it, prepared at every step.
+
+    Sparse: canonical CSR (duplicates merged, so that the clip and ``X @
+    coef`` read the same row: :func:`skdp._dpgd.canonical_design`). Dense: as
+    stored, in its own memory order. The in-memory engine copies a row-major
+    float64 X to Fortran order once per fit; here the copy would be made
+    again at every step (a Dask chunk is not kept between steps unless the
+    user persisted it), and it costs 3-4 times the step it serves, whereas
+    a row-major chunk read by one thread is only 1.1-1.3 times slower (see
+    ``benchmarks/bench_dask.py``).
+    """
+    return _dpgd.canonical_design(X) if sp.issparse(X) else X
+
+
 def _chunk_row_norms(X, fit_intercept):
     """Row norms of one chunk as the in-memory engine computes them."""
-    norms = _dpgd.row_norms(_dpgd.canonical_design(X))
+    norms = _dpgd.row_norms(_chunk_design(X))
     return np.hypot(norms, 1.0) if fit_intercept else norms
 
 
+def _add(*parts):
+    """The sum of a few chunks' results, added in their order."""
+    total = np.array(parts[0], dtype=np.float64)
+    for part in parts[1:]:
+        total += part
+    return total
+
+
+class RowChunks:
+    """X's row chunks, with 1-D arrays chunked like them, for repeated passes.
+
+    Each pass (:meth:`sum`) is a graph of one task per chunk,
+    ``fn(X_chunk, *row_chunks, start=first_row, **kwargs)``, and a tree of
+    additions (fan-in 32) whose root, a numpy array, is returned: one
+    ``compute``, one answer to the client. The graphs of X and of the row
+    arrays are optimised once, here (``to_delayed``); rebuilding an array
+    graph with ``map_blocks`` and ``sum`` and optimising it again at every
+    step cost about 10 ms on the local scheduler. Whatever is persisted
+    (e.g. the row norms) stays where the scheduler keeps it: on the workers
+    of a distributed cluster, which then run each chunk's task where its
+    data are.
+    """
+
+    def __init__(self, X, *rows):
+        parts = [a.to_delayed(optimize_graph=True).ravel() for a in (X, *rows)]
+        self.parts = list(zip(*parts, strict=True))
+        sizes = X.chunks[0]
+        self.starts = [int(s) for s in np.cumsum((0, *sizes[:-1]))]
+
+    def sum(self, fn, **kwargs):
+        """``Σ_chunks fn(X_chunk, *row_chunks, start=..., **kwargs)``, computed.
+
+        ``fn`` returns a float64 array of the same shape for every chunk;
+        ``start`` is the chunk's first row in X. The per-chunk results are
+        added in a tree on the workers; the client receives the total.
+        """
+        # A fresh name instead of a hash of the arguments: they change at
+        # every step anyway, and hashing them (a pickle of the datafit and
+        # the iterate) cost more than the step on small data.
+        name = f"skdp-{fn.__name__}-{uuid.uuid4().hex}"
+        level = [
+            dask.delayed(functools.partial(fn, start=start, **kwargs), pure=False)(
+                *parts, dask_key_name=(name, 0, i)
+            )
+            for i, (parts, start) in enumerate(
+                zip(self.parts, self.starts, strict=True)
+            )
+        ]
+        add = dask.delayed(_add, pure=False)
+        depth = 0
+        while len(level) > 1:
+            depth += 1
+            level = [
+                add(*level[i : i + _FAN_IN], dask_key_name=(name, depth, i))
+                for i in range(0, len(level), _FAN_IN)
+            ]
+        return level[0].compute()
+
+
 def _chunk_gradient_sum(
-    X, y, *row_norm, datafit, coef, intercept, clip_norm, scalar_norm, record, start
+    X,
+    y,
+    row_norm=None,
+    *,
+    datafit,
+    coef,
+    intercept,
+    clip_norm,
+    scalar_norm,
+    record,
+    start,
 ):
     """One chunk's clipped gradient sum: the in-memory engine on the chunk."""
     skip = None
     if 0 <= record - start < X.shape[0]:
         skip = record - start
-    total = _dpgd.sum_over_row_blocks(
-        _dpgd.canonical_design(X),
+    return _dpgd.sum_over_row_blocks(
+        _chunk_design(X),
         y,
         datafit,
         coef,
         intercept,
-        scalar_norm if not row_norm else row_norm[0],
+        scalar_norm if row_norm is None else row_norm,
         clip_norm,
         skip=skip,
     )
-    return total.ravel()
+
+
+def _gradient_sum(chunks, X, datafit, coef, intercept, clip_norm, scalar_norm=None):
+    """The clipped gradient sum over ``chunks`` (X, y and, unless
+    ``scalar_norm`` is given, the row norms), with the audit hook."""
+    hook = _dpgd._INJECTED.get()
+    total = chunks.sum(
+        _chunk_gradient_sum,
+        datafit=datafit,
+        coef=coef,
+        intercept=intercept,
+        clip_norm=clip_norm,
+        scalar_norm=scalar_norm,
+        record=-1 if hook is None else int(hook.record),
+    )
+    if hook is not None:
+        total += _dpgd._injected_contribution(hook, X, total.shape, clip_norm)
+    return total
 
 
 def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
@@ -374,47 +481,34 @@ def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
     floats per chunk are summed and returned. No noise here: the caller adds
     it to the total, once. The audit hook (:func:`skdp._dpgd.injected_gradient`)
     is honoured as in memory: its record's row is left out in its chunk and
-    the canary's clipped gradient is added here, on the client.
+    the canary's clipped gradient is added here, on the client. (A fit calls
+    this through :class:`DaskDesign`, which prepares X, y and the norms once.)
     """
-    hook = _dpgd._INJECTED.get()
-    d, k = coef.shape
-    scalar = np.ndim(row_norm) == 0
-    rows = [y] if scalar else [y, row_norm]
-    total = (
-        block_sum(
-            _chunk_gradient_sum,
-            X,
-            *rows,
-            size=(d + 1) * k,
-            start_name="start",
-            datafit=datafit,
-            coef=coef,
-            intercept=intercept,
-            clip_norm=clip_norm,
-            scalar_norm=float(row_norm) if scalar else None,
-            record=-1 if hook is None else int(hook.record),
+    if np.ndim(row_norm) == 0:
+        chunks = RowChunks(X, y)
+        return _gradient_sum(
+            chunks, X, datafit, coef, intercept, clip_norm, float(row_norm)
         )
-        .compute()
-        .reshape(d + 1, k)
+    return _gradient_sum(
+        RowChunks(X, y, row_norm), X, datafit, coef, intercept, clip_norm
     )
-    if hook is not None:
-        total += _dpgd._injected_contribution(hook, X, total.shape, clip_norm)
-    return total
 
 
 class DaskDesign:
     """:class:`skdp._dpgd.InMemoryDesign` for a Dask X: one reduction per step.
 
-    The row norms (intercept included) are computed once, chunk by chunk, and
-    persisted where the scheduler keeps results (on the workers of a
-    distributed cluster: 8 bytes a row). Each :meth:`gradient_sum` is one
-    pass over X (:func:`clipped_gradient_sum`). X and y must have passed
+    Prepared once per fit: y as the datafit reads it and the row norms
+    (intercept included) are computed in one pass and persisted where the
+    scheduler keeps results (on the workers of a distributed cluster: 16
+    bytes a row), and X's graph is optimised once (:class:`RowChunks`).
+    Each :meth:`gradient_sum` is then one pass over X, one task per chunk
+    where the chunk lives, and one ``compute``. X and y must have passed
     :func:`validate` (finite values, matching row chunks).
     """
 
     def __init__(self, X, y, *, fit_intercept):
         X = row_chunks(X, accept_sparse=True)
-        self.X, self.y = X, _as_rows(y, X)
+        self.X, y = X, _as_rows(y, X)
         self.shape = (int(X.shape[0]), int(X.shape[1]))
         norms = X.map_blocks(
             _chunk_row_norms,
@@ -423,10 +517,9 @@ class DaskDesign:
             dtype=np.float64,
             meta=np.empty((0,)),
         )
-        (self.row_norm,) = dask.persist(norms)
+        self.y, self.row_norm = dask.persist(y, norms)
+        self._chunks = RowChunks(X, self.y, self.row_norm)
 
     def gradient_sum(self, datafit, coef, intercept, clip_norm):
         """``Σ_i clip_C(∇ℓ_i)`` at ``(coef, intercept)``, shape ``(d + 1, k)``."""
-        return clipped_gradient_sum(
-            self.X, self.y, datafit, coef, intercept, self.row_norm, clip_norm
-        )
+        return _gradient_sum(self._chunks, self.X, datafit, coef, intercept, clip_norm)
