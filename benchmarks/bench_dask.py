@@ -1,7 +1,11 @@
 """DPLogisticRegression on Dask arrays against the in-memory fit: step time and memory.
 
-Three parts, printed as markdown tables with the command that reproduces them:
+Printed as markdown tables, with the command that reproduces them:
 
+0. **One chunk's data pass** (10⁵ rows, d = 50, float64, one BLAS thread):
+   the chunk read in its own (row-major) order, as the Dask design does;
+   copied to Fortran order first, as it did at every step before issue 32;
+   already Fortran-ordered; and the copy alone.
 1. **Time per step** (issue 32). n = 5·10⁵, d = 50, float64 in row-major
    order (as generated), chunks of 10⁵ rows, 20 steps of the default solver.
    The same data (each chunk drawn from a generator seeded by its index) are
@@ -212,6 +216,54 @@ def local_cluster(memory_limit="6GiB"):
         memory_limit=memory_limit,
     )
     return cluster, Client(cluster)
+
+
+# ---------------------------------------------------------------------------
+# 0. One chunk's data pass, by memory order
+# ---------------------------------------------------------------------------
+
+
+def chunk_kernel(rows, d, repeats=15):
+    """One chunk's clipped gradient sum, one thread: why chunks are not copied."""
+    from threadpoolctl import threadpool_limits
+
+    from skdp._datafits import BinomialLogistic
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((rows, d))
+    XF = skdp._dpgd._column_major(X)
+    y = (rng.random(rows) < 0.5).astype(np.float64)
+    norms = np.hypot(skdp._dpgd.row_norms(X), 1.0)
+    coef, intercept = rng.standard_normal((d, 1)) / np.sqrt(d), np.zeros(1)
+
+    def step(A):
+        return skdp._dpgd.sum_over_row_blocks(
+            A, y, BinomialLogistic(), coef, intercept, norms, 1.0
+        )
+
+    cases = [
+        ("row-major chunk, read as stored (now)", lambda: step(X)),
+        (
+            "Fortran copy, then the pass (before)",
+            lambda: step(skdp._dpgd._column_major(X)),
+        ),
+        ("Fortran-ordered chunk (a copy kept)", lambda: step(XF)),
+        ("the Fortran copy alone", lambda: skdp._dpgd._column_major(X)),
+    ]
+    times = {name: [] for name, _ in cases}
+    with threadpool_limits(1):
+        for _ in range(repeats):  # interleaved
+            for name, run in cases:
+                start = time.perf_counter()
+                run()
+                times[name].append(time.perf_counter() - start)
+    reference = np.median(times[cases[2][0]])
+    rows_out = [
+        [name, f"{np.median(t) * 1e3:.1f}", f"{np.median(t) / reference:.2f}"]
+        for name, t in times.items()
+    ]
+    header = ["one chunk", "time (ms)", "/ Fortran-ordered pass"]
+    return markdown_table(header, rows_out)
 
 
 # ---------------------------------------------------------------------------
@@ -440,6 +492,11 @@ def main():
         f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GB; "
         f"load average before: {load_average()}"
     )
+    print(
+        f"\n## One chunk's data pass: {chunk_rows} rows, d = {d}, float64, "
+        "one BLAS thread, median of 15 interleaved runs\n"
+    )
+    print(chunk_kernel(chunk_rows, d))
     print(
         f"\n## Time per step: n = {n:.0e}, d = {d}, float64 (row-major), chunks "
         f"of {chunk_rows} rows, {n_iter} steps, {args.repeats} interleaved rounds\n"

@@ -31,9 +31,16 @@ a single chunk (a record must be whole in one chunk for its clip).
 
 **Memory.** A worker holds one chunk of X at a time plus the chunk's
 temporaries (the engine's blocks of 2²⁰ values); the client holds O(d·k)
-floats per step, independent of n. The row norms of X (8 bytes a row) are
-computed once and kept (``persist``) where the scheduler keeps results: on
-the workers of a distributed cluster.
+floats per step, independent of n. Prepared once per fit and kept
+(``persist``) where the scheduler keeps results, on the workers of a
+distributed cluster: y as the datafit reads it and the row norms of X, 16
+bytes a row (:class:`DaskDesign`).
+
+**Speed.** A step is one small graph (a task per chunk and a tree of
+additions, :class:`RowChunks`) and one ``compute``. Dense chunks are read
+in the order they are stored: the in-memory engine copies a row-major X to
+Fortran order once per fit, but a chunk that is not kept between steps
+would be copied at every step, at 3-4 times the cost of the step.
 """
 
 import functools
