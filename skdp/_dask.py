@@ -429,7 +429,29 @@ class RowChunks:
                 add(*level[i : i + _FAN_IN], dask_key_name=(name, depth, i))
                 for i in range(0, len(level), _FAN_IN)
             ]
-        return level[0].compute()
+        with _one_blas_thread():
+            return level[0].compute()
+
+
+_BLAS = []
+
+
+def _one_blas_thread():
+    """This process's BLAS on one thread, for the duration of a pass.
+
+    The chunks are the parallelism: the threaded scheduler (or a cluster's
+    in-process workers) runs a chunk on each core, and a multithreaded BLAS
+    inside each would put two or more BLAS threads on every core, which
+    spin-wait for one another (10 times slower on a loaded 2-core machine:
+    ``benchmarks/bench_dask.py``). The client only waits meanwhile. Worker
+    processes of a ``dask.distributed`` cluster already run BLAS on one
+    thread (their nanny sets ``OPENBLAS_NUM_THREADS=1``).
+    """
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def _chunk_gradient_sum(

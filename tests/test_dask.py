@@ -252,6 +252,32 @@ def test_each_step_is_one_compute_and_the_rows_are_prepared_once(monkeypatch):
     assert copies == []
 
 
+def _blas_threads(X, *, start):
+    from threadpoolctl import threadpool_info
+
+    blas = [
+        lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"
+    ]
+    return np.array([max(blas)], dtype=np.float64)
+
+
+def test_chunks_run_blas_on_one_thread_and_the_client_gets_its_threads_back():
+    """The threaded scheduler runs a chunk per core: BLAS inside each task is
+    limited to one thread (no oversubscription) for the pass, and restored
+    after it."""
+    from threadpoolctl import threadpool_info
+
+    def client_threads():
+        return [lib["num_threads"] for lib in threadpool_info()]
+
+    before = client_threads()
+    chunks = skdp._dask.RowChunks(_dask(np.ones((40, 3)), (10, 10, 20)))
+    with dask.config.set(scheduler="threads"):
+        total = chunks.sum(_blas_threads)
+    assert total.tolist() == [3.0]  # three chunks, one BLAS thread each
+    assert client_threads() == before
+
+
 def _duplicated_chunks(dense, copies=2**9):
     """``dense`` as a Dask array of un-merged CSR chunks: every value stored
     as ``copies`` parts of ``value / copies`` (which sum back to it exactly)."""
