@@ -9,7 +9,8 @@ cluster, or a thread of the local scheduler), by the *same* per-block
 function the in-memory code runs on its blocks (for DP-GD,
 :func:`skdp._dpgd.sum_over_row_blocks`, which clips every record of the chunk
 to ``C`` before summing), and the per-chunk sums, a few floats each, are
-added in a tree and returned to the client. Everything that is random or
+added in a tree on the workers, whose last level (at most 32 sums) the
+client adds. Everything that is random or
 that releases anything runs on the client: the noise is drawn there, once
 per step, by the same loop and from the same generator as in memory
 (:func:`skdp._dpgd.dpgd`), never per chunk. The sum that receives the noise
@@ -386,8 +387,9 @@ class RowChunks:
 
     Each pass (:meth:`sum`) is a graph of one task per chunk,
     ``fn(X_chunk, *row_chunks, start=first_row, **kwargs)``, and a tree of
-    additions (fan-in 32) whose root, a numpy array, is returned: one
-    ``compute``, one answer to the client. The graphs of X and of the row
+    additions (fan-in 32) on the workers down to at most 32 partial sums,
+    which the client receives and adds: one ``compute``, at most 32 small
+    arrays to the client whatever n. The graphs of X and of the row
     arrays are optimised once, here (``to_delayed``); rebuilding an array
     graph with ``map_blocks`` and ``sum`` and optimising it again at every
     step cost about 10 ms on the local scheduler. Whatever is persisted
@@ -407,7 +409,8 @@ class RowChunks:
 
         ``fn`` returns a float64 array of the same shape for every chunk;
         ``start`` is the chunk's first row in X. The per-chunk results are
-        added in a tree on the workers; the client receives the total.
+        added in a tree on the workers, and its last level (at most 32
+        arrays) on the client.
         """
         # A fresh name instead of a hash of the arguments: they change at
         # every step anyway, and hashing them (a pickle of the datafit and
@@ -423,14 +426,17 @@ class RowChunks:
         ]
         add = dask.delayed(_add, pure=False)
         depth = 0
-        while len(level) > 1:
+        while len(level) > _FAN_IN:
             depth += 1
             level = [
                 add(*level[i : i + _FAN_IN], dask_key_name=(name, depth, i))
                 for i in range(0, len(level), _FAN_IN)
             ]
         with _one_blas_thread():
-            return level[0].compute()
+            parts = dask.compute(*level)
+        # The last (at most 32) additions on the client: one hop less than a
+        # root task on a worker, for at most 32 small arrays.
+        return _add(*parts)
 
 
 _BLAS = []

@@ -204,9 +204,9 @@ def test_chunks_along_columns_are_merged():
 
 
 def test_many_chunks_are_added_in_a_tree_and_match_in_memory():
-    """67 chunks: the per-step sums are added in a tree of two levels (fan-in
-    32); a Fortran-ordered X gives chunks that are strided views, read as
-    they are."""
+    """67 chunks: the per-step sums are added by three tasks on the workers
+    (fan-in 32) and their three sums on the client; a Fortran-ordered X
+    gives chunks that are strided views, read as they are."""
     X, y = _classification()
     params = dict(classes=[0, 1], random_state=0, max_iter=10)
     memory = DPLogisticRegression(**params).fit(X, y)
