@@ -44,6 +44,7 @@ Fortran order once per fit, but a chunk that is not kept between steps
 would be copied at every step, at 3-4 times the cost of the step.
 """
 
+import copy
 import functools
 import uuid
 
@@ -404,6 +405,27 @@ class RowChunks:
         sizes = X.chunks[0]
         self.starts = [int(s) for s in np.cumsum((0, *sizes[:-1]))]
 
+    def keep(self, fn, **kwargs):
+        """X's chunks, each beside ``fn(X_chunk, *row_chunks, **kwargs)``, kept.
+
+        One pass computes ``fn`` on every chunk and persists the results;
+        the returned :class:`RowChunks` passes ``(X_chunk, result)`` to each
+        later pass's ``fn``. Each result is computed by a task that reads X's
+        chunk, so a distributed scheduler runs it on the worker that holds
+        the chunk and keeps it there: later passes find both in one place
+        and move no data between workers.
+        """
+        name = f"skdp-{fn.__name__}-{uuid.uuid4().hex}"
+        task = dask.delayed(functools.partial(fn, **kwargs), pure=False)
+        kept = [
+            task(*parts, dask_key_name=(name, i)) for i, parts in enumerate(self.parts)
+        ]
+        with _one_blas_thread():
+            kept = dask.persist(*kept)
+        out = copy.copy(self)
+        out.parts = [(parts[0], k) for parts, k in zip(self.parts, kept, strict=True)]
+        return out
+
     def sum(self, fn, **kwargs):
         """``Σ_chunks fn(X_chunk, *row_chunks, start=..., **kwargs)``, computed.
 
@@ -489,12 +511,25 @@ def _chunk_gradient_sum(
     )
 
 
-def _gradient_sum(chunks, X, datafit, coef, intercept, clip_norm, scalar_norm=None):
+def _prepare_rows(X, y, *, fit_intercept):
+    """What a step reads of a chunk besides X: y as given (the datafit's
+    encoding) and the row norms, intercept included."""
+    return np.asarray(y), _chunk_row_norms(X, fit_intercept)
+
+
+def _chunk_prepared_gradient_sum(X, prepared, **kwargs):
+    """:func:`_chunk_gradient_sum` of a chunk and its :func:`_prepare_rows`."""
+    return _chunk_gradient_sum(X, *prepared, **kwargs)
+
+
+def _gradient_sum(
+    chunks, X, datafit, coef, intercept, clip_norm, scalar_norm=None, *, kernel=None
+):
     """The clipped gradient sum over ``chunks`` (X, y and, unless
     ``scalar_norm`` is given, the row norms), with the audit hook."""
     hook = _dpgd._INJECTED.get()
     total = chunks.sum(
-        _chunk_gradient_sum,
+        kernel or _chunk_gradient_sum,
         datafit=datafit,
         coef=coef,
         intercept=intercept,
@@ -532,10 +567,10 @@ def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
 class DaskDesign:
     """:class:`skdp._dpgd.InMemoryDesign` for a Dask X: one reduction per step.
 
-    Prepared once per fit: y as the datafit reads it and the row norms
-    (intercept included) are computed in one pass and persisted where the
-    scheduler keeps results (on the workers of a distributed cluster: 16
-    bytes a row), and X's graph is optimised once (:class:`RowChunks`).
+    Prepared once per fit, in one pass: y as the datafit reads it and the
+    row norms (intercept included) of every chunk, persisted beside the
+    chunk (:meth:`RowChunks.keep`; on the worker that holds it, for a
+    distributed cluster: 16 bytes a row), and X's graph optimised once.
     Each :meth:`gradient_sum` is then one pass over X, one task per chunk
     where the chunk lives, and one ``compute``. X and y must have passed
     :func:`validate` (finite values, matching row chunks).
@@ -543,18 +578,19 @@ class DaskDesign:
 
     def __init__(self, X, y, *, fit_intercept):
         X = row_chunks(X, accept_sparse=True)
-        self.X, y = X, _as_rows(y, X)
+        self.X = X
         self.shape = (int(X.shape[0]), int(X.shape[1]))
-        norms = X.map_blocks(
-            _chunk_row_norms,
-            fit_intercept,
-            drop_axis=1,
-            dtype=np.float64,
-            meta=np.empty((0,)),
-        )
-        self.y, self.row_norm = dask.persist(y, norms)
-        self._chunks = RowChunks(X, self.y, self.row_norm)
+        chunks = RowChunks(X, _as_rows(y, X))
+        self._chunks = chunks.keep(_prepare_rows, fit_intercept=fit_intercept)
 
     def gradient_sum(self, datafit, coef, intercept, clip_norm):
         """``Σ_i clip_C(∇ℓ_i)`` at ``(coef, intercept)``, shape ``(d + 1, k)``."""
-        return _gradient_sum(self._chunks, self.X, datafit, coef, intercept, clip_norm)
+        return _gradient_sum(
+            self._chunks,
+            self.X,
+            datafit,
+            coef,
+            intercept,
+            clip_norm,
+            kernel=_chunk_prepared_gradient_sum,
+        )
