@@ -10,13 +10,13 @@ function the in-memory code runs on its blocks (for DP-GD,
 :func:`skdp._dpgd.sum_over_row_blocks`, which clips every record of the chunk
 to ``C`` before summing), and the per-chunk sums, a few floats each, are
 added in a tree on the workers, whose last level (at most 32 sums) the
-client adds. Everything that is random or
-that releases anything runs on the client: the noise is drawn there, once
-per step, by the same loop and from the same generator as in memory
-(:func:`skdp._dpgd.dpgd`), never per chunk. The sum that receives the noise
-is the sum over all records, whatever the chunking, so one record still
-moves it by at most the same sensitivity (``2C`` under replace-one), and the
-guarantee and the accounting are those of the in-memory fit. With the same
+client adds. Everything that is random or that releases anything runs on
+the client: the noise is drawn there, once per step, by the same loop and
+from the same generator as in memory (:func:`skdp._dpgd.dpgd`), never per
+chunk. The sum that receives the noise is the sum over all records,
+whatever the chunking, so one record still moves it by at most the same
+sensitivity (``2C`` under replace-one), and the guarantee and the
+accounting are those of the in-memory fit. With the same
 seed, the released model equals the in-memory one up to the rounding of the
 sums (their order of addition differs).
 
@@ -350,7 +350,7 @@ def _combine_moments(parts):
 # ---------------------------------------------------------------------------
 
 
-#: Fan-in of the tree in which the chunks' sums are added (as Dask's ``sum``).
+#: Fan-in of the tree in which the chunks' sums are added.
 _FAN_IN = 32
 
 
@@ -391,12 +391,11 @@ class RowChunks:
     additions (fan-in 32) on the workers down to at most 32 partial sums,
     which the client receives and adds: one ``compute``, at most 32 small
     arrays to the client whatever n. The graphs of X and of the row
-    arrays are optimised once, here (``to_delayed``); rebuilding an array
+    arrays are optimised once, here (``to_delayed``): rebuilding an array
     graph with ``map_blocks`` and ``sum`` and optimising it again at every
-    step cost about 10 ms on the local scheduler. Whatever is persisted
-    (e.g. the row norms) stays where the scheduler keeps it: on the workers
-    of a distributed cluster, which then run each chunk's task where its
-    data are.
+    step cost several times more on small data. Values computed once per
+    fit beside each chunk (:meth:`keep`) are persisted where the scheduler
+    keeps results: on the chunk's worker, for a distributed cluster.
     """
 
     def __init__(self, X, *rows):
@@ -551,8 +550,10 @@ def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
     floats per chunk are summed and returned. No noise here: the caller adds
     it to the total, once. The audit hook (:func:`skdp._dpgd.injected_gradient`)
     is honoured as in memory: its record's row is left out in its chunk and
-    the canary's clipped gradient is added here, on the client. (A fit calls
-    this through :class:`DaskDesign`, which prepares X, y and the norms once.)
+    the canary's clipped gradient is added here, on the client. (The DP-GD
+    engine goes through :class:`DaskDesign`, which prepares y and the row
+    norms once per fit; :class:`~skdp.DPSparseGLM`, whose rows share one
+    norm bound, calls this at each step.)
     """
     if np.ndim(row_norm) == 0:
         chunks = RowChunks(X, y)
