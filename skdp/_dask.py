@@ -44,8 +44,10 @@ Fortran order once per fit, but a chunk that is not kept between steps
 would be copied at every step, at 3-4 times the cost of the step.
 """
 
+import contextlib
 import copy
 import functools
+import threading
 import uuid
 
 import dask
@@ -461,9 +463,10 @@ class RowChunks:
         return _add(*parts)
 
 
-_BLAS = []
+_BLAS = {"lock": threading.Lock(), "controller": None, "limiter": None, "users": 0}
 
 
+@contextlib.contextmanager
 def _one_blas_thread():
     """This process's BLAS on one thread, for the duration of a pass.
 
@@ -474,13 +477,27 @@ def _one_blas_thread():
     with OpenBLAS's two threads per task against 0.09-0.12 s with one, on a
     loaded 2-core machine. The client only waits meanwhile. Worker processes
     of a ``dask.distributed`` cluster already run BLAS on one thread (their
-    nanny sets ``OPENBLAS_NUM_THREADS=1``).
+    nanny sets ``OPENBLAS_NUM_THREADS=1``). The limit is process-wide, so
+    passes that overlap (fits in several client threads) share it: the
+    first sets it, the last restores the original number of threads.
     """
-    if not _BLAS:
-        from threadpoolctl import ThreadpoolController
+    state = _BLAS
+    with state["lock"]:
+        if state["controller"] is None:
+            from threadpoolctl import ThreadpoolController
 
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
+            state["controller"] = ThreadpoolController()
+        if state["users"] == 0:
+            state["limiter"] = state["controller"].limit(limits=1, user_api="blas")
+        state["users"] += 1
+    try:
+        yield
+    finally:
+        with state["lock"]:
+            state["users"] -= 1
+            if state["users"] == 0:
+                state["limiter"].restore_original_limits()
+                state["limiter"] = None
 
 
 def _chunk_gradient_sum(

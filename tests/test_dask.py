@@ -278,6 +278,26 @@ def test_chunks_run_blas_on_one_thread_and_the_client_gets_its_threads_back():
     assert client_threads() == before
 
 
+def test_overlapping_passes_restore_the_blas_threads_once_the_last_ends():
+    """Fits in two client threads overlap their passes: the second pass must
+    not record the first one's limit as the original (and restore it)."""
+    from threadpoolctl import threadpool_info
+
+    def threads():
+        return [
+            lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"
+        ]
+
+    before = threads()
+    first, second = skdp._dask._one_blas_thread(), skdp._dask._one_blas_thread()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first ends while the second runs
+    assert all(n == 1 for n in threads())
+    second.__exit__(None, None, None)
+    assert threads() == before
+
+
 def _duplicated_chunks(dense, copies=2**9):
     """``dense`` as a Dask array of un-merged CSR chunks: every value stored
     as ``copies`` parts of ``value / copies`` (which sum back to it exactly)."""
