@@ -9,13 +9,14 @@ cluster, or a thread of the local scheduler), by the *same* per-block
 function the in-memory code runs on its blocks (for DP-GD,
 :func:`skdp._dpgd.sum_over_row_blocks`, which clips every record of the chunk
 to ``C`` before summing), and the per-chunk sums, a few floats each, are
-added in a tree and returned to the client. Everything that is random or
-that releases anything runs on the client: the noise is drawn there, once
-per step, by the same loop and from the same generator as in memory
-(:func:`skdp._dpgd.dpgd`), never per chunk. The sum that receives the noise
-is the sum over all records, whatever the chunking, so one record still
-moves it by at most the same sensitivity (``2C`` under replace-one), and the
-guarantee and the accounting are those of the in-memory fit. With the same
+added in a tree on the workers, whose last level (at most 32 sums) the
+client adds. Everything that is random or that releases anything runs on
+the client: the noise is drawn there, once per step, by the same loop and
+from the same generator as in memory (:func:`skdp._dpgd.dpgd`), never per
+chunk. The sum that receives the noise is the sum over all records,
+whatever the chunking, so one record still moves it by at most the same
+sensitivity (``2C`` under replace-one), and the guarantee and the
+accounting are those of the in-memory fit. With the same
 seed, the released model equals the in-memory one up to the rounding of the
 sums (their order of addition differs).
 
@@ -31,11 +32,22 @@ a single chunk (a record must be whole in one chunk for its clip).
 
 **Memory.** A worker holds one chunk of X at a time plus the chunk's
 temporaries (the engine's blocks of 2²⁰ values); the client holds O(d·k)
-floats per step, independent of n. The row norms of X (8 bytes a row) are
-computed once and kept (``persist``) where the scheduler keeps results: on
-the workers of a distributed cluster.
+floats per step, independent of n. Prepared once per fit and kept
+(``persist``) where the scheduler keeps results, on the workers of a
+distributed cluster: y as the datafit reads it and the row norms of X, 16
+bytes a row (:class:`DaskDesign`).
+
+**Speed.** A step is one small graph (a task per chunk and a tree of
+additions, :class:`RowChunks`) and one ``compute``. Dense chunks are read
+in the order they are stored: the in-memory engine copies a row-major X to
+Fortran order once per fit, but a chunk that is not kept between steps
+would be copied at every step, at 3-4 times the cost of the step.
 """
 
+import contextlib
+import copy
+import functools
+import threading
 import uuid
 
 import dask
@@ -47,6 +59,7 @@ from . import _dpgd
 
 __all__ = [
     "DaskDesign",
+    "RowChunks",
     "block_parts",
     "block_sum",
     "clipped_gradient_sum",
@@ -339,30 +352,212 @@ def _combine_moments(parts):
 # ---------------------------------------------------------------------------
 
 
+#: Fan-in of the tree in which the chunks' sums are added.
+_FAN_IN = 32
+
+
+def _chunk_design(X):
+    """A chunk as the engine's per-block code reads it, prepared at every step.
+
+    Sparse: canonical CSR (duplicates merged, so that the clip and ``X @
+    coef`` read the same row: :func:`skdp._dpgd.canonical_design`). Dense: as
+    stored, in its own memory order. The in-memory engine copies a row-major
+    float64 X to Fortran order once per fit; here the copy would be made
+    again at every step (a Dask chunk is not kept between steps unless the
+    user persisted it): copy and pass took 3.6-4 times the pass over a
+    Fortran-ordered chunk, and the pass over the row-major chunk as stored
+    1.0-1.2 times (10⁵ × 50, one BLAS thread; ``benchmarks/bench_dask.py``).
+    """
+    return _dpgd.canonical_design(X) if sp.issparse(X) else X
+
+
 def _chunk_row_norms(X, fit_intercept):
     """Row norms of one chunk as the in-memory engine computes them."""
-    norms = _dpgd.row_norms(_dpgd.canonical_design(X))
+    norms = _dpgd.row_norms(_chunk_design(X))
     return np.hypot(norms, 1.0) if fit_intercept else norms
 
 
+def _add(*parts):
+    """The sum of a few chunks' results, added in their order."""
+    total = np.array(parts[0], dtype=np.float64)
+    for part in parts[1:]:
+        total += part
+    return total
+
+
+class RowChunks:
+    """X's row chunks, with 1-D arrays chunked like them, for repeated passes.
+
+    Each pass (:meth:`sum`) is a graph of one task per chunk,
+    ``fn(X_chunk, *row_chunks, start=first_row, **kwargs)``, and a tree of
+    additions (fan-in 32) on the workers down to at most 32 partial sums,
+    which the client receives and adds: one ``compute``, at most 32 small
+    arrays to the client whatever n. The graphs of X and of the row
+    arrays are optimised once, here (``to_delayed``): rebuilding an array
+    graph with ``map_blocks`` and ``sum`` and optimising it again at every
+    step cost 16 ms a step, against 3-5 ms now, on 5 chunks of 1000 rows
+    (threaded scheduler, loaded 2-core machine). Values computed once per
+    fit beside each chunk (:meth:`keep`) are persisted where the scheduler
+    keeps results: on the chunk's worker, for a distributed cluster.
+    """
+
+    def __init__(self, X, *rows):
+        parts = [a.to_delayed(optimize_graph=True).ravel() for a in (X, *rows)]
+        self.parts = list(zip(*parts, strict=True))
+        sizes = X.chunks[0]
+        self.starts = [int(s) for s in np.cumsum((0, *sizes[:-1]))]
+
+    def keep(self, fn, **kwargs):
+        """X's chunks, each beside ``fn(X_chunk, *row_chunks, **kwargs)``, kept.
+
+        One pass computes ``fn`` on every chunk and persists the results;
+        the returned :class:`RowChunks` passes ``(X_chunk, result)`` to each
+        later pass's ``fn``. Each result is computed by a task that reads X's
+        chunk, so a distributed scheduler runs it on the worker that holds
+        the chunk and keeps it there: later passes find both in one place
+        and move no data between workers.
+        """
+        name = f"skdp-{fn.__name__}-{uuid.uuid4().hex}"
+        task = dask.delayed(functools.partial(fn, **kwargs), pure=False)
+        kept = [
+            task(*parts, dask_key_name=(name, i)) for i, parts in enumerate(self.parts)
+        ]
+        with _one_blas_thread():
+            kept = dask.persist(*kept)
+        out = copy.copy(self)
+        out.parts = [(parts[0], k) for parts, k in zip(self.parts, kept, strict=True)]
+        return out
+
+    def sum(self, fn, **kwargs):
+        """``Σ_chunks fn(X_chunk, *row_chunks, start=..., **kwargs)``, computed.
+
+        ``fn`` returns a float64 array of the same shape for every chunk;
+        ``start`` is the chunk's first row in X. The per-chunk results are
+        added in a tree on the workers, and its last level (at most 32
+        arrays) on the client.
+        """
+        # A fresh name instead of a hash of the arguments: they change at
+        # every step anyway, and hashing them (a pickle of the datafit and
+        # the iterate) cost more than the step on small data.
+        name = f"skdp-{fn.__name__}-{uuid.uuid4().hex}"
+        level = [
+            dask.delayed(functools.partial(fn, start=start, **kwargs), pure=False)(
+                *parts, dask_key_name=(name, 0, i)
+            )
+            for i, (parts, start) in enumerate(
+                zip(self.parts, self.starts, strict=True)
+            )
+        ]
+        add = dask.delayed(_add, pure=False)
+        depth = 0
+        while len(level) > _FAN_IN:
+            depth += 1
+            level = [
+                add(*level[i : i + _FAN_IN], dask_key_name=(name, depth, i))
+                for i in range(0, len(level), _FAN_IN)
+            ]
+        with _one_blas_thread():
+            parts = dask.compute(*level)
+        # The last (at most 32) additions on the client: one hop less than a
+        # root task on a worker, for at most 32 small arrays.
+        return _add(*parts)
+
+
+_BLAS = {"lock": threading.Lock(), "controller": None, "limiter": None, "users": 0}
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    """This process's BLAS on one thread, for the duration of a pass.
+
+    The chunks are the parallelism: the threaded scheduler (or a cluster's
+    in-process workers) runs a chunk on each core, and a multithreaded BLAS
+    inside each would put two or more BLAS threads on every core, which
+    spin-wait for one another: a Dask step at n = 5·10⁵ took 0.85-1.2 s
+    with OpenBLAS's two threads per task against 0.09-0.12 s with one, on a
+    loaded 2-core machine. The client only waits meanwhile. Worker processes
+    of a ``dask.distributed`` cluster already run BLAS on one thread (their
+    nanny sets ``OPENBLAS_NUM_THREADS=1``). The limit is process-wide, so
+    passes that overlap (fits in several client threads) share it: the
+    first sets it, the last restores the original number of threads.
+    """
+    state = _BLAS
+    with state["lock"]:
+        if state["controller"] is None:
+            from threadpoolctl import ThreadpoolController
+
+            state["controller"] = ThreadpoolController()
+        if state["users"] == 0:
+            state["limiter"] = state["controller"].limit(limits=1, user_api="blas")
+        state["users"] += 1
+    try:
+        yield
+    finally:
+        with state["lock"]:
+            state["users"] -= 1
+            if state["users"] == 0:
+                state["limiter"].restore_original_limits()
+                state["limiter"] = None
+
+
 def _chunk_gradient_sum(
-    X, y, *row_norm, datafit, coef, intercept, clip_norm, scalar_norm, record, start
+    X,
+    y,
+    row_norm=None,
+    *,
+    datafit,
+    coef,
+    intercept,
+    clip_norm,
+    scalar_norm,
+    record,
+    start,
 ):
     """One chunk's clipped gradient sum: the in-memory engine on the chunk."""
     skip = None
     if 0 <= record - start < X.shape[0]:
         skip = record - start
-    total = _dpgd.sum_over_row_blocks(
-        _dpgd.canonical_design(X),
+    return _dpgd.sum_over_row_blocks(
+        _chunk_design(X),
         y,
         datafit,
         coef,
         intercept,
-        scalar_norm if not row_norm else row_norm[0],
+        scalar_norm if row_norm is None else row_norm,
         clip_norm,
         skip=skip,
     )
-    return total.ravel()
+
+
+def _prepare_rows(X, y, *, fit_intercept):
+    """What a step reads of a chunk besides X: y as given (the datafit's
+    encoding) and the row norms, intercept included."""
+    return np.asarray(y), _chunk_row_norms(X, fit_intercept)
+
+
+def _chunk_prepared_gradient_sum(X, prepared, **kwargs):
+    """:func:`_chunk_gradient_sum` of a chunk and its :func:`_prepare_rows`."""
+    return _chunk_gradient_sum(X, *prepared, **kwargs)
+
+
+def _gradient_sum(
+    chunks, X, datafit, coef, intercept, clip_norm, scalar_norm=None, *, kernel=None
+):
+    """The clipped gradient sum over ``chunks`` (X, y and, unless
+    ``scalar_norm`` is given, the row norms), with the audit hook."""
+    hook = _dpgd._INJECTED.get()
+    total = chunks.sum(
+        kernel or _chunk_gradient_sum,
+        datafit=datafit,
+        coef=coef,
+        intercept=intercept,
+        clip_norm=clip_norm,
+        scalar_norm=scalar_norm,
+        record=-1 if hook is None else int(hook.record),
+    )
+    if hook is not None:
+        total += _dpgd._injected_contribution(hook, X, total.shape, clip_norm)
+    return total
 
 
 def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
@@ -374,59 +569,48 @@ def clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
     floats per chunk are summed and returned. No noise here: the caller adds
     it to the total, once. The audit hook (:func:`skdp._dpgd.injected_gradient`)
     is honoured as in memory: its record's row is left out in its chunk and
-    the canary's clipped gradient is added here, on the client.
+    the canary's clipped gradient is added here, on the client. (The DP-GD
+    engine goes through :class:`DaskDesign`, which prepares y and the row
+    norms once per fit; :class:`~skdp.DPSparseGLM`, whose rows share one
+    norm bound, calls this at each step.)
     """
-    hook = _dpgd._INJECTED.get()
-    d, k = coef.shape
-    scalar = np.ndim(row_norm) == 0
-    rows = [y] if scalar else [y, row_norm]
-    total = (
-        block_sum(
-            _chunk_gradient_sum,
-            X,
-            *rows,
-            size=(d + 1) * k,
-            start_name="start",
-            datafit=datafit,
-            coef=coef,
-            intercept=intercept,
-            clip_norm=clip_norm,
-            scalar_norm=float(row_norm) if scalar else None,
-            record=-1 if hook is None else int(hook.record),
+    if np.ndim(row_norm) == 0:
+        chunks = RowChunks(X, y)
+        return _gradient_sum(
+            chunks, X, datafit, coef, intercept, clip_norm, float(row_norm)
         )
-        .compute()
-        .reshape(d + 1, k)
+    return _gradient_sum(
+        RowChunks(X, y, row_norm), X, datafit, coef, intercept, clip_norm
     )
-    if hook is not None:
-        total += _dpgd._injected_contribution(hook, X, total.shape, clip_norm)
-    return total
 
 
 class DaskDesign:
     """:class:`skdp._dpgd.InMemoryDesign` for a Dask X: one reduction per step.
 
-    The row norms (intercept included) are computed once, chunk by chunk, and
-    persisted where the scheduler keeps results (on the workers of a
-    distributed cluster: 8 bytes a row). Each :meth:`gradient_sum` is one
-    pass over X (:func:`clipped_gradient_sum`). X and y must have passed
+    Prepared once per fit, in one pass: y as the datafit reads it and the
+    row norms (intercept included) of every chunk, persisted beside the
+    chunk (:meth:`RowChunks.keep`; on the worker that holds it, for a
+    distributed cluster: 16 bytes a row), and X's graph optimised once.
+    Each :meth:`gradient_sum` is then one pass over X, one task per chunk
+    where the chunk lives, and one ``compute``. X and y must have passed
     :func:`validate` (finite values, matching row chunks).
     """
 
     def __init__(self, X, y, *, fit_intercept):
         X = row_chunks(X, accept_sparse=True)
-        self.X, self.y = X, _as_rows(y, X)
+        self.X = X
         self.shape = (int(X.shape[0]), int(X.shape[1]))
-        norms = X.map_blocks(
-            _chunk_row_norms,
-            fit_intercept,
-            drop_axis=1,
-            dtype=np.float64,
-            meta=np.empty((0,)),
-        )
-        (self.row_norm,) = dask.persist(norms)
+        chunks = RowChunks(X, _as_rows(y, X))
+        self._chunks = chunks.keep(_prepare_rows, fit_intercept=fit_intercept)
 
     def gradient_sum(self, datafit, coef, intercept, clip_norm):
         """``Σ_i clip_C(∇ℓ_i)`` at ``(coef, intercept)``, shape ``(d + 1, k)``."""
-        return clipped_gradient_sum(
-            self.X, self.y, datafit, coef, intercept, self.row_norm, clip_norm
+        return _gradient_sum(
+            self._chunks,
+            self.X,
+            datafit,
+            coef,
+            intercept,
+            clip_norm,
+            kernel=_chunk_prepared_gradient_sum,
         )

@@ -22,6 +22,7 @@ distributed = pytest.importorskip("distributed")
 import joblib  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 
+import skdp._dask  # noqa: E402
 import skdp._dpgd  # noqa: E402
 from skdp import (  # noqa: E402
     DPGaussianSampler,
@@ -200,6 +201,147 @@ def test_chunks_along_columns_are_merged():
         da.from_array(X, chunks=(500, 2)), da.from_array(y, chunks=500)
     )
     _assert_same(memory, fitted, ["coef_", "intercept_"])
+
+
+def test_many_chunks_are_added_in_a_tree_and_match_in_memory():
+    """67 chunks: the per-step sums are added by three tasks on the workers
+    (fan-in 32) and their three sums on the client; a Fortran-ordered X
+    gives chunks that are strided views, read as they are."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=10)
+    memory = DPLogisticRegression(**params).fit(X, y)
+    rows = (30,) * 66 + (20,)
+    assert len(rows) > 2 * skdp._dask._FAN_IN and sum(rows) == X.shape[0]
+    for source in (X, np.asfortranarray(X)):
+        fitted = DPLogisticRegression(**params).fit(*_dask(source, rows, y))
+        _assert_same(memory, fitted, ["coef_", "intercept_"])
+
+
+def test_each_step_is_one_compute_and_the_rows_are_prepared_once(monkeypatch):
+    """A fit of T steps computes T + 2 times (the validation pass, the
+    once-per-fit preparation of y and the row norms, one reduction per step),
+    and the row norms and the label encoding run once per chunk, not once per
+    step; dense chunks are never copied to Fortran order (the copy costs more
+    than the step)."""
+    norms, encodes, copies = [], [], []
+    real_norms = skdp._dask._chunk_row_norms
+    real_copy = skdp._dpgd._column_major
+    monkeypatch.setattr(
+        skdp._dask,
+        "_chunk_row_norms",
+        lambda X, fit_intercept: norms.append(1) or real_norms(X, fit_intercept),
+    )
+    monkeypatch.setattr(
+        skdp._dpgd, "_column_major", lambda X: copies.append(1) or real_copy(X)
+    )
+    import skdp.linear_model._logistic as logistic
+
+    real_encode = logistic._encode
+    monkeypatch.setattr(
+        logistic, "_encode", lambda y, c: encodes.append(y.size) or real_encode(y, c)
+    )
+    X, y = _classification()
+    get, calls = _counting_scheduler()
+    with dask.config.set(scheduler=get):
+        model = DPLogisticRegression(classes=[0, 1], random_state=0, max_iter=7)
+        model.fit(*_dask(X, (700, 1300), y))
+    assert model.n_iter_ == 7
+    assert len(calls) == 7 + 2
+    assert len(norms) == 2
+    assert sorted(size for size in encodes if size) == [700, 1300]  # (0: meta)
+    assert copies == []
+
+
+def _blas_threads(X, *, start):
+    from threadpoolctl import threadpool_info
+
+    blas = [
+        lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"
+    ]
+    return np.array([max(blas)], dtype=np.float64)
+
+
+def test_chunks_run_blas_on_one_thread_and_the_client_gets_its_threads_back():
+    """The threaded scheduler runs a chunk per core: BLAS inside each task is
+    limited to one thread (no oversubscription) for the pass, and restored
+    after it."""
+    from threadpoolctl import threadpool_info
+
+    def client_threads():
+        return [lib["num_threads"] for lib in threadpool_info()]
+
+    before = client_threads()
+    chunks = skdp._dask.RowChunks(_dask(np.ones((40, 3)), (10, 10, 20)))
+    with dask.config.set(scheduler="threads"):
+        total = chunks.sum(_blas_threads)
+    assert total.tolist() == [3.0]  # three chunks, one BLAS thread each
+    assert client_threads() == before
+
+
+def test_overlapping_passes_restore_the_blas_threads_once_the_last_ends():
+    """Fits in two client threads overlap their passes: the second pass must
+    not record the first one's limit as the original (and restore it)."""
+    from threadpoolctl import threadpool_info
+
+    def threads():
+        return [
+            lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"
+        ]
+
+    before = threads()
+    first, second = skdp._dask._one_blas_thread(), skdp._dask._one_blas_thread()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first ends while the second runs
+    assert all(n == 1 for n in threads())
+    second.__exit__(None, None, None)
+    assert threads() == before
+
+
+def _duplicated_chunks(dense, copies=2**9):
+    """``dense`` as a Dask array of un-merged CSR chunks: every value stored
+    as ``copies`` parts of ``value / copies`` (which sum back to it exactly)."""
+    coo = sp.coo_matrix(dense)
+    order = np.lexsort((coo.col, coo.row))
+    rows, cols = np.repeat(coo.row[order], copies), np.repeat(coo.col[order], copies)
+    vals = np.repeat(coo.data[order] / copies, copies)
+    counts = np.bincount(rows, minlength=dense.shape[0])
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    Xs = sp.csr_matrix((vals, cols, indptr), shape=dense.shape)
+    Xd = da.from_array(Xs, chunks=((10, dense.shape[0] - 10), (5,)), asarray=False)
+    assert not Xd.blocks[0].compute().has_canonical_format
+    return Xd
+
+
+def test_dask_gradient_sum_merges_duplicate_sparse_entries_before_clipping():
+    """CSR chunks storing each record as 2⁹ duplicate parts: the Dask design
+    clips the merged row (the row that enters ``X @ coef``), so each record
+    contributes at most C, and the sum equals the in-memory one on the
+    merged matrix."""
+    from skdp._datafits import BinomialLogistic
+
+    rng = np.random.default_rng(0)
+    dense = rng.normal(size=(40, 5)) * np.where(rng.random((40, 5)) < 0.5, 1.0, 0.0)
+    dense[3] = 1e6  # a huge record: its gradient is clipped to C
+    y = (np.arange(40) % 2).astype(np.float64)
+    coef, intercept, clip = np.full((5, 1), 0.3), np.zeros(1), 0.5
+    design = skdp._dask.DaskDesign(_duplicated_chunks(dense), y, fit_intercept=True)
+    total = design.gradient_sum(BinomialLogistic(), coef, intercept, clip)
+    memory = skdp._dpgd.InMemoryDesign(sp.csr_matrix(dense), y, fit_intercept=True)
+    expected = memory.gradient_sum(BinomialLogistic(), coef, intercept, clip)
+    np.testing.assert_allclose(total, expected, rtol=1e-12, atol=1e-14)
+    # Record 3 alone among zero rows with label 0: each zero row's gradient
+    # is σ(0) = 1/2 on the intercept; record 3's has norm exactly C (clipped;
+    # its row's norm read from the duplicates separately would be 2^4.5
+    # times smaller and leave it clipped to 2^4.5·C).
+    alone = np.zeros_like(dense)
+    alone[3] = dense[3]
+    design = skdp._dask.DaskDesign(
+        _duplicated_chunks(alone), np.zeros(40), fit_intercept=True
+    )
+    contribution = design.gradient_sum(BinomialLogistic(), coef, intercept, clip)
+    contribution[-1] -= 39 * 0.5
+    assert np.linalg.norm(contribution) == pytest.approx(clip, rel=1e-9)
 
 
 # --------------------------------------------------------------------------
