@@ -178,6 +178,13 @@ def test_gaussian_sampler_matches_in_memory(rows):
     memory = DPGaussianSampler(**params).fit(X)
     fitted = DPGaussianSampler(**params).fit(_dask(X, rows))
     _assert_same(memory, fitted, ["mean_", "covariance_"])
+    # The defaults find the ball privately: the search's histograms are sums
+    # over the chunks too.
+    X = rng.normal(loc=[50.0, -2.0], scale=[1.0, 3.0], size=(2000, 2))
+    auto = dict(epsilon=8.0, random_state=0)  # n = 2000 is small at ε = 1
+    memory = DPGaussianSampler(**auto).fit(X)
+    fitted = DPGaussianSampler(**auto).fit(_dask(X, rows))
+    _assert_same(memory, fitted, ["mean_", "covariance_", "center_", "radius_"])
 
 
 def test_fit_on_a_distributed_cluster_matches_in_memory(client):
