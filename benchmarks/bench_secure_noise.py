@@ -2,21 +2,22 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_secure_noise.py            # 10^6 draws, 15 fits per cell
-    python benchmarks/bench_secure_noise.py --quick    # 10^5 draws, 5 fits per cell
+    python benchmarks/bench_secure_noise.py            # 10^6 draws, ~6 s per fit cell
+    python benchmarks/bench_secure_noise.py --quick    # 10^5 draws, ~1 s per fit cell
 
 1. **Throughput.** Each cell is the best of three timed calls drawing ``n``
-   values in one call: numpy's ``Generator.normal`` / ``Generator.laplace``
-   (PCG64, floating point) against skdp's exact samplers
-   (``skdp.mechanisms.add_gaussian_noise`` / ``add_laplace_noise`` on a
-   :class:`~skdp._secure.SecureNoise`, i.e. grid rounding plus the discrete
-   Gaussian / Laplace of Canonne, Kamath & Steinke 2020, bits from
-   ``os.urandom``), and the same call with the samplers of the baseline
-   revision (``--baseline``, default the commit before issue 32). It also
-   times ``os.urandom`` itself and counts the random bytes one secure draw
-   consumes.
+   values in one call (this thread's CPU time): numpy's
+   ``Generator.normal`` / ``Generator.laplace`` (PCG64, floating point)
+   against skdp's exact samplers (``add_gaussian_noise`` /
+   ``add_laplace_noise`` on a :class:`~skdp._secure.SecureNoise`, i.e. grid
+   rounding plus the discrete Gaussian / Laplace of Canonne, Kamath &
+   Steinke 2020, bits from ``os.urandom``), and the same call with the
+   samplers of the baseline revision (``--baseline``, default the commit
+   before issue 32). It also times ``os.urandom`` itself and counts the
+   random bytes one secure draw consumes.
 2. **Fixed cost per call.** One ``add_gaussian_noise`` call of d values
-   (d = 1, 21, 231, 1001), median of many: numpy; the baseline's samplers;
+   (d = 1, 21, 231, 1001), median of many, in this thread's CPU time (other
+   processes on the machine do not count): numpy; the baseline's samplers;
    this checkout's samplers on a fresh source (no batching across calls:
    the cost of a one-off release); and this checkout in a fit (one source,
    50 calls of the same size and scale, as the DP-GD engine makes them: the
@@ -24,8 +25,9 @@ Run from the repository root::
 3. **Fit times at n = 2·10⁴.** Every estimator with a secure path, fitted
    with ``noise="fast"``, ``noise="secure"`` and ``noise="secure"`` on the
    baseline's samplers, interleaved (one fit of each per repeat, so that a
-   change of load hits all three), median over the repeats; the ratios
-   secure/fast are the issue's target (<= 1.5x).
+   change of load hits all three), median over the repeats of the wall-clock
+   time and of the process's CPU time (all threads); the ratios secure/fast
+   are the issue's target (<= 1.5x).
 
 The baseline's samplers are loaded from ``git show REV:skdp/_secure.py``
 and replace :meth:`SecureNoise._draws` (one sampler call per noise call, no
@@ -123,12 +125,12 @@ def throughput(n, baseline):
         def secure(add=secure_add, s=scale):
             return add(zeros, s, SecureNoise())
 
-        t_fast = best_time(fast, 3)
-        t_secure = best_time(secure, 3)
+        t_fast = best_time(fast, 3, clock=time.thread_time)
+        t_secure = best_time(secure, 3, clock=time.thread_time)
         t_base = np.nan
         if baseline is not None:
             with baseline_samplers(baseline):
-                t_base = best_time(secure, 3)
+                t_base = best_time(secure, 3, clock=time.thread_time)
         counted[0] = 0
         secure_add(zeros, scale, SecureNoise(bytes_source=counting_urandom))
         rows.append(
@@ -141,7 +143,7 @@ def throughput(n, baseline):
                 f"{counted[0] / n:.0f}",
             )
         )
-    t_os = best_time(lambda: os.urandom(8 * n), 3)
+    t_os = best_time(lambda: os.urandom(8 * n), 3, clock=time.thread_time)
     header = (
         "noise",
         "numpy draws/s",
@@ -153,12 +155,14 @@ def throughput(n, baseline):
     return t_os, markdown_table(header, rows)
 
 
-def median_ms(function, repeats):
+def median_ms(function, repeats, clock=time.thread_time):
+    """Median over ``repeats`` calls, in ms of this thread's CPU time (so that
+    other processes on the machine do not count)."""
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         function()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return 1e3 * float(np.median(times))
 
 
@@ -247,24 +251,27 @@ def fit_times(baseline, budget):
         if baseline is not None:
             variants.append(("baseline", "secure", baseline))
         times = {label: [] for label, _, _ in variants}
+        cpu = {label: [] for label, _, _ in variants}
         repeats, done = 5, 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # seedless fast fits, small eps
             while done < repeats:
                 for label, noise, module in variants:
                     est = clone(estimator).set_params(noise=noise)
-                    start = time.perf_counter()
+                    start, start_cpu = time.perf_counter(), time.process_time()
                     if module is None:
                         est.fit(*args, **kwargs)
                     else:
                         with baseline_samplers(module):
                             est.fit(*args, **kwargs)
                     times[label].append(time.perf_counter() - start)
+                    cpu[label].append(time.process_time() - start_cpu)
                 done += 1
                 if done == 2:  # enough to size the run
                     per_fit = max(np.mean(t) for t in times.values())
                     repeats = int(np.clip(budget / per_fit, 5, 300))
         ms = {label: 1e3 * float(np.median(t)) for label, t in times.items()}
+        cpu_ms = {label: 1e3 * float(np.median(t)) for label, t in cpu.items()}
         base = ms.get("baseline", np.nan)
         rows.append(
             (
@@ -276,6 +283,8 @@ def fit_times(baseline, budget):
                 f"{ms['secure']:.1f}",
                 f"{base / ms['fast']:.2f}x",
                 f"**{ms['secure'] / ms['fast']:.2f}x**",
+                f"{cpu_ms.get('baseline', np.nan) / cpu_ms['fast']:.2f}x",
+                f"{cpu_ms['secure'] / cpu_ms['fast']:.2f}x",
             )
         )
         print(f"  {name}: done", file=sys.stderr, flush=True)
@@ -288,6 +297,8 @@ def fit_times(baseline, budget):
         "secure ms",
         "baseline/fast",
         "secure/fast",
+        "baseline/fast, CPU",
+        "secure/fast, CPU",
     )
     return markdown_table(header, rows)
 
