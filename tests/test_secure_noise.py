@@ -368,8 +368,25 @@ def test_the_samplers_refuse_scales_outside_their_integer_range():
     for bad in (0, 2**48 + 1):
         with pytest.raises(ValueError, match="scale must be in"):
             discrete_laplace(bits, bad, 1)
-    assert discrete_gaussian(bits, 2**28, 3).shape == (3,)
-    assert discrete_laplace(bits, 2**48, 3).shape == (3,)
+    for good in (1, 2**28):
+        assert discrete_gaussian(bits, good, 3).shape == (3,)
+    for good in (1, 2**48):
+        assert discrete_laplace(bits, good, 3).shape == (3,)
+
+
+def test_secure_releases_stay_exact_integers_on_the_grid_call_after_call():
+    """The integers of a Laplace release (report-noisy-max compares them) are
+    int64 on the first call and on batched later ones: in float64 two sums
+    above 2^53 could tie. A Gaussian release keeps the value's shape."""
+    source = SecureNoise(bytes_source=_seeded_bytes(16))
+    for _ in range(3):  # value 2^40 on the grid 2^-17 (t <= 2^18): m = 2^57
+        integers, e = source.laplace_integers(np.full(2, 2.0**40), 1.0)
+        assert e == -17 and integers.dtype == np.int64
+        noise = integers - (1 << 57)
+        assert np.all(np.abs(noise) < 2**30) and noise[0] != noise[1]
+    for _ in range(3):
+        out = source.add_gaussian(np.zeros((2, 3)), 1.0)
+        assert out.shape == (2, 3)
 
 
 @pytest.mark.parametrize("cap", [None, "capped"])
@@ -511,8 +528,10 @@ def test_batched_draws_are_each_used_once_in_order_per_scale(kind, monkeypatch):
     got = np.concatenate([integers(1.0, 5) for _ in range(7)])
     np.testing.assert_array_equal(got, 10**9 + np.arange(35))
     assert [n for _, n in made] == [5, 10, 20]
+    integers(2.0, 1)  # a one-off call draws just what it needs
+    assert [n for _, n in made] == [5, 10, 20, 1]
     other = integers(3.0, 5)  # another scale: its own numbering
-    np.testing.assert_array_equal(other, 2 * 10**9 + np.arange(5))
+    np.testing.assert_array_equal(other, 3 * 10**9 + np.arange(5))
     assert integers(1.0, 5).tolist() == list(10**9 + np.arange(35, 40))
     # Refills are capped at _POOL_MAX, or the call's need if larger. (5 and 7
     # values at std 7 have the same grid, hence the same integer scale.)
