@@ -37,6 +37,7 @@ from skdp.accounting import (
 )
 from skdp.audit import OutcomeCanary, UserCanary, audit_estimator
 from skdp.datasets import make_btl_comparisons
+from skdp.exceptions import MechanismFailedError
 from skdp.fedrep import DPFedRep
 from skdp.gaussian import DPGaussianSampler
 from skdp.linear_model import DPLogisticRegression, DPSparseGLM
@@ -471,8 +472,13 @@ def test_a_block_of_trials_is_used_in_order_up_to_the_first_failure():
     assert trial(_low_high(1, 10), _low_high(9, 16)) == [True]
     # U_3 = 15 mod 15 = 0 succeeds too, U_4 = 19 fails: K = 4.
     assert trial(_low_high(1, 10), _low_high(15, 19)) == [False]
-    # The first trial fails at once (U_1 = 4): K = 1, success.
+    # The first trial fails at once (U_1 = 4, or U_1 = num = 3): K = 1, success.
     assert trial(_low_high(4, 6)) == [True]
+    assert trial(_low_high(3, 6)) == [True]
+    # A block never reaches a bound den·k >= 2^64 (the words could not be
+    # uniform): with den = 2^63 and x = 1, A_1 succeeds and A_2 is refused.
+    with pytest.raises(MechanismFailedError, match="integer range"):
+        _bernoulli_exp_fraction(_Bits(_seeded_bytes(17)), [2**63], 2**63)
 
 
 def test_uniform_below_per_column_bounds_and_redraws_only_the_rejected():
@@ -484,6 +490,10 @@ def test_uniform_below_per_column_bounds_and_redraws_only_the_rejected():
     # Both rejected (0 < 1, 3 < 4): both redrawn, in order.
     out = _uniform_below(_Bits(_words(_low_high(0, 3), _low_high(2, 11))), [3, 7], 1)
     assert out.tolist() == [[2, 4]]
+    # A redrawn entry is checked against its own column's threshold: 3 is
+    # rejected in column 1 (3 < 4) though it would pass column 0's (3 >= 1).
+    words = _words(_low_high(0, 3), _low_high(2, 3), _low_high(11, 0))
+    assert _uniform_below(_Bits(words), [3, 7], 1).tolist() == [[2, 4]]
     # A bound above 2^32 takes 64-bit words for every column.
     out = _uniform_below(_Bits(_words(10, 2**40 + 3)), [3, 2**32 + 1], 1)
     assert out.tolist() == [[1, (2**40 + 3) % (2**32 + 1)]]
