@@ -448,7 +448,9 @@ class SecureNoise:
     and 2) on a power-of-two grid, with bits from :func:`os.urandom`, added
     to the value *rounded to that grid*, so the low-order bits of a release
     depend only on the exact integer sum and reveal nothing more than it
-    does.
+    does. Repeated calls at one integer scale (the steps of a fit) take
+    their draws from batches made ahead, each draw used by exactly one call
+    (:meth:`_draws`): the noise of every call is fresh and exact.
 
     Data-independent randomness that carries no privacy noise (a shuffle, a
     random-feature map, the number of search candidates) is drawn through
