@@ -450,7 +450,7 @@ class SecureNoise:
     depend only on the exact integer sum and reveal nothing more than it
     does. Repeated calls at one integer scale (the steps of a fit) take
     their draws from batches made ahead, each draw used by exactly one call
-    (:meth:`_draws`): the noise of every call is fresh and exact.
+    (``_draws``): the noise of every call is fresh and exact.
 
     Data-independent randomness that carries no privacy noise (a shuffle, a
     random-feature map, the number of search candidates) is drawn through
