@@ -375,6 +375,17 @@ def test_the_samplers_refuse_scales_outside_their_integer_range():
         assert discrete_laplace(bits, good, 3).shape == (3,)
 
 
+@pytest.mark.parametrize("add", ["add_gaussian", "add_laplace"])
+def test_a_single_value_is_released_on_the_grid_of_its_scale(add):
+    """dim = 1: the grid step is the largest power of two <= scale·2^-16,
+    here 2^-16 (scale 1): every release is a multiple of it, and not all of
+    them are multiples of 2^-15."""
+    source = SecureNoise(bytes_source=_seeded_bytes(19))
+    out = np.concatenate([getattr(source, add)(np.zeros(1), 1.0) for _ in range(64)])
+    steps = np.ldexp(out, 16)
+    assert np.all(steps % 1 == 0) and np.any(steps % 2 == 1)
+
+
 def test_secure_releases_stay_exact_integers_on_the_grid_call_after_call():
     """The integers of a Laplace release (report-noisy-max compares them) are
     int64 on the first call and on batched later ones: in float64 two sums
@@ -479,6 +490,11 @@ def test_a_block_of_trials_is_used_in_order_up_to_the_first_failure():
     # uniform): with den = 2^63 and x = 1, A_1 succeeds and A_2 is refused.
     with pytest.raises(MechanismFailedError, match="integer range"):
         _bernoulli_exp_fraction(_Bits(_seeded_bytes(17)), [2**63], 2**63)
+    # ... but A_1 itself (bound 2^63) is drawn: with x = 0 it fails, K = 1.
+    zero = np.array([0], dtype=np.uint64)
+    assert _bernoulli_exp_fraction(_Bits(_seeded_bytes(18)), zero, 2**63).tolist() == [
+        True
+    ]
 
 
 def test_uniform_below_per_column_bounds_and_redraws_only_the_rejected():
