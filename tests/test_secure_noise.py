@@ -510,6 +510,13 @@ def test_uniform_below_per_column_bounds_and_redraws_only_the_rejected():
     # rejected in column 1 (3 < 4) though it would pass column 0's (3 >= 1).
     words = _words(_low_high(0, 3), _low_high(2, 3), _low_high(11, 0))
     assert _uniform_below(_Bits(words), [3, 7], 1).tolist() == [[2, 4]]
+    # 64-bit words: the threshold is 2^64 mod bound, compared exactly. For
+    # bound 3·2^57 it is 2^58: words 2^58 - 1 and 2^57 are rejected (a float
+    # comparison would round 2^58 - 1 up to 2^58 and keep it).
+    b = 3 * 2**57
+    words = _words(2**58 - 1, 2**57, 2**58 + 5)
+    assert _uniform_below(_Bits(words), b, 1).tolist() == [2**58 + 5]
+    assert _uniform_below(_Bits(_words(1)), 2**32 + 1, 1).tolist() == [1]  # 1 >= 1
     # A bound above 2^32 takes 64-bit words for every column.
     out = _uniform_below(_Bits(_words(10, 2**40 + 3)), [3, 2**32 + 1], 1)
     assert out.tolist() == [[1, (2**40 + 3) % (2**32 + 1)]]
