@@ -3,7 +3,13 @@
 The samplers of Canonne, Kamath & Steinke (2020) [1]_, vectorised: every
 array is drawn in one call, with a Python loop only over *rejection rounds*
 (each round handles all still-undecided draws at once with numpy integer
-arithmetic), never over draws.
+arithmetic), never over draws. A round costs a fixed ~10-30 µs whatever its
+size, so small calls keep the rounds few (issue 32): when few draws are
+undecided, each pre-draws a block of its next trials (``_block_depth``); a
+Bernoulli(exp(-1)) trial reads its series from one uniform integer
+(:func:`_bernoulli_exp1`); and :class:`SecureNoise` batches the draws of
+repeated calls at one scale (``SecureNoise._draws``). None of these changes
+the output law: each only changes how many random words are drawn ahead.
 
 * :func:`bernoulli_exp` -- Bernoulli(exp(-γ)) for a rational γ = num/den
   ([1]_, Algorithm 1: the alternating series for γ ≤ 1, and a run of
@@ -101,73 +107,159 @@ class _Bits:
 def _uniform_below(bits, bound, size):
     """``size`` exactly uniform integers in ``[0, bound)`` (uint64).
 
-    ``bound`` is an int in ``[1, 2^64)``. With w-bit words (w = 32 when
-    ``bound <= 2^32``, else 64), a word r is accepted when
-    ``r >= 2^w mod bound``: the accepted words are ``2^w - (2^w mod bound)``
-    values, a multiple of ``bound``, so ``r mod bound`` is exactly uniform.
-    A word is rejected with probability below ``bound/2^w``; rejected
-    entries are redrawn.
+    ``bound`` is an int in ``[1, 2^64)``, or a list of such ints, one per
+    column: then the result has shape ``(size, len(bound))`` and column j is
+    uniform below ``bound[j]``, every entry independent. With w-bit words
+    (w = 32 when every bound is below 2^32, else 64), a word r is accepted
+    when ``r >= 2^w mod bound``: the accepted words are
+    ``2^w - (2^w mod bound)`` values, a multiple of ``bound``, so
+    ``r mod bound`` is exactly uniform. A word is rejected with probability
+    below ``bound/2^w``; rejected entries, and only they, are redrawn.
     """
-    bound = int(bound)
-    if bound <= 1 << 32:  # the same rule on 32-bit words: half the bytes
+    columns = isinstance(bound, list)
+    bounds = [int(b) for b in bound] if columns else [int(bound)]
+    if max(bounds) < 1 << 32:  # the same rule on 32-bit words: half the bytes
         width, draw, dtype = 32, bits.words32, np.uint32
     else:
         width, draw, dtype = 64, bits.words, _U64
-    threshold = dtype((1 << width) % bound)
-    modulus = dtype(bound % (1 << width)) if bound < 1 << width else None
-    r = draw(size)
-    bad = np.flatnonzero(r < threshold) if threshold else np.arange(0)
+    threshold = np.array([(1 << width) % b for b in bounds], dtype=dtype)
+    modulus = np.array(bounds, dtype=dtype)
+    r = draw(size * len(bounds)).reshape(size, len(bounds))
+    bad = np.flatnonzero(r < threshold)  # indices into r.ravel() (C order)
     while bad.size:
         fresh = draw(bad.size)
-        r[bad] = fresh
-        bad = bad[fresh < threshold]
-    if modulus is None:  # bound = 2^32: every word is already uniform
-        return r.astype(_U64)
-    return (r % modulus).astype(_U64, copy=False)
+        r.flat[bad] = fresh
+        bad = bad[fresh < threshold[bad % len(bounds)]]
+    out = (r % modulus).astype(_U64, copy=False)
+    return out if columns else out.reshape(size)
 
 
-def _bernoulli_exp_fraction(bits, num, den):
+#: Pre-drawing trials (issue 32). A loop over rejection rounds costs a fixed
+#: ~10-30 µs of numpy calls per round whatever the number of entries, so a
+#: call with few entries is dominated by its rounds. When few entries are
+#: undecided, each draws a *block* of its next trials at once (``depth``
+#: trials, enough that all entries are decided with probability about 1/2 or
+#: more), and uses them in order up to its stopping time; the trials after it
+#: are discarded. The trials are i.i.d. and the stopping rule reads only the
+#: trials before it, so this is the same law as drawing one trial per round:
+#: pre-drawing changes how many random words are consumed, never the output.
+#: Large calls (``rows·depth`` words above ``_BLOCK_WORDS``) keep one trial
+#: per round, which wastes no random bytes.
+_BLOCK_WORDS = 1 << 13
+_MAX_DEPTH = 16
+
+
+def _block_depth(rows, tail):
+    """How many trials each of ``rows`` undecided entries draws in one round.
+
+    The smallest depth d with ``rows·tail(d) <= 1/2`` (``tail(d)`` bounds the
+    probability that one entry is still undecided after d more trials), or 1
+    when the block would exceed ``_BLOCK_WORDS`` words.
+    """
+    depth = 1
+    while depth < _MAX_DEPTH and rows * tail(depth) > 0.5:
+        depth += 1
+    return depth if rows * depth <= _BLOCK_WORDS else 1
+
+
+def _bernoulli_exp_fraction(bits, num, den, start=1):
     """Bernoulli(exp(-num/den)) for uint64 ``0 <= num <= den`` ([1]_, Algorithm 1).
 
     Draw A_k ~ Bernoulli(x/k) for k = 1, 2, ... until the first A_k = 0, and
     return whether that k is odd: ``P(K > k) = x^k/k!``, so
     ``P(K odd) = Σ_k (-x)^k/k! = exp(-x)``. Each A_k is exact: a uniform
     integer below ``den·k`` compared with ``num``. All entries run their
-    rounds in lockstep; an entry leaves when its trial fails. ``den`` is one
-    int for all entries.
+    rounds in lockstep, each round drawing the next ``depth`` trials
+    ``A_k, ..., A_{k+depth-1}`` of every undecided entry (see
+    ``_block_depth``); an entry leaves at its first failed trial. ``den`` is
+    one int for all entries. ``start > 1`` continues series whose trials
+    before A_start all succeeded (:func:`_bernoulli_exp1`).
     """
     num = np.asarray(num, dtype=_U64).reshape(-1)
     den = int(den)
     result = np.empty(num.size, dtype=bool)
     active = np.arange(num.size)
-    k = 1
+    k = start
     while active.size:
-        if den * k >= 1 << 64:  # P(K > k) = x^k/k!: never for k > ~60
+        # P(K >= k + d | K >= k) <= x^d/d! <= 1/d!
+        depth = _block_depth(active.size, lambda d: 1.0 / math.factorial(d))
+        # Every bound den·j of the block must stay below 2^64.
+        depth = min(depth, ((1 << 64) - 1) // den - k + 1)
+        if depth < 1:  # P(K > k) = x^k/k!: never for k > ~60
             raise MechanismFailedError("Bernoulli(exp(-x)) ran out of integer range.")
-        a = _uniform_below(bits, den * k, active.size) < num[active]
-        result[active[~a]] = k % 2 == 1
-        active = active[a]
-        k += 1
+        bounds = [den * j for j in range(k, k + depth)]
+        failed = _uniform_below(bits, bounds, active.size) >= num[active, None]
+        if depth == 1:  # the same as below, without the slow row reductions
+            decided = failed.reshape(-1)
+            result[active[decided]] = k % 2 == 1
+        else:
+            decided = failed.any(axis=1)
+            first = k + np.argmax(failed[decided], axis=1)  # the first failed k
+            result[active[decided]] = first % 2 == 1
+        active = active[~decided]
+        k += depth
+    return result
+
+
+#: Bernoulli(exp(-1)) trials read the first _EXP1_TERMS terms of their
+#: series from one uniform integer below _EXP1_TERMS! (:func:`_bernoulli_exp1`).
+_EXP1_TERMS = 10
+_EXP1_BOUND = math.factorial(_EXP1_TERMS)
+# L!/k! for k = L, L-1, ..., 1 (increasing, for searchsorted).
+_EXP1_THRESHOLDS = np.array(
+    [_EXP1_BOUND // math.factorial(k) for k in range(_EXP1_TERMS, 0, -1)], dtype=_U64
+)
+
+
+def _bernoulli_exp1(bits, size):
+    """``size`` Bernoulli(exp(-1)) trials, one random word each (almost always).
+
+    Algorithm 1 of [1]_ with x = 1 draws A_k ~ Bernoulli(1/k) until the
+    first failure K and returns whether K is odd; only the law of K matters,
+    ``P(K > k) = 1/k!``. With V uniform below L! (L = ``_EXP1_TERMS``), the
+    events ``{V < L!/k!}``, k = 1..L, are nested (L!/k! decreases in k) and
+    have probabilities exactly 1/k! (L!/k! is an integer), so
+    ``K = 1 + #{k <= L : V < L!/k!}`` has the law of K on ``K <= L``.
+    V = 0 means K > L (probability 1/L!): that entry continues the series
+    with fresh trials A_{L+1}, A_{L+2}, ..., independent of V.
+    """
+    v = _uniform_below(bits, _EXP1_BOUND, size)
+    # #{k <= L : L!/k! > V}: the thresholds above V, counted by bisection.
+    k = 1 + _EXP1_TERMS - np.searchsorted(_EXP1_THRESHOLDS, v, side="right")
+    result = k % 2 == 1
+    more = np.flatnonzero(v == 0)
+    if more.size:
+        ones = np.ones(more.size, dtype=_U64)
+        result[more] = _bernoulli_exp_fraction(bits, ones, 1, _EXP1_TERMS + 1)
     return result
 
 
 def _geometric_exp1(bits, size, cap=None):
     """Number of successes of Bernoulli(exp(-1)) before the first failure.
 
-    ``P(G >= g) = exp(-g)``. With ``cap`` (an int64 array), counting stops at
-    ``cap``: the result is ``min(G, cap)``, which decides ``G >= cap``
-    exactly with fewer trials.
+    ``P(G >= g) = exp(-g)``. With ``cap`` (an int64 array), counting stops
+    once it reaches ``cap``: the result is ``min(G, cap)``, which decides
+    ``G >= cap`` exactly with fewer trials. Each round draws the next
+    ``width`` trials of every undecided entry (see ``_block_depth``) and
+    counts the successes before the first failure among them.
     """
     count = np.zeros(size, dtype=np.int64)
     active = np.arange(size) if cap is None else np.flatnonzero(cap > 0)
-    one = np.ones(size, dtype=_U64)
     while active.size:
-        ok = _bernoulli_exp_fraction(bits, one[: active.size], 1)
-        active = active[ok]
-        count[active] += 1
+        # P(G >= g + w | G >= g) = e^-w
+        width = _block_depth(active.size, lambda w: math.exp(-w))
+        trials = _bernoulli_exp1(bits, active.size * width)
+        if width == 1:  # the same as below, without the slow row reductions
+            decided = ~trials
+            count[active[trials]] += 1
+        else:
+            failed = ~trials.reshape(active.size, width)
+            decided = failed.any(axis=1)
+            count[active] += np.where(decided, np.argmax(failed, axis=1), width)
+        active = active[~decided]
         if cap is not None:
             active = active[count[active] < cap[active]]
-    return count
+    return count if cap is None else np.minimum(count, cap)
 
 
 def bernoulli_exp(bits, whole, num, den):
@@ -320,6 +412,10 @@ def _grid_exponent(scale, root_dim, max_ratio):
     return e
 
 
+#: The largest batch of draws :meth:`SecureNoise._draws` makes for later calls.
+_POOL_MAX = 1 << 16
+
+
 #: Grid integers are clamped to ±2^60 (a 1-Lipschitz map per coordinate, so
 #: the sensitivity bound is unchanged), which keeps ``m + Y`` inside int64.
 _GRID_CLAMP = float(1 << 60)
@@ -352,7 +448,9 @@ class SecureNoise:
     and 2) on a power-of-two grid, with bits from :func:`os.urandom`, added
     to the value *rounded to that grid*, so the low-order bits of a release
     depend only on the exact integer sum and reveal nothing more than it
-    does.
+    does. Repeated calls at one integer scale (the steps of a fit) take
+    their draws from batches made ahead, each draw used by exactly one call
+    (``_draws``): the noise of every call is fresh and exact.
 
     Data-independent randomness that carries no privacy noise (a shuffle, a
     random-feature map, the number of search candidates) is drawn through
@@ -392,6 +490,7 @@ class SecureNoise:
         self._bytes_source = bytes_source
         self._bits = _Bits(bytes_source)
         self._public = None
+        self._pools = {}
 
     def __repr__(self):
         return "SecureNoise()"
@@ -430,7 +529,7 @@ class SecureNoise:
         e = _grid_exponent(std, root_dim, _MAX_GAUSS_SCALE)
         m = _to_grid(value, e)
         s = math.ceil(math.ldexp(std, -e))
-        y = discrete_gaussian(self._bits, s, value.size).reshape(value.shape)
+        y = self._draws(discrete_gaussian, s, value.size).reshape(value.shape)
         return np.ldexp(m + y, e)
 
     def add_laplace(self, value, scale):
@@ -458,5 +557,30 @@ class SecureNoise:
         e = _grid_exponent(scale, max(value.size, 1), _MAX_LAPLACE_SCALE)
         m = _to_grid(value, e).astype(np.int64)
         t = math.ceil(math.ldexp(scale, -e))
-        y = discrete_laplace(self._bits, t, value.size).reshape(value.shape)
+        y = self._draws(discrete_laplace, t, value.size).reshape(value.shape)
         return m + y, e
+
+    def _draws(self, sampler, scale, size):
+        """``size`` draws of ``sampler(bits, scale, size)``, batched across calls.
+
+        A fit calls the noise at one integer scale many times with few values
+        (one gradient per step), and a sampler call has a fixed cost of
+        rejection rounds whatever its size (issue 32). So the draws of one
+        (sampler, scale) are made in batches, kept in a pool, and handed out
+        in order, each exactly once: every call gets ``size`` i.i.d. draws of
+        the sampler's law that no other call sees, so the noises of
+        different calls are independent and each has exactly the law it has
+        unbatched. The first call at a scale draws just what it needs; each
+        later refill draws twice the previous one (at most ``_POOL_MAX``, at
+        least what the call needs), so T calls of one size make about
+        log2(T) sampler calls and leave at most about half of the draws
+        unused. The pool never leaves this object.
+        """
+        key = (sampler.__name__, scale)
+        pool, last = self._pools.get(key, (np.empty(0, dtype=np.int64), 0))
+        if pool.size < size:
+            amount = max(size - pool.size, min(2 * last, _POOL_MAX))
+            fresh = sampler(self._bits, scale, amount)
+            pool, last = np.concatenate([pool, fresh]), amount
+        self._pools[key] = (pool[size:], last)
+        return pool[:size]

@@ -1011,6 +1011,9 @@ def zcdp_of_private_selection(epsilon, delta, *, mean, shape):
     return math.exp(lo)
 
 
+# Pure and called twice by every secure fit (its calibration and its
+# privacy_budget): cached. Errors are raised, never cached.
+@functools.lru_cache(maxsize=256)
 def zcdp_from_epsilon_tight(epsilon, delta):
     """Largest ρ (to ~1e-12 relative) with ``epsilon_from_zcdp_tight(ρ, δ) <= ε``."""
     lo = zcdp_from_epsilon(epsilon, delta)  # Bun & Steinke: passes

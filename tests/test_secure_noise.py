@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
-from scipy import stats
+from scipy import special, stats
 from sklearn.base import clone
 
 import skdp
@@ -18,7 +18,10 @@ import skdp.mechanisms as mech
 from skdp import PrivacyLedger
 from skdp._secure import (
     SecureNoise,
+    _bernoulli_exp1,
+    _bernoulli_exp_fraction,
     _Bits,
+    _geometric_exp1,
     _uniform_below,
     bernoulli_exp,
     discrete_gaussian,
@@ -34,6 +37,7 @@ from skdp.accounting import (
 )
 from skdp.audit import OutcomeCanary, UserCanary, audit_estimator
 from skdp.datasets import make_btl_comparisons
+from skdp.exceptions import MechanismFailedError
 from skdp.fedrep import DPFedRep
 from skdp.gaussian import DPGaussianSampler
 from skdp.linear_model import DPLogisticRegression, DPSparseGLM
@@ -233,6 +237,379 @@ def test_secure_sources_refuse_float_sampling_and_gumbel_peeling():
         np.array([0.0, 100.0, 0.0, 50.0]), 2, noise="laplace", scale=1.0, rng=secure
     )
     assert list(top) == [1, 3]
+
+
+# --------------------------------------------------------------------------
+# Issue 32: the samplers at the scales real calls use, in small and large
+# calls, and the batched draws of SecureNoise
+# --------------------------------------------------------------------------
+
+
+def _laplace_cdf_below(t):
+    """``k -> P(Y < k)`` for P(Y = y) ∝ q^|y|, q = e^(-1/t), in closed form:
+    P(Y >= k) = q^k/(1 + q) for k >= 1, P(Y <= -m) = q^m/(1 + q) for m >= 1."""
+    q = math.exp(-1.0 / t)
+
+    def below(k):
+        k = int(k)
+        if k <= 0:
+            return math.exp(-(1 - k) / t) / (1 + q)
+        return 1.0 - math.exp(-k / t) / (1 + q)
+
+    return below
+
+
+def _gaussian_cdf_below(sigma):
+    """``k -> P(Y < k)`` for the discrete Gaussian with σ >= 2^16: Φ((k - ½)/σ).
+
+    The sum of exp(-y²/(2σ²)) over y < k is the integral up to k - ½ up to
+    the midpoint rule's error, relatively O(σ⁻²) <= 2^-32, and the
+    normaliser is σ·sqrt(2π) up to exp(-2π²σ²) (Poisson summation): far
+    below what 10⁵ draws resolve (~1e-3)."""
+    return lambda k: float(special.ndtr((int(k) - 0.5) / sigma))
+
+
+def _binned_p_value(draws, cdf_below, edges):
+    """χ² p-value of integer draws in bins (-inf, e0), [e0, e1), ..., [e_last, inf)."""
+    edges = np.unique(np.asarray(edges, dtype=np.int64))
+    below = np.array([cdf_below(k) for k in edges])
+    probs = np.diff(np.concatenate([[0.0], below, [1.0]]))
+    observed = np.bincount(
+        np.searchsorted(edges, draws, side="right"), minlength=edges.size + 1
+    )
+    return stats.chisquare(observed, draws.size * probs).pvalue
+
+
+def _residue_probs(kind, scale, modulus):
+    """P(Y mod M = r), r = 0..M-1. Discrete Gaussian, σ >= 2^16: 1/M up to
+    exp(-2π²σ²/M²) (Poisson summation). Discrete Laplace: summing the two
+    geometric tails, ``(1-q)/(1+q)·(q^r + q^(M-r))/(1 - q^M)``."""
+    if kind == "gaussian":
+        return np.full(modulus, 1.0 / modulus)
+    r = np.arange(modulus)
+    c = -math.expm1(-1.0 / scale) / (1 + math.exp(-1.0 / scale))
+    tails = np.exp(-r / scale) + np.exp(-(modulus - r) / scale)
+    return c * tails / -math.expm1(-modulus / scale)
+
+
+def _moments(kind, scale):
+    """(E[Y²], Var[Y²]) of the law: σ² and 2σ⁴ for the discrete Gaussian at
+    σ >= 2^16 (equal to the continuous ones up to exp(-2π²σ²)); for the
+    discrete Laplace E[Y²] = 2q/(1-q)², and E[Y⁴] ≈ 24t⁴."""
+    if kind == "gaussian":
+        return scale**2.0, 2.0 * scale**4.0
+    q, one_minus_q = math.exp(-1.0 / scale), -math.expm1(-1.0 / scale)
+    second = 2 * q / one_minus_q**2
+    return second, 24.0 * scale**4.0 - second**2
+
+
+def _draw_in_calls(sampler, bits, scale, total, per_call):
+    return np.concatenate(
+        [sampler(bits, scale, per_call) for _ in range(total // per_call)]
+    )
+
+
+_SCALES = [
+    # σ = 2^16 is the smallest integer scale a real call uses (the grid step
+    # is at most σ·2^-16/sqrt(dim)); 2^28 and 2^48 are the largest accepted.
+    ("gaussian", 2**16),
+    ("gaussian", 2**28),
+    ("laplace", 2**16),
+    ("laplace", 2**48),
+]
+
+
+@pytest.mark.parametrize("kind, scale", _SCALES)
+@pytest.mark.parametrize("per_call", [200000, 20], ids=["one call", "calls of 20"])
+def test_samplers_match_their_law_at_the_scales_real_calls_use(kind, scale, per_call):
+    """χ² on 40 quantile bins against the exact law, χ² of the low 8 bits
+    (Y mod 256, exact residue probabilities), and E[Y²] within 5 standard
+    errors: 2·10⁵ draws in one call (rounds in lockstep) or 4·10⁴ in calls
+    of 20 (each undecided entry draws a block of its next trials)."""
+    sampler = discrete_gaussian if kind == "gaussian" else discrete_laplace
+    total = 200000 if per_call > 20 else 40000
+    bits = _Bits(_seeded_bytes(scale.bit_length() + per_call))
+    draws = _draw_in_calls(sampler, bits, scale, total, per_call)
+    assert draws.dtype == np.int64 and draws.size == total
+    if kind == "gaussian":
+        cdf, quantiles = _gaussian_cdf_below(scale), stats.norm.ppf
+    else:
+        cdf, quantiles = _laplace_cdf_below(scale), stats.laplace.ppf
+    edges = np.rint(scale * quantiles(np.arange(1, 40) / 40)).astype(np.int64)
+    assert _binned_p_value(draws, cdf, edges) > 1e-3
+    modulus = 256
+    observed = np.bincount(draws % modulus, minlength=modulus)
+    expected = total * _residue_probs(kind, scale, modulus)
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    second, var_second = _moments(kind, scale)
+    squares = draws.astype(float) ** 2
+    assert abs(squares.mean() - second) < 5 * math.sqrt(var_second / total)
+
+
+@pytest.mark.parametrize(
+    "sampler, scale, pmf, cut",
+    [
+        (discrete_gaussian, 3, lambda y: np.exp(-(y.astype(float) ** 2) / 18), 12),
+        (discrete_laplace, 4, lambda y: np.exp(-np.abs(y) / 4.0), 20),
+    ],
+    ids=["gaussian", "laplace"],
+)
+def test_small_calls_draw_the_exact_pmf(sampler, scale, pmf, cut):
+    """The exact pmf tests above (σ = 3, t = 4) on 10⁵ draws made in calls
+    of 20, where the block pre-draws decide most entries."""
+    draws = _draw_in_calls(sampler, _Bits(_seeded_bytes(9)), scale, 100000, 20)
+    assert _chi_square(draws, pmf, cut) > 1e-3
+
+
+def test_the_samplers_refuse_scales_outside_their_integer_range():
+    bits = _Bits(_seeded_bytes(10))
+    for bad in (0, 2**28 + 1):
+        with pytest.raises(ValueError, match="sigma must be in"):
+            discrete_gaussian(bits, bad, 1)
+    for bad in (0, 2**48 + 1):
+        with pytest.raises(ValueError, match="scale must be in"):
+            discrete_laplace(bits, bad, 1)
+    for good in (1, 2**28):
+        assert discrete_gaussian(bits, good, 3).shape == (3,)
+    for good in (1, 2**48):
+        assert discrete_laplace(bits, good, 3).shape == (3,)
+
+
+@pytest.mark.parametrize("add", ["add_gaussian", "add_laplace"])
+def test_a_single_value_is_released_on_the_grid_of_its_scale(add):
+    """dim = 1: the grid step is the largest power of two <= scale·2^-16,
+    here 2^-16 (scale 1): every release is a multiple of it, and not all of
+    them are multiples of 2^-15."""
+    source = SecureNoise(bytes_source=_seeded_bytes(19))
+    out = np.concatenate([getattr(source, add)(np.zeros(1), 1.0) for _ in range(64)])
+    steps = np.ldexp(out, 16)
+    assert np.all(steps % 1 == 0) and np.any(steps % 2 == 1)
+
+
+def test_secure_releases_stay_exact_integers_on_the_grid_call_after_call():
+    """The integers of a Laplace release (report-noisy-max compares them) are
+    int64 on the first call and on batched later ones: in float64 two sums
+    above 2^53 could tie. A Gaussian release keeps the value's shape."""
+    source = SecureNoise(bytes_source=_seeded_bytes(16))
+    for _ in range(3):  # value 2^40 on the grid 2^-17 (t <= 2^18): m = 2^57
+        integers, e = source.laplace_integers(np.full(2, 2.0**40), 1.0)
+        assert e == -17 and integers.dtype == np.int64
+        noise = integers - (1 << 57)
+        assert np.all(np.abs(noise) < 2**30) and noise[0] != noise[1]
+    for _ in range(3):
+        out = source.add_gaussian(np.zeros((2, 3)), 1.0)
+        assert out.shape == (2, 3)
+
+
+@pytest.mark.parametrize("cap", [None, "capped"])
+@pytest.mark.parametrize("per_call", [100000, 10], ids=["one call", "calls of 10"])
+def test_geometric_count_has_its_law(cap, per_call):
+    """G = successes of Bernoulli(e^-1) before the first failure:
+    P(G = g) = e^-g (1 - e^-1). Capped at c, the result is min(G, c): χ²
+    on 4·10⁴ (calls of 10) or 10⁵ draws, caps cycling through 0..4."""
+    total = 40000 if per_call == 10 else 100000
+    bits = _Bits(_seeded_bytes(11 + per_call))
+    caps = np.arange(total) % 5 if cap else None
+    out = []
+    for start in range(0, total, per_call):
+        part = None if caps is None else caps[start : start + per_call]
+        out.append(_geometric_exp1(bits, per_call, cap=part))
+    counts = np.concatenate(out)
+    assert counts.dtype == np.int64 and counts.min() >= 0
+    p_at_least = np.exp(-np.arange(13.0))
+    if caps is None:
+        probs = np.append(p_at_least[:12] - p_at_least[1:], p_at_least[12])
+        observed = np.bincount(np.minimum(counts, 12), minlength=13)
+        assert stats.chisquare(observed, total * probs).pvalue > 1e-3
+        return
+    for c in range(5):
+        mine = counts[caps == c]
+        assert mine.max() <= c
+        probs = np.append(p_at_least[:c] - p_at_least[1 : c + 1], p_at_least[c])
+        observed = np.bincount(mine, minlength=c + 1)
+        if c == 0:
+            assert (mine == 0).all()
+        else:
+            assert stats.chisquare(observed, mine.size * probs).pvalue > 1e-3
+
+
+def _low_high(low, high):
+    """One 64-bit word whose low and high halves are two 32-bit draws."""
+    return low | (high << 32)
+
+
+def test_one_word_decides_a_bernoulli_exp_minus_one_trial():
+    """K (the first failed term of the series with x = 1) read from V
+    uniform below 10!: K = 1 + #{k <= 10 : V < 10!/k!}, odd = success.
+    Words at or above 2^32 mod 10! = 2096896 are accepted and V = word mod 10!."""
+    f10 = math.factorial(10)
+    base = f10  # >= 2096896: accepted; V = word - 10!
+    cases = {
+        f10 - 1: False,  # V >= 10!/2!: K = 2
+        f10 // 2 - 1: True,  # 10!/3! <= V < 10!/2!: K = 3
+        f10 // 6: True,  # V = 10!/3! exactly: K = 3
+        f10 // 6 - 1: False,  # K = 4
+        1: False,  # 10!/10! <= V < 10!/9!: K = 10
+    }
+    for v, expected in cases.items():
+        assert _bernoulli_exp1(_Bits(_words(base + v)), 1).tolist() == [expected]
+    # V = 0: K > 10; the series goes on with A_11 ~ Bernoulli(1/11), A_12, ...
+    # drawn two at a time (words below 2^32 mod 11 = 2^32 mod 12 = 4 rejected).
+    # A_11 fails (12 mod 11 = 1): K = 11, odd.
+    assert _bernoulli_exp1(_Bits(_words(base, _low_high(12, 5))), 1).tolist() == [True]
+    # A_11 succeeds (11 mod 11 = 0), A_12 fails (13 mod 12 = 1): K = 12.
+    assert _bernoulli_exp1(_Bits(_words(base, _low_high(11, 13))), 1).tolist() == [
+        False
+    ]
+    # Both succeed (22 mod 11 = 0, 24 mod 12 = 0); A_13, A_14 next: 14 mod 13
+    # = 1 fails: K = 13.
+    words = _words(base, _low_high(22, 24), _low_high(14, 99))
+    assert _bernoulli_exp1(_Bits(words), 1).tolist() == [True]
+
+
+def test_a_block_of_trials_is_used_in_order_up_to_the_first_failure():
+    """Bernoulli(exp(-num/den)) with one undecided entry draws the trials
+    A_1, A_2 (bounds den, 2·den) in one block, then A_3, A_4 (3·den, 4·den):
+    A_k = [U_k < num]. den = 5, num = 3; 32-bit words below 2^32 mod bound
+    (1, 6, 1, 16) would be rejected and are avoided."""
+    num = np.array([3], dtype=np.uint64)
+
+    def trial(*words):
+        return _bernoulli_exp_fraction(_Bits(_words(*words)), num, 5).tolist()
+
+    # U_1 = 2 < 3 succeeds, U_2 = 7 >= 3 fails: K = 2, even: failure.
+    assert trial(_low_high(2, 7)) == [False]
+    # U_1 = 1, U_2 = 10 mod 10 = 0 succeed; U_3 = 9 fails: K = 3, success.
+    assert trial(_low_high(1, 10), _low_high(9, 16)) == [True]
+    # U_3 = 15 mod 15 = 0 succeeds too, U_4 = 19 fails: K = 4.
+    assert trial(_low_high(1, 10), _low_high(15, 19)) == [False]
+    # The first trial fails at once (U_1 = 4, or U_1 = num = 3): K = 1, success.
+    assert trial(_low_high(4, 6)) == [True]
+    assert trial(_low_high(3, 6)) == [True]
+    # A block never reaches a bound den·k >= 2^64 (the words could not be
+    # uniform): with den = 2^63 and x = 1, A_1 succeeds and A_2 is refused.
+    with pytest.raises(MechanismFailedError, match="integer range"):
+        _bernoulli_exp_fraction(_Bits(_seeded_bytes(17)), [2**63], 2**63)
+    # ... but A_1 itself (bound 2^63) is drawn: with x = 0 it fails, K = 1.
+    zero = np.array([0], dtype=np.uint64)
+    assert _bernoulli_exp_fraction(_Bits(_seeded_bytes(18)), zero, 2**63).tolist() == [
+        True
+    ]
+
+
+def test_uniform_below_per_column_bounds_and_redraws_only_the_rejected():
+    """Column bounds [3, 7] on 32-bit words: thresholds 2^32 mod 3 = 1 and
+    2^32 mod 7 = 4. A row is one 64-bit word (low half: column 0). Word 0 in
+    column 0 is rejected and redrawn alone; 5 in column 1 is kept."""
+    out = _uniform_below(_Bits(_words(_low_high(0, 5), 4)), [3, 7], 1)
+    assert out.tolist() == [[4 % 3, 5]]
+    # Both rejected (0 < 1, 3 < 4): both redrawn, in order.
+    out = _uniform_below(_Bits(_words(_low_high(0, 3), _low_high(2, 11))), [3, 7], 1)
+    assert out.tolist() == [[2, 4]]
+    # A redrawn entry is checked against its own column's threshold: 3 is
+    # rejected in column 1 (3 < 4) though it would pass column 0's (3 >= 1).
+    words = _words(_low_high(0, 3), _low_high(2, 3), _low_high(11, 0))
+    assert _uniform_below(_Bits(words), [3, 7], 1).tolist() == [[2, 4]]
+    # 64-bit words: the threshold is 2^64 mod bound, compared exactly. For
+    # bound 3·2^57 it is 2^58: words 2^58 - 1 and 2^57 are rejected (a float
+    # comparison would round 2^58 - 1 up to 2^58 and keep it).
+    b = 3 * 2**57
+    words = _words(2**58 - 1, 2**57, 2**58 + 5)
+    assert _uniform_below(_Bits(words), b, 1).tolist() == [2**58 + 5]
+    assert _uniform_below(_Bits(_words(1)), 2**32 + 1, 1).tolist() == [1]  # 1 >= 1
+    # A bound above 2^32 takes 64-bit words for every column.
+    out = _uniform_below(_Bits(_words(10, 2**40 + 3)), [3, 2**32 + 1], 1)
+    assert out.tolist() == [[1, (2**40 + 3) % (2**32 + 1)]]
+    # Random words: every column uniform below its bound (χ²).
+    bounds = [3, 5, 2**40 + 1]
+    draws = _uniform_below(_Bits(_seeded_bytes(12)), bounds, 50000)
+    assert draws.shape == (50000, 3) and draws.dtype == np.uint64
+    for j in range(2):
+        assert stats.chisquare(np.bincount(draws[:, j].astype(np.int64))).pvalue > 1e-3
+    top = (draws[:, 2] >> np.uint64(36)).astype(np.int64)  # 2^40 + 1: 16 buckets
+    assert stats.chisquare(np.bincount(top, minlength=16)).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "laplace"])
+def test_batched_draws_are_each_used_once_in_order_per_scale(kind, monkeypatch):
+    """SecureNoise batches the draws of repeated calls at one integer scale:
+    every draw goes to exactly one call, in order, and a call at another
+    scale draws from its own batches. A stub sampler numbers its draws per
+    scale; the batch sizes double from the first call's need, capped."""
+    import skdp._secure as secure_module
+
+    made, tags = [], {}
+
+    def stub(bits, scale, size):  # scale i (in order of appearance): i·10^9 + k
+        start = sum(n for s, n in made if s == scale)
+        made.append((scale, size))
+        tag = tags.setdefault(scale, len(tags) + 1)
+        return 10**9 * tag + np.arange(start, start + size)
+
+    name = "discrete_gaussian" if kind == "gaussian" else "discrete_laplace"
+    stub.__name__ = name
+    monkeypatch.setattr(secure_module, name, stub)
+    source = SecureNoise(bytes_source=_seeded_bytes(13))
+
+    def integers(std, size):
+        value = np.zeros(size)
+        if kind == "gaussian":
+            e = secure_module._grid_exponent(std, math.sqrt(size), 1 << 28)
+            return np.ldexp(source.add_gaussian(value, std), -e).astype(np.int64)
+        return source.laplace_integers(value, std)[0]
+
+    got = np.concatenate([integers(1.0, 5) for _ in range(7)])
+    np.testing.assert_array_equal(got, 10**9 + np.arange(35))
+    assert [n for _, n in made] == [5, 10, 20]
+    integers(2.0, 1)  # a one-off call draws just what it needs
+    assert [n for _, n in made] == [5, 10, 20, 1]
+    other = integers(3.0, 5)  # another scale: its own numbering
+    np.testing.assert_array_equal(other, 3 * 10**9 + np.arange(5))
+    assert integers(1.0, 5).tolist() == list(10**9 + np.arange(35, 40))
+    # Refills are capped at _POOL_MAX, or the call's need if larger. (5 and 7
+    # values at std 7 have the same grid, hence the same integer scale.)
+    made.clear()
+    tags.clear()
+    monkeypatch.setattr(secure_module, "_POOL_MAX", 8)
+    source = SecureNoise(bytes_source=_seeded_bytes(14))
+    got = np.concatenate([integers(7.0, 5) for _ in range(4)] + [integers(7.0, 7)])
+    monkeypatch.setattr(secure_module, "_POOL_MAX", 4)
+    got = np.concatenate([got, integers(7.0, 7)])
+    assert len({scale for scale, _ in made}) == 1
+    assert [n for _, n in made] == [5, 8, 8, 8, 5]
+    np.testing.assert_array_equal(got, 10**9 + np.arange(34))
+
+
+def test_many_small_calls_give_independent_exact_noise():
+    """2000 calls of 20 values from one source (the engine's pattern): the
+    integers Y = released/g are discrete Gaussian at the call's scale s
+    (binned χ², residues mod 256, E[Y²]), no two calls share a vector, and
+    consecutive calls are uncorrelated (lag-one correlation within 5/sqrt(N),
+    also between the last value of a call and the first of the next)."""
+    source = SecureNoise(bytes_source=_seeded_bytes(15))
+    size, calls = 20, 2000
+    from skdp._secure import _grid_exponent
+
+    e = _grid_exponent(1.0, math.sqrt(size), 1 << 28)
+    s = math.ceil(math.ldexp(1.0, -e))
+    assert 2**16 <= s < 2**17 * math.sqrt(size)
+    rows = np.array(
+        [np.ldexp(source.add_gaussian(np.zeros(size), 1.0), -e) for _ in range(calls)]
+    ).astype(np.int64)
+    draws = rows.ravel()
+    edges = np.rint(s * stats.norm.ppf(np.arange(1, 40) / 40)).astype(np.int64)
+    assert _binned_p_value(draws, _gaussian_cdf_below(s), edges) > 1e-3
+    observed = np.bincount(draws % 256, minlength=256)
+    assert stats.chisquare(observed, np.full(256, draws.size / 256)).pvalue > 1e-3
+    squares = draws.astype(float) ** 2
+    assert abs(squares.mean() - s**2) < 5 * math.sqrt(2.0 * s**4 / draws.size)
+    assert np.unique(rows, axis=0).shape[0] == calls
+    z = rows / s
+    lag = float(np.mean(z[1:] * z[:-1]))
+    assert abs(lag) < 5 / math.sqrt(z[1:].size)
+    seam = float(np.mean(z[1:, 0] * z[:-1, -1]))
+    assert abs(seam) < 5 / math.sqrt(calls - 1)
+    assert not np.any(rows[1:, 0] == rows[:-1, -1])
 
 
 def test_throughput_is_measured(capsys):
