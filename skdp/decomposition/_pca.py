@@ -109,6 +109,10 @@ class DPPCA(
         ``explained_variance_`` over the sum of all floored eigenvalues.
     mean_ : ndarray of shape (n_features,)
         Private mean of the clipped rows (zeros with ``with_mean=False``).
+    covariance_ : ndarray of shape (n_features, n_features)
+        The noisy covariance of the clipped rows (symmetric, not projected
+        on the positive semidefinite cone): with ``mean_``, the release
+        itself (every other attribute is computed from these two).
     n_components_ : int
         Number of components kept.
     clip_norm_ : float
@@ -154,9 +158,9 @@ class DPPCA(
     with less noise off the diagonal for the same guarantee).
 
     **Post-processing.** ``mean_ = G[:d, d]/(c·n)``; the covariance is
-    ``G[:d, :d]/n - mean_ mean_ᵀ``, whose eigenvectors (``scipy.linalg.eigh``)
-    are the components. The eigenvalues are floored at 0 (the noise can make
-    the smallest negative).
+    ``covariance_ = G[:d, :d]/n - mean_ mean_ᵀ``, whose eigenvectors
+    (``scipy.linalg.eigh``) are the components. The eigenvalues are floored
+    at 0 (the noise can make the smallest negative).
 
     **Public.** n, d, ``n_components``, ``clip_norm``. Nothing is read from
     the data outside the release.
@@ -291,6 +295,7 @@ class DPPCA(
         components *= np.sign(components[np.arange(k), top])[:, None]
         total = eigenvalues.sum()
         self.mean_ = mean
+        self.covariance_ = cov
         self.components_ = components
         self.explained_variance_ = eigenvalues[:k]
         self.explained_variance_ratio_ = (
