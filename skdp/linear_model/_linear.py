@@ -215,11 +215,15 @@ class DPLinearRegression(
     Error messages never quote values from the data.
 
     **Clipping.** The statistics are those of the clipped rows: a feature
-    row longer than ``clip_norm_`` is shrunk, which biases the fit toward
-    larger coefficients for such rows (little for standardised data at the
-    default, which shrinks about half of the rows by a few percent). Give
-    larger clips for heavy-tailed data at the price of more noise (the
-    noise grows with ``R²``).
+    row longer than ``clip_norm_`` is shrunk while its target is not, which
+    inflates the coefficients (measured: by about 15% for 3 standard normal
+    features at the default ``sqrt(3)``, where many rows are shrunk; the
+    relative spread of row norms, hence the effect, falls as
+    ``1/sqrt(2d)``); a target beyond ``target_clip_`` is shrunk, which
+    attenuates them. The predictions suffer less than the coefficients
+    (R² within 0.01 of OLS at d = 20, see the benchmarks). For unbiased
+    coefficients give clips above almost every row, at the price of more
+    noise (it grows with ``R²``).
 
     **Every input.** The bound holds for every finite X and y, float64 or
     float32, with entries up to 1e308: norms are computed without overflow
