@@ -110,7 +110,7 @@ def section(title, datasets, seeds, python):
     rows, at_one = [], {}
     for i, eps in enumerate(EPSILONS):
         ours = [s for d in datasets for s in skdp_scores(d, eps, seeds)]
-        row = [f"{eps:g}", f"{np.mean(ours):.4f} ± {np.std(ours, ddof=1):.4f}"]
+        row = [f"{eps:g}", _summary(ours)]
         row.append(f"{np.mean(ours) - ols:+.4f}")
         if dpl is not None:
             theirs = [
@@ -118,7 +118,7 @@ def section(title, datasets, seeds, python):
                 for r in dpl["results"][i * len(datasets) : (i + 1) * len(datasets)]
                 for s in r["scores"]
             ]
-            row.append(f"{np.mean(theirs):.4f} ± {np.std(theirs, ddof=1):.4f}")
+            row.append(_summary(theirs))
             at = np.mean(theirs)
         else:
             row.append("not run")
@@ -143,6 +143,14 @@ def section(title, datasets, seeds, python):
             f"{'; '.join(dpl['warnings'][:3]) or 'none'}\n"
         )
     return at_one
+
+
+def _summary(scores):
+    """Mean ± sd, and the median (diffprivlib's means are swamped by outliers)."""
+    return (
+        f"{np.mean(scores):.4g} ± {np.std(scores, ddof=1):.3g} "
+        f"(median {np.median(scores):.4g})"
+    )
 
 
 def timing(n, d, repeats):

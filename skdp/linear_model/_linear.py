@@ -202,7 +202,9 @@ class DPLinearRegression(
     dominates the noise, and otherwise just enough to keep the noisy,
     centred ``XᵀX + alpha_·I`` positive definite (Wang 2018, Algorithm 2,
     with the exact noise of this release in place of the paper's union
-    bound). All of this is post-processing.
+    bound). With ``fit_intercept``, the typical size of the error that the
+    noisy column sums bring into the centring is added to B (see
+    ``_adassp_ridge``). All of this is post-processing.
 
     **Solution.** With ``fit_intercept``, the noisy ``XᵀX`` and ``Xᵀy``
     are centred with the noisy column sums (n is public):
@@ -349,14 +351,17 @@ class DPLinearRegression(
         gram = clipped_gram(
             X, Y, x_clip=clip, constant=constant, y_clip=target_clip, y_weight=weight
         )
-        alpha = self.alpha
-        if adaptive:
-            z_eig = z / math.sqrt(_EIGENVALUE_SHARE)
-            sigma_gram = z_gram * gram_sensitivity(bound)
-            alpha = _adassp_ridge(gram[:d, :d], clip, z_eig, sigma_gram, rng)
+        if adaptive:  # the eigenvalue's release, then the Gram matrix's
+            lower = _private_eigenvalue_lower_bound(
+                gram[:d, :d], clip, z / math.sqrt(_EIGENVALUE_SHARE), rng
+            )
         noisy = gram_mechanism(
             gram, row_norm_bound=bound, noise_multiplier=z_gram, rng=rng
         )
+        alpha = self.alpha
+        if adaptive:
+            sigma = z_gram * gram_sensitivity(bound)
+            alpha = _adassp_ridge(noisy, n, d, constant, sigma, lower)
         coef, intercept = _solve(noisy, n, d, constant, weight, alpha)
         self.coef_ = coef[0] if one_output else coef
         self.intercept_ = float(intercept[0]) if one_output else intercept
@@ -462,26 +467,54 @@ def _dask_columns(X, y):
     return columns
 
 
-def _adassp_ridge(gram_xx, clip, z_eig, sigma_gram, rng):
-    """AdaSSP's ridge from a private smallest eigenvalue (Wang 2018, Alg. 2).
+def _private_eigenvalue_lower_bound(gram_xx, clip, noise_multiplier, rng):
+    """A private lower confidence bound on ``λ_min(Σ x̃x̃ᵀ)`` (Wang 2018, Alg. 2).
 
-    Releases ``λ_min(Σ x̃x̃ᵀ)`` (sensitivity ``C_x²`` under replace-one) with
-    noise std ``z_eig·C_x²``; the rest is post-processing.
+    Releases the smallest eigenvalue (sensitivity ``C_x²`` under replace-one:
+    by Weyl, adding ``x̃x̃ᵀ`` raises it by at most ``||x̃||² <= C_x²`` and
+    removing one lowers it by at most as much) with noise std
+    ``noise_multiplier·C_x²``, then lowers it by ``sqrt(2 log(1/ρ))`` noise
+    standard deviations (post-processing): below the true value with
+    probability ``1 - ρ``.
     """
-    d = gram_xx.shape[0]
     lam_min = float(scipy.linalg.eigvalsh(gram_xx, subset_by_index=[0, 0])[0])
     noisy = float(
         gaussian_mechanism(
             np.array([lam_min]),
             sensitivity=clip * clip,
-            noise_multiplier=z_eig,
+            noise_multiplier=noise_multiplier,
             rng=rng,
         )[0]
     )
     tail = math.sqrt(2.0 * math.log(1.0 / _RHO))
-    lower = max(0.0, noisy - z_eig * clip * clip * tail)
-    noise_bound = sigma_gram * (math.sqrt(2.0 * d) + tail)
-    return max(0.0, noise_bound - lower)
+    return max(0.0, noisy - noise_multiplier * clip * clip * tail)
+
+
+def _adassp_ridge(noisy, n, d, constant, sigma, lower):
+    """AdaSSP's ridge: a high-probability bound on the noise of the (centred)
+    ``XᵀX`` the solution uses, less the private lower bound on its curvature.
+
+    Post-processing of the releases. The noise ``E`` of the Gram matrix's
+    feature block (diagonal std σ, off-diagonal ``σ/sqrt(2)``: a GOE matrix
+    times ``σ/sqrt(2)``) has ``||E|| <= σ·(sqrt(2d) + sqrt(2 log(1/ρ)))``
+    with probability ``1 - ρ`` (expectation at most ``σ·sqrt(2d)``; the
+    norm is σ-Lipschitz in the Gaussian vector). With an intercept, the
+    centring subtracts ``ĉĉᵀ/(n·c²)`` for the noisy column ``ĉ = c·Σx̃ + e``
+    (``e`` of std ``σ/sqrt(2)`` per entry), which differs from the centring
+    with the exact column by ``(c eᵀ + e cᵀ + e eᵀ)/(n·c²)``; its typical
+    size ``(2·||c||·||e|| + ||e||²)/(n·c²)``, with ``||e||² ≈ dσ²/2`` and
+    ``||c||² ≈ ||ĉ||² - dσ²/2``, is added to the bound. Without it the
+    centred noisy matrix was often indefinite at small n·μ (diabetes at
+    ε = 0.5: mean R² −4.8 over 30 fits; with it 0.03).
+    """
+    tail = math.sqrt(2.0 * math.log(1.0 / _RHO))
+    bound = sigma * (math.sqrt(2.0 * d) + tail)
+    if constant is not None:
+        e_typ = sigma * math.sqrt(d / 2.0)  # sqrt(E||e||²)
+        column2 = float(np.sum(noisy[:d, d] ** 2))
+        c_est = math.sqrt(max(0.0, column2 - e_typ**2))  # ||c||² = E||ĉ||² - E||e||²
+        bound += (2.0 * c_est * e_typ + e_typ**2) / (n * constant**2)
+    return max(0.0, bound - lower)
 
 
 def _solve(gram, n, d, constant, weight, alpha):
