@@ -51,7 +51,9 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from skdp import DPLinearRegression, PrivacyLeakWarning  # noqa: E402
 
 TAG = "bench_linear_regression"
-EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
+# ε = 1e6: the near-non-private limit, where both libraries should reach OLS
+# (a check that diffprivlib is called correctly).
+EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 1e6)
 DELTA = 1e-6
 DPL_PARAMS = {"bounds_X": (-3.0, 3.0), "bounds_y": (-3.0, 3.0)}
 COMMAND = "python benchmarks/bench_linear_regression.py"
