@@ -51,13 +51,15 @@ def _auto_target_clip(n_targets):
 
 
 def _target_weight(x_bound, target_clip):
-    """``β`` with ``(β·C_y)² = R_x·C_y``: balances the noise of ``Xᵀy`` and ``XᵀX θ``.
+    """``β = sqrt(R_x/C_y)``, i.e. ``(β·C_y)² = R_x·C_y``.
 
-    With ``R_x`` the bound on a feature row (intercept included) and ``C_y``
-    the target clip, the error of the solution is driven by
-    ``E_xx θ - e_xy / β``; for a coefficient norm of order ``C_y/R_x·...``
-    of standardised data (about 1) the total noise is smallest near
-    ``β⁴ = R_x²/C_y²``. A function of public constants only.
+    ``R_x`` bounds a feature row (intercept included), ``C_y`` is the target
+    clip. The solution's error is driven by ``E_xx·coef - e_xy/β`` (the
+    noise of ``XᵀX`` and of ``Xᵀy``), of variance about
+    ``σ²·(||coef||² + 1/β²)`` with ``σ ∝ R_x² + β²C_y²``; for coefficients
+    of norm about 1 (standardised X and y) the product
+    ``(R_x² + β²C_y²)·(1 + 1/β²)`` is smallest at ``β⁴ = R_x²/C_y²``. A
+    function of public constants only.
     """
     return math.sqrt(x_bound / target_clip)
 
