@@ -291,6 +291,8 @@ def test_audit_measures_the_claimed_mu_and_catches_a_tenth_of_the_noise(
             rng=rng,
         ),
     )
+    if not with_mean:  # the broken variant once is enough
+        return
     broken = audit_estimator(est, X, n_trials=500, random_state=0)
     print(broken)
     assert broken.refuted and broken.mu_hat > 3 * broken.claimed_mu
@@ -299,7 +301,7 @@ def test_audit_measures_the_claimed_mu_and_catches_a_tenth_of_the_noise(
 def test_secure_audit_does_not_refute_the_claim():
     X = np.random.default_rng(0).normal(size=(50, 3))
     report = audit_estimator(
-        DPPCA(epsilon=1.0, delta=1e-5, noise="secure"), X, n_trials=300, random_state=0
+        DPPCA(epsilon=1.0, delta=1e-5, noise="secure"), X, n_trials=200, random_state=0
     )
     assert report.claimed_mu is None and not report.refuted
 
