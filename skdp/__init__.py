@@ -7,6 +7,7 @@ data with a :class:`PrivacyLedger`.
 """
 
 from .accounting import PrivacyCost, PrivacyLedger, rowwise
+from .decomposition import DPPCA
 from .exceptions import (
     InsufficientSamplesError,
     MechanismFailedError,
@@ -14,7 +15,7 @@ from .exceptions import (
 )
 from .fedrep import DPFedRep
 from .gaussian import DPGaussianSampler
-from .linear_model import DPLogisticRegression, DPSparseGLM
+from .linear_model import DPLinearRegression, DPLogisticRegression, DPSparseGLM
 from .naive_bayes import DPGaussianNB
 from .preprocessing import (
     DPMinMaxScaler,
@@ -28,10 +29,12 @@ from .ranking import DPBradleyTerry
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "DPPCA",
     "DPBradleyTerry",
     "DPFedRep",
     "DPGaussianNB",
     "DPGaussianSampler",
+    "DPLinearRegression",
     "DPLogisticRegression",
     "DPMinMaxScaler",
     "DPQuantileTransformer",

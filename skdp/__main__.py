@@ -152,6 +152,74 @@ def _sparse_glm_rows(seed):
         yield _dp_row(task, eps, est, est.score(X_test, y_test), seconds)
 
 
+def _linear_regression_rows(seed):
+    """DPLinearRegression vs LinearRegression on standardised synthetic data."""
+    from sklearn.linear_model import LinearRegression
+    from sklearn.preprocessing import StandardScaler
+
+    from skdp import DPLinearRegression
+
+    rng = np.random.default_rng(seed)
+    n, d = 10000, 20
+    X = rng.standard_normal((n + 5000, d))
+    beta = rng.standard_normal(d)
+    y = X @ beta + np.linalg.norm(beta) * rng.standard_normal(n + 5000)
+    X = StandardScaler().fit_transform(X)
+    y = (y - y.mean()) / y.std()  # generated data: public scale
+    X_train, X_test, y_train, y_test = X[:n], X[n:], y[:n], y[n:]
+    baseline, base_time = _timed_fit(LinearRegression(), X_train, y_train)
+    task = f"linear regression n={n} d={d} (standardised), R²"
+    yield from [
+        (
+            "LinearRegression (non-private)",
+            task,
+            "inf",
+            "",
+            "",
+            f"{baseline.score(X_test, y_test):.3f}",
+            f"{base_time * 1e3:.0f}",
+        )
+    ]
+    for eps in DEMO_EPSILONS:
+        est = DPLinearRegression(epsilon=eps, delta=1e-5)
+        est, seconds = _timed_fit(est, X_train, y_train)
+        yield _dp_row(task, eps, est, est.score(X_test, y_test), seconds)
+
+
+def _pca_rows(seed):
+    """DPPCA vs PCA: the largest principal angle to the true 5-dim signal."""
+    from scipy.linalg import subspace_angles
+    from sklearn.decomposition import PCA
+
+    from skdp import DPPCA
+
+    rng = np.random.default_rng(seed)
+    n, d, k = 10000, 50, 5
+    U = np.linalg.qr(rng.standard_normal((d, k)))[0]
+    X = rng.standard_normal((n, k)) * np.sqrt([10.0, 8.0, 6.0, 5.0, 4.0]) @ U.T
+    X += rng.standard_normal((n, d))
+
+    def cos_angle(components):  # cosine of the largest angle: 1 is perfect
+        return float(np.cos(subspace_angles(U, components.T).max()))
+
+    baseline, base_time = _timed_fit(PCA(k), X, None)
+    task = f"PCA n={n} d={d}, 5-dim signal, cos(largest angle)"
+    yield from [
+        (
+            "PCA (non-private)",
+            task,
+            "inf",
+            "",
+            "",
+            f"{cos_angle(baseline.components_):.3f}",
+            f"{base_time * 1e3:.0f}",
+        )
+    ]
+    for eps in DEMO_EPSILONS:
+        est, seconds = _timed_fit(DPPCA(k, epsilon=eps, delta=1e-5), X, None)
+        yield _dp_row(task, eps, est, cos_angle(est.components_), seconds)
+
+
 def _random_features_rows(seed):
     """DPRandomFeaturesRegressor vs ridge regression on the same kind of features."""
     from sklearn.linear_model import RidgeCV
@@ -443,6 +511,8 @@ def demo(seed=0, file=sys.stdout):
     for make_rows in (
         _logistic_rows,
         _sparse_glm_rows,
+        _linear_regression_rows,
+        _pca_rows,
         _random_features_rows,
         _bradley_terry_rows,
         _gaussian_sampler_rows,

@@ -80,6 +80,8 @@ def test_demo_prints_each_row_as_it_finishes(monkeypatch):
     names = [
         "_logistic_rows",
         "_sparse_glm_rows",
+        "_linear_regression_rows",
+        "_pca_rows",
         "_random_features_rows",
         "_bradley_terry_rows",
         "_gaussian_sampler_rows",

@@ -37,10 +37,11 @@ from skdp.accounting import (
 )
 from skdp.audit import OutcomeCanary, UserCanary, audit_estimator
 from skdp.datasets import make_btl_comparisons
+from skdp.decomposition import DPPCA
 from skdp.exceptions import MechanismFailedError
 from skdp.fedrep import DPFedRep
 from skdp.gaussian import DPGaussianSampler
-from skdp.linear_model import DPLogisticRegression, DPSparseGLM
+from skdp.linear_model import DPLinearRegression, DPLogisticRegression, DPSparseGLM
 from skdp.model_selection import DPRandomSearchCV
 from skdp.preprocessing import DPStandardScaler
 from skdp.random_features import DPRandomFeaturesRegressor
@@ -926,6 +927,8 @@ def test_fedrep_user_level_audit_does_not_refute_the_secure_claim(seeded_secure)
         DPFedRep,
         DPStandardScaler,
         DPBradleyTerry,
+        DPLinearRegression,
+        DPPCA,
     ],
 )
 def test_every_estimator_documents_noise_with_the_shared_text(estimator):

@@ -72,6 +72,7 @@ __all__ = [
     "ClassRecordCanary",
     "GLMCanary",
     "GradientCanary",
+    "GramCanary",
     "OutcomeCanary",
     "SearchCanary",
     "UnboundedCanary",
@@ -796,6 +797,77 @@ class HistogramCanary(Canary):
         return 1.0 / fitted.noise_multiplier_
 
 
+class GramCanary(Canary):
+    """Worst-case record canary for a released Gram matrix (DPPCA).
+
+    Record ``index`` becomes ``x_a = C·e₁`` in the "in" data set and
+    ``x_b`` in the "out" one, both of norm C (the estimator's clip): ``x_b``
+    is chosen so that the augmented rows ``w = (x, c)`` (c the constant
+    coordinate of the centring, if any) are orthogonal, ``x_aᵀx_b = -c²``.
+    Replacing ``w_a`` by ``w_b`` then moves the Gram matrix by
+    ``Δ = w_a w_aᵀ - w_b w_bᵀ`` with ``||Δ||_F = sqrt(2)·R²``: the pair
+    attains the release's sensitivity (:func:`skdp.mechanisms.gram_sensitivity`).
+    The white-box :meth:`statistic` is ``⟨Ĝ, Δ⟩_F`` with Ĝ rebuilt from the
+    released ``covariance_`` and ``mean_`` (exactly, as
+    ``n·(covariance_ + mean_ mean_ᵀ)`` and ``c·n·mean_``): the
+    likelihood-ratio statistic of the Gaussian release, so its μ̂ measures
+    the claimed ``1/noise_multiplier_``. Needs ``n_features >= 2``.
+    Neighbours under *replace one record*.
+
+    Parameters
+    ----------
+    index : int, default=0
+        Which base record is replaced.
+    """
+
+    def __init__(self, *, index=0):
+        self.index = index
+
+    def build(self, estimator, X, y=None):
+        from ..decomposition._pca import _CENTRING_SHARE, _auto_clip_norm
+
+        X = check_array(X, dtype=np.float64)
+        n, d = X.shape
+        if d < 2:
+            raise ValueError("GramCanary needs at least 2 features.")
+        clip = estimator.clip_norm
+        clip = _auto_clip_norm(d) if clip == "auto" else float(clip)
+        constant = _CENTRING_SHARE * clip if estimator.with_mean else 0.0
+        x_a = np.zeros(d)
+        x_a[0] = clip
+        x_b = np.zeros(d)
+        x_b[0] = -(constant**2) / clip
+        x_b[1] = math.sqrt(clip**2 - x_b[0] ** 2)
+        w_a, w_b = np.append(x_a, constant), np.append(x_b, constant)
+        self.delta_ = np.outer(w_a, w_a) - np.outer(w_b, w_b)
+        self.constant_, self.n_samples_ = constant, n
+        self.record_ = x_a
+        return (_replace_row(X, self.index, x_a), y), (
+            _replace_row(X, self.index, x_b),
+            y,
+        )
+
+    def _gram(self, fitted):
+        n, c = self.n_samples_, self.constant_
+        mean = fitted.mean_
+        d = mean.shape[0]
+        gram = np.zeros((d + 1, d + 1))
+        gram[:d, :d] = n * (fitted.covariance_ + np.outer(mean, mean))
+        gram[:d, d] = gram[d, :d] = c * n * mean
+        gram[d, d] = n * c * c
+        return gram
+
+    def statistic(self, fitted):
+        return float(np.sum(self._gram(fitted) * self.delta_))
+
+    def expected_mu(self, fitted):
+        from ..mechanisms import gram_sensitivity
+
+        bound = math.sqrt(fitted.clip_norm_**2 + self.constant_**2)
+        sigma = fitted.noise_multiplier_ * gram_sensitivity(bound)
+        return float(np.linalg.norm(self.delta_) / sigma)
+
+
 class UserCanary(Canary):
     """Replace one user's whole data by a canary user (DPFedRep).
 
@@ -938,8 +1010,9 @@ def _random_features_parameters(est):
 
 
 def _register_landed():
+    from ..decomposition import DPPCA
     from ..gaussian import DPGaussianSampler
-    from ..linear_model import DPLogisticRegression, DPSparseGLM
+    from ..linear_model import DPLinearRegression, DPLogisticRegression, DPSparseGLM
     from ..model_selection import DPRandomSearchCV
     from ..naive_bayes import DPGaussianNB
     from ..preprocessing import (
@@ -980,6 +1053,8 @@ def _register_landed():
     for cls in (DPQuantileTransformer, DPRobustScaler, DPMinMaxScaler):
         register_canary(cls, lambda est: HistogramCanary())
     register_canary(DPRandomSearchCV, lambda est: SearchCanary())
+    register_canary(DPLinearRegression, lambda est: GLMCanary())
+    register_canary(DPPCA, lambda est: GramCanary())
 
 
 _register_landed()

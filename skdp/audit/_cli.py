@@ -24,6 +24,8 @@ ESTIMATORS = (
     "DPQuantileTransformer",
     "DPRobustScaler",
     "DPMinMaxScaler",
+    "DPLinearRegression",
+    "DPPCA",
 )
 
 
@@ -93,6 +95,15 @@ def audit_setup(name, *, epsilon, delta, setting="worst-case", seed=0):
         params = dict(bounds=(-3.0, 3.0)) if tight else {}
         X = rng.normal(size=(50, 3))
         return getattr(skdp, name)(**privacy, **params), X, None, "auto"
+    if name == "DPLinearRegression":
+        # Enough rows that XᵀX dominates its noise: the coefficients are then
+        # close to a linear function of the noisy Xᵀy the canary moves.
+        X = rng.normal(size=(2000, 3))
+        y = X @ [0.5, 0.3, 0.1] + 0.5 * rng.normal(size=2000)
+        return skdp.DPLinearRegression(**privacy), X, y, "auto"
+    if name == "DPPCA":
+        # The Gram canary attains the sensitivity at any setting.
+        return skdp.DPPCA(**privacy), rng.normal(size=(50, 3)), None, "auto"
     raise ValueError(f"Unknown estimator {name!r}; expected one of {ESTIMATORS}.")
 
 

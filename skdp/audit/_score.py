@@ -179,8 +179,25 @@ def _sparse_glm_view(est):
     )
 
 
+def _linear_regression_view(est):
+    from .._gram import clipped_rows
+
+    coef = np.asarray(est.coef_, dtype=float)
+    if coef.ndim != 1:
+        raise ValueError("The score attack view of DPLinearRegression is one-output.")
+    theta = np.append(coef, est.intercept_)
+
+    def features(X):
+        X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=float)
+        # The intercept's column is in the fitted row only with fit_intercept;
+        # its coefficient (intercept_) is 0 otherwise.
+        return np.hstack([clipped_rows(X, est.clip_norm_), np.ones((X.shape[0], 1))])
+
+    return GLMView(theta, features, lambda z: z, lambda y: y * 1.0)
+
+
 def _register_landed():
-    from ..linear_model import DPLogisticRegression, DPSparseGLM
+    from ..linear_model import DPLinearRegression, DPLogisticRegression, DPSparseGLM
     from ..random_features import DPRandomFeaturesRegressor
     from ..ranking import DPBradleyTerry
 
@@ -188,6 +205,7 @@ def _register_landed():
     register_glm_view(DPSparseGLM, _sparse_glm_view)
     register_glm_view(DPRandomFeaturesRegressor, _random_features_view)
     register_glm_view(DPBradleyTerry, _bradley_terry_view)
+    register_glm_view(DPLinearRegression, _linear_regression_view)
 
 
 _register_landed()

@@ -1,0 +1,5 @@
+"""Differentially private matrix decompositions."""
+
+from ._pca import DPPCA
+
+__all__ = ["DPPCA"]

@@ -1,0 +1,424 @@
+"""DPLinearRegression: the release, its accounting, utility, ledger, secure noise,
+Dask and the audit.
+
+Every randomised test fixes its seeds. Tolerances: exact identities to 1e-9
+(relative); the PLD oracle (dp-accounting) to 2e-3; noise standard
+deviations over 400 seeded fits to 15% (the sample std of 400 Gaussians is
+within 15% with probability > 0.999); utility as stated per test, measured
+with margin on the seeds used.
+"""
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+from sklearn.linear_model import LinearRegression, Ridge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import skdp.linear_model._linear as _linear
+from skdp import (
+    DPLinearRegression,
+    DPStandardScaler,
+    PrivacyLeakWarning,
+    PrivacyLedger,
+)
+from skdp import mechanisms as mech
+from skdp.accounting import gaussian_noise_multiplier, mu_from_epsilon
+from skdp.audit import audit_estimator
+from skdp.mechanisms import gram_sensitivity
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        yield
+
+
+def _data(n=2000, d=4, k=1, seed=0, noise=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    coef = rng.standard_normal((d, k)) / math.sqrt(d)
+    y = X @ coef + 0.1 + noise * rng.standard_normal((n, k))
+    return X, (y[:, 0] if k == 1 else y), coef
+
+
+def _spy(monkeypatch):
+    """Record every release of a fit: (kind, sensitivity, multiplier)."""
+    calls = []
+    real_gram, real_gauss = _linear.gram_mechanism, _linear.gaussian_mechanism
+
+    def gram(value, *, row_norm_bound, noise_multiplier, rng):
+        calls.append(("gram", gram_sensitivity(row_norm_bound), noise_multiplier))
+        return real_gram(
+            value,
+            row_norm_bound=row_norm_bound,
+            noise_multiplier=noise_multiplier,
+            rng=rng,
+        )
+
+    def gauss(value, *, sensitivity, noise_multiplier, rng):
+        calls.append(("eigenvalue", sensitivity, noise_multiplier))
+        return real_gauss(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(_linear, "gram_mechanism", gram)
+    monkeypatch.setattr(_linear, "gaussian_mechanism", gauss)
+    return calls
+
+
+# --------------------------------------------------------------------------
+# The release and its accounting
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", ["auto", 2.0])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_sensitivities_and_multipliers_match_an_independent_accountant(
+    monkeypatch, alpha, fit_intercept, epsilon
+):
+    calls = _spy(monkeypatch)
+    X, y, _ = _data(d=5)
+    delta = 1e-6
+    reg = DPLinearRegression(
+        epsilon=epsilon,
+        delta=delta,
+        alpha=alpha,
+        fit_intercept=fit_intercept,
+        random_state=0,
+    ).fit(X, y)
+    # Sensitivities recomputed from the clips alone: C_x = sqrt(5), C_y = 2,
+    # the intercept column 1, the target weight β = sqrt(R_x/C_y).
+    C_x, C_y = math.sqrt(5), 2.0
+    R_x = math.sqrt(C_x**2 + (1.0 if fit_intercept else 0.0))
+    beta2 = R_x / C_y
+    R2 = R_x**2 + beta2 * C_y**2
+    kinds = [c[0] for c in calls]
+    assert kinds == (["eigenvalue", "gram"] if alpha == "auto" else ["gram"])
+    assert reg.n_iter_ == len(calls)
+    gram_call = calls[-1]
+    assert gram_call[1] == pytest.approx(math.sqrt(2) * R2, rel=1e-12)
+    if alpha == "auto":
+        assert calls[0][1] == pytest.approx(C_x**2, rel=1e-12)
+        # 10% of μ² on the eigenvalue, 90% on the Gram matrix.
+        mu = mu_from_epsilon(epsilon, delta)
+        assert 1 / calls[0][2] ** 2 == pytest.approx(0.1 * mu**2, rel=1e-6)
+        assert 1 / calls[1][2] ** 2 == pytest.approx(0.9 * mu**2, rel=1e-6)
+    multipliers = [c[2] for c in calls]
+    spent = reg.privacy_spent_
+    assert spent.adjacency == "replace one record"
+    assert spent.epsilon == pytest.approx(epsilon, rel=1e-9)
+    assert spent.epsilon <= epsilon * (1 + 1e-12)
+    assert spent.mu == pytest.approx(
+        math.sqrt(sum(1 / z**2 for z in multipliers)), rel=1e-12
+    )
+    assert spent.mu == pytest.approx(
+        math.sqrt(reg.n_iter_) / reg.noise_multiplier_, rel=1e-12
+    )
+    accountant = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
+    for z in multipliers:
+        accountant.compose(dp_accounting.GaussianDpEvent(z))
+    assert accountant.get_epsilon(delta) == pytest.approx(epsilon, rel=2e-3)
+
+
+def test_released_statistics_have_the_calibrated_noise(monkeypatch):
+    """Over 400 seeded fits with a fixed ridge (one release), the noisy Gram
+    matrix minus the exact Gram of the clipped rows has std z·sqrt(2)·R² on
+    the diagonal and half that variance off it: checks the clip (R), the
+    multiplier and the symmetric noise together, independently of the code
+    that computes them."""
+    released = []
+    real = _linear.gram_mechanism
+
+    def keep(value, **kwargs):
+        out = real(value, **kwargs)
+        released.append(out - value)
+        return out
+
+    monkeypatch.setattr(_linear, "gram_mechanism", keep)
+    X, y, _ = _data(n=50, d=2)
+    for seed in range(400):
+        DPLinearRegression(alpha=1.0, random_state=seed).fit(X, y)
+    noise = np.array(released)
+    R2 = 2 + 1 + math.sqrt(3) / 2 * 4  # C_x² + 1 + β²C_y², β² = R_x/C_y
+    sigma = gaussian_noise_multiplier(1.0, 1e-5) * math.sqrt(2) * R2
+    std = noise.std(axis=0, ddof=1)
+    np.testing.assert_allclose(np.diag(std), sigma, rtol=0.15)
+    np.testing.assert_allclose(
+        std[np.triu_indices(4, 1)], sigma / math.sqrt(2), rtol=0.15
+    )
+
+
+def test_without_noise_it_is_ridge_on_the_clipped_data(monkeypatch):
+    """With the noise off (multiplier 0 inside the mechanism) the fit is the
+    exact ridge solution of the clipped rows: sklearn's Ridge on them."""
+    monkeypatch.setattr(
+        mech,
+        "gaussian_mechanism",
+        lambda value, *, sensitivity, noise_multiplier, rng: np.asarray(value, float),
+    )
+    X, y, _ = _data(n=500, d=3, k=2)
+    X[0] *= 10  # one row that is clipped
+    reg = DPLinearRegression(alpha=3.0, clip_norm=2.0, target_clip=50.0).fit(X, y)
+    Xc = X * np.minimum(1, 2.0 / np.linalg.norm(X, axis=1))[:, None]
+    ref = Ridge(alpha=3.0).fit(Xc, y)
+    np.testing.assert_allclose(reg.coef_, ref.coef_, rtol=1e-9)
+    np.testing.assert_allclose(reg.intercept_, ref.intercept_, rtol=1e-9, atol=1e-12)
+    assert reg.coef_.shape == (2, 3) and reg.intercept_.shape == (2,)
+    no_intercept = DPLinearRegression(
+        alpha=0.0, fit_intercept=False, clip_norm=1e6, target_clip=1e6
+    ).fit(X, y[:, 0])
+    ref = LinearRegression(fit_intercept=False).fit(X, y[:, 0])
+    np.testing.assert_allclose(no_intercept.coef_, ref.coef_, rtol=1e-8)
+    assert no_intercept.intercept_ == 0.0 and no_intercept.coef_.shape == (3,)
+
+
+def test_adassp_ridge_is_zero_when_the_data_dominates_and_large_when_not():
+    X, y, _ = _data(n=20000, d=3)
+    assert DPLinearRegression(random_state=0).fit(X, y).alpha_ == 0.0
+    # Two identical columns: λ_min(XᵀX) = 0, the ridge covers the noise.
+    Xs = np.hstack([X[:200, :1], X[:200, :1]])
+    reg = DPLinearRegression(random_state=0).fit(Xs, y[:200])
+    z = gaussian_noise_multiplier(1.0, 1e-5, 2) / math.sqrt(2) / math.sqrt(0.9)
+    R2 = 2 + 1 + math.sqrt(3) / 2 * 4
+    sigma = z * math.sqrt(2) * R2
+    assert reg.alpha_ >= sigma * math.sqrt(2 * 2) and np.all(np.isfinite(reg.coef_))
+
+
+# --------------------------------------------------------------------------
+# Utility (issue 31 acceptance)
+# --------------------------------------------------------------------------
+
+
+def _standardised_synthetic(seed, n=10000, d=20):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n + 5000, d))
+    beta = rng.standard_normal(d)
+    y = X @ beta + np.linalg.norm(beta) * rng.standard_normal(n + 5000)
+    X = StandardScaler().fit_transform(X)
+    y = (y - y.mean()) / y.std()
+    return X[:n], X[n:], y[:n], y[n:]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_within_002_r2_of_ols_at_epsilon_1_n_10000_d_20(seed):
+    X, X_test, y, y_test = _standardised_synthetic(seed)
+    ols = LinearRegression().fit(X, y).score(X_test, y_test)
+    dp = DPLinearRegression(epsilon=1.0, delta=1e-6).fit(X, y).score(X_test, y_test)
+    assert dp >= ols - 0.02
+
+
+def test_standardised_diabetes_has_a_positive_r2_at_epsilon_1():
+    """Measured over 10 splits × 3 fits: mean R² 0.29 (OLS 0.46; diffprivlib
+    −0.02 in its notebook, see docs/benchmarks.md). Asserted on the mean of
+    10 seeded splits: > 0.1."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    scores = []
+    for seed in range(10):
+        X_tr, X_te, y_tr, y_te = train_test_split(
+            X, y, test_size=0.2, random_state=seed
+        )
+        scaler = StandardScaler().fit(X_tr)
+        m, s = y_tr.mean(), y_tr.std()
+        reg = DPLinearRegression(random_state=seed).fit(
+            scaler.transform(X_tr), (y_tr - m) / s
+        )
+        scores.append(reg.score(scaler.transform(X_te), (y_te - m) / s))
+    assert np.mean(scores) > 0.1
+
+
+# --------------------------------------------------------------------------
+# Input, parameters, multi-output
+# --------------------------------------------------------------------------
+
+
+def test_multi_output_and_single_column_y():
+    X, Y, coef = _data(n=20000, d=3, k=2, noise=0.1)
+    # Clips above almost every row (the default sqrt(3) shrinks many rows of
+    # three features and inflates the coefficients by ~15%: see the Notes).
+    reg = DPLinearRegression(
+        epsilon=10.0, delta=1e-6, clip_norm=5.0, target_clip=10.0, random_state=0
+    ).fit(X, Y)
+    assert reg.coef_.shape == (2, 3) and reg.intercept_.shape == (2,)
+    assert reg.predict(X).shape == (20000, 2)
+    np.testing.assert_allclose(reg.coef_, coef.T, atol=0.1)
+    default = DPLinearRegression(random_state=0).fit(X, Y)
+    assert default.target_clip_ == pytest.approx(2 * math.sqrt(2))
+    assert default.clip_norm_ == pytest.approx(math.sqrt(3))
+    col = DPLinearRegression(random_state=0).fit(X, Y[:, :1])
+    assert col.coef_.shape == (1, 3)
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.array([[np.nan, 1.0]] * 3), "NaN"),
+        (np.array([[np.inf, 1.0]] * 3), "infinity"),
+    ],
+)
+def test_non_finite_input_raises_and_leaves_nothing_fitted(bad, match):
+    reg = DPLinearRegression(random_state=0).fit(*_data(n=50, d=2)[:2])
+    with pytest.raises(ValueError, match=match):
+        reg.fit(bad, np.ones(3))
+    assert not [k for k in vars(reg) if k.endswith("_")]
+    with pytest.raises(ValueError, match="NaN"):
+        DPLinearRegression().fit(np.ones((3, 2)), [1.0, np.nan, 2.0])
+
+
+def test_huge_and_float32_inputs_keep_the_bound_and_give_finite_models():
+    X, y, _ = _data(n=300, d=3)
+    X[0] = [1e308, -1e308, 1e308]
+    y[1] = 1e308
+    reg = DPLinearRegression(random_state=0).fit(X, y)
+    assert np.all(np.isfinite(reg.coef_)) and math.isfinite(reg.intercept_)
+    reg32 = DPLinearRegression(random_state=0).fit(X[1:].astype(np.float32), y[1:])
+    assert np.all(np.isfinite(reg32.coef_))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"alpha": -1.0}, {"clip_norm": 0.0}, {"target_clip": "big"}, {"epsilon": 0}],
+)
+def test_invalid_parameters_raise(params):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError):
+        DPLinearRegression(**params).fit(np.ones((10, 2)), np.ones(10))
+
+
+def test_verbose_states_the_guarantee(capsys):
+    DPLinearRegression(verbose=1, random_state=0).fit(*_data(n=100, d=2)[:2])
+    out = capsys.readouterr().out
+    assert "[DPLinearRegression]" in out and "replace one record" in out
+
+
+# --------------------------------------------------------------------------
+# Ledger, secure noise, Dask
+# --------------------------------------------------------------------------
+
+
+def test_ledger_totals_a_private_pipeline_and_a_private_target_transform():
+    from sklearn.compose import TransformedTargetRegressor
+
+    X, y, _ = _data(n=3000, d=3)
+    pipe = make_pipeline(
+        DPStandardScaler(epsilon=0.5, delta=1e-6),
+        TransformedTargetRegressor(
+            regressor=DPLinearRegression(epsilon=0.8, delta=1e-6),
+            transformer=DPStandardScaler(epsilon=0.3, delta=1e-6),
+        ),
+    ).fit(X, y * 100 + 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every step is private: silent
+        total = PrivacyLedger(delta=1e-6).record(pipe).total()
+    mus = [mu_from_epsilon(e, 1e-6) for e in (0.5, 0.8, 0.3)]
+    assert total.mu == pytest.approx(math.sqrt(sum(m * m for m in mus)), rel=1e-9)
+    assert pipe.score(X, y * 100 + 5) > 0.5
+
+
+def test_secure_noise_fits_within_budget_and_refuses_a_seed():
+    X, y, _ = _data(n=2000, d=3)
+    reg = DPLinearRegression(noise="secure").fit(X, y)
+    spent, budget = reg.privacy_spent_, reg.privacy_budget()
+    assert "discrete Gaussian" in spent.sampler
+    assert spent.mu is None and spent.zcdp <= budget.zcdp * (1 + 1e-9)
+    assert spent.epsilon <= 1.0 * (1 + 1e-9)
+    assert reg.score(X, y) > 0.5
+    with pytest.raises(ValueError, match="cannot be seeded"):
+        DPLinearRegression(noise="secure", random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_dask_fit_matches_in_memory(k):
+    da = pytest.importorskip("dask.array")
+    X, y, _ = _data(n=2000, d=3, k=k)
+    memory = DPLinearRegression(random_state=0).fit(X, y)
+    Xd = da.from_array(X, chunks=(700, 3))
+    yd = da.from_array(y, chunks=(700,) if k == 1 else (700, k))
+    for target in (y, yd):
+        dask_fit = DPLinearRegression(random_state=0).fit(Xd, target)
+        np.testing.assert_allclose(dask_fit.coef_, memory.coef_, rtol=1e-8)
+        np.testing.assert_allclose(dask_fit.intercept_, memory.intercept_, rtol=1e-8)
+        assert dask_fit.privacy_spent_ == memory.privacy_spent_
+    assert isinstance(dask_fit.predict(Xd), da.Array)
+    if k == 1:
+        assert dask_fit.score(Xd, yd) == pytest.approx(dask_fit.score(X, y), rel=1e-9)
+
+
+def test_dask_bad_y_raises_before_any_noise(monkeypatch):
+    da = pytest.importorskip("dask.array")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("noise drawn before the input was checked")
+
+    monkeypatch.setattr(_linear, "gram_mechanism", refuse)
+    monkeypatch.setattr(_linear, "gaussian_mechanism", refuse)
+    X, y, _ = _data(n=1000, d=3, k=2)
+    y[500, 1] = np.inf
+    reg = DPLinearRegression()
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        reg.fit(da.from_array(X, chunks=(300, 3)), da.from_array(y, chunks=(300, 2)))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        reg.fit(da.from_array(X, chunks=(300, 3)), y[:, 1])
+    assert not [k for k in vars(reg) if k.endswith("_")]
+
+
+# --------------------------------------------------------------------------
+# Audit
+# --------------------------------------------------------------------------
+
+
+def _audit_data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 3))
+    return X, X @ [0.5, 0.3, 0.1] + 0.5 * rng.standard_normal(2000)
+
+
+def test_audit_does_not_refute_the_claim_and_catches_a_tenth_of_the_noise(
+    monkeypatch,
+):
+    """Default canary (a record far out along e₁ whose target flips sign,
+    clipped to C_x and C_y) and the score attack, 500 paired trials: the
+    correct estimator is not refuted (μ̂ 0.19 for the claimed 0.27: the flip
+    attains 92% of the sensitivity and the coefficients are a nonlinear
+    function of the release); with a tenth of the Gram noise, claiming the
+    same, it is refuted."""
+    X, y = _audit_data()
+    est = DPLinearRegression(epsilon=1.0, delta=1e-5)
+    correct = audit_estimator(est, X, y, n_trials=500, random_state=0)
+    print(correct)
+    assert not correct.refuted
+    assert correct.epsilon_lower_bound <= correct.claimed_epsilon
+    assert correct.mu_hat <= correct.claimed_mu + 4 * correct.mu_hat_se
+    assert correct.mu_hat > 0.5 * correct.claimed_mu  # the attack has power
+    real = _linear.gram_mechanism
+    monkeypatch.setattr(
+        _linear,
+        "gram_mechanism",
+        lambda value, *, row_norm_bound, noise_multiplier, rng: real(
+            value,
+            row_norm_bound=row_norm_bound,
+            noise_multiplier=noise_multiplier / 10,
+            rng=rng,
+        ),
+    )
+    broken = audit_estimator(est, X, y, n_trials=500, random_state=0)
+    print(broken)
+    assert broken.claimed_epsilon == correct.claimed_epsilon
+    assert broken.refuted
+    assert broken.mu_hat > 3 * broken.claimed_mu
+
+
+def test_secure_audit_does_not_refute_the_claim():
+    X, y = _audit_data()
+    est = DPLinearRegression(epsilon=1.0, delta=1e-5, noise="secure")
+    report = audit_estimator(est, X, y, n_trials=200, random_state=0)
+    assert report.claimed_mu is None and not report.refuted
