@@ -50,7 +50,15 @@ def _quiet():
 
 @pytest.fixture(scope="module")
 def client():
-    """A small in-process cluster: two workers, one thread each."""
+    """A small in-process cluster: two workers, one thread each.
+
+    Dask's configuration is restored after the cluster closes: a client that
+    joblib's Dask backend has used leaves the distributed scheduler set as
+    dask's default when it closes, which broke later tests in other files.
+    """
+    import copy
+
+    saved = copy.deepcopy(dask.config.config)
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
     )
@@ -58,6 +66,8 @@ def client():
     yield client
     client.close()
     cluster.close()
+    dask.config.config.clear()
+    dask.config.config.update(saved)
 
 
 def _dask(X, rows, y=None):
