@@ -1237,3 +1237,46 @@ def test_stable_mean_matches_its_definition_across_row_blocks(seed, monkeypatch)
         else:
             np.testing.assert_allclose(weights, expected_weights, rtol=1e-12)
     assert k in seen_scores and len(seen_scores) >= 2
+
+
+def test_rows_of_weight_zero_leave_the_release_unchanged_even_if_infinite():
+    """A covariance pair at float64's edge (X_a = 1.7e308, X_b = -1.7e308)
+    gives Y_i = (X_a - X_b)/sqrt(2) = inf; StableCov gives it weight 0, and
+    it must add exactly nothing (not 0·inf = NaN, which would turn one
+    row into a Fail). White box: the same coins, the row infinite or 0."""
+    rng = np.random.default_rng(8)
+    n1, n2, d = 50, 30, 3
+    Y = rng.standard_normal((n2, d))
+    w = rng.uniform(0.5, 1.0, n2)
+    w[[4, 17]] = 0.0
+    mu_hat = rng.standard_normal(d)
+    clean = release(mu_hat, w / w.sum(), Y, n1, np.random.default_rng(1))
+    Y[4], Y[17] = np.inf, [-np.inf, 1e308, np.nan]
+    with np.errstate(all="raise"):
+        dirty = release(mu_hat, w / w.sum(), Y, n1, np.random.default_rng(1))
+    Y[[4, 17]] = 0.0
+    np.testing.assert_array_equal(
+        dirty, release(mu_hat, w / w.sum(), Y, n1, np.random.default_rng(1))
+    )
+    assert np.all(np.isfinite(clean))
+    # End to end: the overflowing pair is an outlier (weight 0), and the run
+    # still releases a finite draw with the coins that pass on clean data.
+    n1, n2 = 400, 600
+    X = np.random.default_rng(3).standard_normal((n1 + 2 * n2, 2))
+    args = (n1, n2, 40.0, 4, 60, 0.5, 10.0)
+    assert run_sampler(X, *args, np.random.default_rng(10)) is not None
+    X[n1 + 5], X[n1 + n2 + 5] = 1.7e308, -1.7e308
+    Z = run_sampler(X, *args, np.random.default_rng(10))
+    assert Z is not None and np.all(np.isfinite(Z))
+
+
+def test_ptr_score_is_k_when_stable_cov_fails():
+    """A covariance half on a line (A(S) singular for every S: Algorithm 4
+    makes every point an outlier) has Score1 = k, and the score the PTR sees
+    is k, whatever the mean half."""
+    rng = np.random.default_rng(5)
+    n1, n2, k = 400, 600, 4
+    X = rng.standard_normal((n1 + 2 * n2, 2))
+    assert ptr_score(X, n1, n2, 40.0, k, np.arange(60)) < k
+    X[n1:] = np.outer(rng.standard_normal(2 * n2), [1.0, 2.0])
+    assert ptr_score(X, n1, n2, 40.0, k, np.arange(60)) == k
