@@ -320,6 +320,53 @@ def test_stable_cov_matches_the_naive_algorithm(seed):
         assert w is None
 
 
+def test_stable_cov_matches_the_naive_algorithm_at_its_edges():
+    """The early exit's loop bounds and comparisons, where they bite: tiny m
+    (also m <= k, where every row can be lost) and a λ0 sweep that reaches
+    every score from 0 to k; a rank-deficient Y (A singular for every S:
+    every point an outlier, Score = k); an outlier so far out that even the
+    top level 2k removes it (weight 0, not negative); and a leverage exactly
+    at the threshold λ0, which the good set keeps (``q <= λ``)."""
+    from skdp.gaussian._subroutines import _good_set_norms
+
+    rng = np.random.default_rng(0)
+    scores = set()
+    for _ in range(300):
+        m, d, k = (
+            int(rng.integers(2, 16)),
+            int(rng.integers(1, 3)),
+            int(rng.integers(1, 6)),
+        )
+        Y = rng.standard_t(df=2, size=(m, d))
+        lambda0 = float(np.exp(rng.uniform(math.log(0.3), math.log(m))))
+        w_naive, s_naive = naive_stable_cov(Y, lambda0, k)
+        w, s = stable_cov(Y, lambda0, k)
+        assert s == s_naive
+        if s < k:
+            np.testing.assert_allclose(w, w_naive, rtol=0, atol=1e-15)
+        else:
+            assert w is None
+        scores.add((s, k))
+    assert {(s, 5) for s in range(6)} <= scores
+    # Rank-deficient: every point is an outlier at every level.
+    line = np.outer(rng.standard_normal(50), [1.0, 2.0])
+    assert stable_cov(line, 9.0, 3) == (None, 3)
+    # One outlier beyond e²·λ0 at the top level: weight exactly 0.
+    Y = rng.standard_normal((400, 2))
+    Y[0] = [300.0, -300.0]
+    w, s = stable_cov(Y, 15.0, 3)
+    w_naive, s_naive = naive_stable_cov(Y, 15.0, 3)
+    assert s == s_naive == 1
+    assert w[0] == 0.0 and np.all(w[1:] > 0)
+    np.testing.assert_allclose(w, w_naive, rtol=0, atol=1e-15)
+    # The largest leverage exactly at λ0 (level 0's threshold, e^0·λ0): kept.
+    Y = rng.standard_normal((60, 2))
+    lambda0 = float(_good_set_norms(Y, np.ones(60, dtype=bool)).max())
+    w, s = stable_cov(Y, lambda0, 3)
+    assert s == 0
+    np.testing.assert_array_equal(w, np.full(60, 1.0 / 60))
+
+
 def test_stable_cov_early_exit_keeps_the_score_of_higher_levels():
     # The spec review's counterexample to the "fail once k points are lost"
     # rule: k points that only level 0 removes. The true score is 1 (PTR
