@@ -1327,3 +1327,32 @@ def test_ptr_score_is_k_when_stable_cov_fails():
     assert ptr_score(X, n1, n2, 40.0, k, np.arange(60)) < k
     X[n1:] = np.outer(rng.standard_normal(2 * n2), [1.0, 2.0])
     assert ptr_score(X, n1, n2, 40.0, k, np.arange(60)) == k
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+def test_bounded_release_is_one_call_at_the_joint_sensitivity(d, noise, monkeypatch):
+    """White box: the bounded fit makes one Gaussian release of the stacked
+    (mean/Δ_m, second/Δ_S) vector with sensitivity κ(d) (1 at d = 1, 5/4
+    above) and the fitted multiplier, drawn from the secure source when
+    noise="secure" (not numpy's generator while claiming the discrete
+    Gaussian)."""
+    from skdp.mechanisms import SecureNoise
+
+    calls = []
+    real = _sampler.gaussian_mechanism
+
+    def spy(value, *, sensitivity, noise_multiplier, rng):
+        calls.append((value.size, sensitivity, noise_multiplier, rng))
+        return real(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(_sampler, "gaussian_mechanism", spy)
+    X = 0.01 * np.random.default_rng(0).standard_normal((400, d))
+    est = DPGaussianSampler(epsilon=1.0, delta=1e-6, radius=2.0, noise=noise).fit(X)
+    [(size, sensitivity, nm, rng)] = calls
+    assert size == d + d * (d + 1) // 2
+    assert sensitivity == (1.0 if d == 1 else 1.25)
+    assert nm == est.noise_multiplier_
+    assert isinstance(rng, SecureNoise) == (noise == "secure")
