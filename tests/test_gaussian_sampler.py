@@ -1356,3 +1356,13 @@ def test_bounded_release_is_one_call_at_the_joint_sensitivity(d, noise, monkeypa
     assert sensitivity == (1.0 if d == 1 else 1.25)
     assert nm == est.noise_multiplier_
     assert isinstance(rng, SecureNoise) == (noise == "secure")
+
+
+def test_good_set_of_rows_whose_largest_entry_is_exactly_one():
+    """The scaling of Y_S by a power of two reads the largest entry; a value
+    of exactly 1.0 (or any other) is an ordinary scale, not "singular"."""
+    Y = np.random.default_rng(6).uniform(-0.5, 0.5, size=(200, 2))
+    Y[0, 0] = 1.0
+    S = largest_good_subset(Y, 12.0)
+    np.testing.assert_array_equal(S, largest_good_subset(Y * 3.0, 12.0))
+    assert S.sum() >= 190
