@@ -863,3 +863,23 @@ def test_the_split_needs_one_validation_and_two_training_rows(n, fraction, ok):
     else:
         with pytest.raises(ValueError, match="is too few"):
             est.fit(X, y)
+
+
+@pytest.mark.parametrize("n_iter", [1, 3])
+def test_the_released_cost_states_the_unit_the_steps_protect(comparisons, n_iter):
+    # A DPBradleyTerry that protects one comparison's outcome: the search's
+    # cost (n_iter = 1 is one run, stated as the run's cost) claims that
+    # unit, not one record, in privacy_spent_ and in candidate_budget_.
+    pairs, y = comparisons
+    pipe = make_pipeline(
+        PairsEncoder(n_items=8),
+        DPBradleyTerry(classes=[0, 1], privacy_unit="outcome"),
+    )
+    est = search(
+        estimator=pipe,
+        param_distributions={"dpbradleyterry__alpha": [0.5, 1.0]},
+        n_iter=n_iter,
+    )
+    fitted = est.fit(pairs, y)
+    assert fitted.privacy_spent_.adjacency == REPLACE_ONE_OUTCOME
+    assert fitted.candidate_budget_.adjacency == REPLACE_ONE_OUTCOME
