@@ -320,6 +320,53 @@ def test_stable_cov_matches_the_naive_algorithm(seed):
         assert w is None
 
 
+def test_stable_cov_matches_the_naive_algorithm_at_its_edges():
+    """The early exit's loop bounds and comparisons, where they bite: tiny m
+    (also m <= k, where every row can be lost) and a λ0 sweep that reaches
+    every score from 0 to k; a rank-deficient Y (A singular for every S:
+    every point an outlier, Score = k); an outlier so far out that even the
+    top level 2k removes it (weight 0, not negative); and a leverage exactly
+    at the threshold λ0, which the good set keeps (``q <= λ``)."""
+    from skdp.gaussian._subroutines import _good_set_norms
+
+    rng = np.random.default_rng(0)
+    scores = set()
+    for _ in range(300):
+        m, d, k = (
+            int(rng.integers(2, 16)),
+            int(rng.integers(1, 3)),
+            int(rng.integers(1, 6)),
+        )
+        Y = rng.standard_t(df=2, size=(m, d))
+        lambda0 = float(np.exp(rng.uniform(math.log(0.3), math.log(m))))
+        w_naive, s_naive = naive_stable_cov(Y, lambda0, k)
+        w, s = stable_cov(Y, lambda0, k)
+        assert s == s_naive
+        if s < k:
+            np.testing.assert_allclose(w, w_naive, rtol=0, atol=1e-15)
+        else:
+            assert w is None
+        scores.add((s, k))
+    assert {(s, 5) for s in range(6)} <= scores
+    # Rank-deficient: every point is an outlier at every level.
+    line = np.outer(rng.standard_normal(50), [1.0, 2.0])
+    assert stable_cov(line, 9.0, 3) == (None, 3)
+    # One outlier beyond e²·λ0 at the top level: weight exactly 0.
+    Y = rng.standard_normal((400, 2))
+    Y[0] = [300.0, -300.0]
+    w, s = stable_cov(Y, 15.0, 3)
+    w_naive, s_naive = naive_stable_cov(Y, 15.0, 3)
+    assert s == s_naive == 1
+    assert w[0] == 0.0 and np.all(w[1:] > 0)
+    np.testing.assert_allclose(w, w_naive, rtol=0, atol=1e-15)
+    # The largest leverage exactly at λ0 (level 0's threshold, e^0·λ0): kept.
+    Y = rng.standard_normal((60, 2))
+    lambda0 = float(_good_set_norms(Y, np.ones(60, dtype=bool)).max())
+    w, s = stable_cov(Y, lambda0, 3)
+    assert s == 0
+    np.testing.assert_array_equal(w, np.full(60, 1.0 / 60))
+
+
 def test_stable_cov_early_exit_keeps_the_score_of_higher_levels():
     # The spec review's counterexample to the "fail once k points are lost"
     # rule: k points that only level 0 removes. The true score is 1 (PTR
@@ -709,7 +756,9 @@ def test_bounded_clip_survives_overflowing_differences():
     X = np.tile(c, (n, 1))
     Xp = X.copy()
     Xp[0] = [1e308, -1e308]
-    (m, S), (mp, Sp) = clipped_moments(X, c, C), clipped_moments(Xp, c, C)
+    with warnings.catch_warnings():  # and silently: no data-dependent warning
+        warnings.simplefilter("error")
+        (m, S), (mp, Sp) = clipped_moments(X, c, C), clipped_moments(Xp, c, C)
     np.testing.assert_allclose(mp, [C / math.sqrt(2) / n, -C / math.sqrt(2) / n])
     assert np.linalg.norm(m - mp) <= 2 * C / n
     assert np.linalg.norm(S - Sp) <= math.sqrt(2) * C**2 / n * (1 + 1e-12)
@@ -1386,3 +1435,87 @@ def test_auto_with_paper_accounting_is_refused():
     X, _ = _offset_data(n=5000)
     with pytest.raises(ValueError, match="accounting='paper'"):
         DPGaussianSampler(accounting="paper").fit(X)
+
+
+def test_rows_of_weight_zero_leave_the_release_unchanged_even_if_infinite():
+    """A covariance pair at float64's edge (X_a = 1.7e308, X_b = -1.7e308)
+    gives Y_i = (X_a - X_b)/sqrt(2) = inf; StableCov gives it weight 0, and
+    it must add exactly nothing (not 0·inf = NaN, which would turn one
+    row into a Fail). White box: the same coins, the row infinite or 0."""
+    rng = np.random.default_rng(8)
+    n1, n2, d = 50, 30, 3
+    Y = rng.standard_normal((n2, d))
+    w = rng.uniform(0.5, 1.0, n2)
+    w[[4, 17]] = 0.0
+    mu_hat = rng.standard_normal(d)
+    clean = release(mu_hat, w / w.sum(), Y, n1, np.random.default_rng(1))
+    Y[4], Y[17] = np.inf, [-np.inf, 1e308, np.nan]
+    with np.errstate(all="raise"):
+        dirty = release(mu_hat, w / w.sum(), Y, n1, np.random.default_rng(1))
+    Y[[4, 17]] = 0.0
+    np.testing.assert_array_equal(
+        dirty, release(mu_hat, w / w.sum(), Y, n1, np.random.default_rng(1))
+    )
+    assert np.all(np.isfinite(clean))
+    # End to end: the overflowing pair is an outlier (weight 0), and the run
+    # still releases a finite draw with the coins that pass on clean data.
+    n1, n2 = 400, 600
+    X = np.random.default_rng(3).standard_normal((n1 + 2 * n2, 2))
+    args = (n1, n2, 40.0, 4, 60, 0.5, 10.0)
+    assert run_sampler(X, *args, np.random.default_rng(10)) is not None
+    X[n1 + 5], X[n1 + n2 + 5] = 1.7e308, -1.7e308
+    Z = run_sampler(X, *args, np.random.default_rng(10))
+    assert Z is not None and np.all(np.isfinite(Z))
+
+
+def test_ptr_score_is_k_when_stable_cov_fails():
+    """A covariance half on a line (A(S) singular for every S: Algorithm 4
+    makes every point an outlier) has Score1 = k, and the score the PTR sees
+    is k, whatever the mean half."""
+    rng = np.random.default_rng(5)
+    n1, n2, k = 400, 600, 4
+    X = rng.standard_normal((n1 + 2 * n2, 2))
+    assert ptr_score(X, n1, n2, 40.0, k, np.arange(60)) < k
+    X[n1:] = np.outer(rng.standard_normal(2 * n2), [1.0, 2.0])
+    assert ptr_score(X, n1, n2, 40.0, k, np.arange(60)) == k
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+def test_bounded_release_is_one_call_at_the_joint_sensitivity(d, noise, monkeypatch):
+    """White box: the bounded fit makes one Gaussian release of the stacked
+    (mean/Δ_m, second/Δ_S) vector with sensitivity κ(d) (1 at d = 1, 5/4
+    above) and the fitted multiplier, drawn from the secure source when
+    noise="secure" (not numpy's generator while claiming the discrete
+    Gaussian)."""
+    from skdp.mechanisms import SecureNoise
+
+    calls = []
+    real = _sampler.gaussian_mechanism
+
+    def spy(value, *, sensitivity, noise_multiplier, rng):
+        calls.append((value.size, sensitivity, noise_multiplier, rng))
+        return real(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(_sampler, "gaussian_mechanism", spy)
+    X = 0.01 * np.random.default_rng(0).standard_normal((400, d))
+    est = DPGaussianSampler(
+        epsilon=1.0, delta=1e-6, center=None, radius=2.0, noise=noise
+    ).fit(X)
+    [(size, sensitivity, nm, rng)] = calls
+    assert size == d + d * (d + 1) // 2
+    assert sensitivity == (1.0 if d == 1 else 1.25)
+    assert nm == est.noise_multiplier_
+    assert isinstance(rng, SecureNoise) == (noise == "secure")
+
+
+def test_good_set_of_rows_whose_largest_entry_is_exactly_one():
+    """The scaling of Y_S by a power of two reads the largest entry; a value
+    of exactly 1.0 (or any other) is an ordinary scale, not "singular"."""
+    Y = np.random.default_rng(6).uniform(-0.5, 0.5, size=(200, 2))
+    Y[0, 0] = 1.0
+    S = largest_good_subset(Y, 12.0)
+    np.testing.assert_array_equal(S, largest_good_subset(Y * 3.0, 12.0))
+    assert S.sum() >= 190

@@ -877,3 +877,71 @@ def test_the_score_is_a_mean_of_per_record_terms_in_the_declared_range():
     assert _search._score(labels, None, np.array(["a", "a", "b"]), "accuracy", 1.0) == (
         pytest.approx(2 / 3)
     )
+
+
+@pytest.mark.parametrize("scoring, bound", [("accuracy", 1.0), ("regression", 4.0)])
+def test_each_score_gets_noise_of_exactly_its_sensitivity_over_mu(
+    data, monkeypatch, scoring, bound
+):
+    """White box, noise="fast": every run's score gets Gaussian noise of std
+    Δ/μ_c, Δ = (score range)/m, exactly (no secure-grid slack, no other
+    factor); secure noise's Δ/(μ_c − 2^-16) is tested above."""
+    X, y = data
+    m = round(0.2 * X.shape[0])
+    calls = []
+    real = _search.add_gaussian_noise
+
+    def spy(value, std, rng):
+        calls.append(std)
+        return real(value, std, rng)
+
+    monkeypatch.setattr(_search, "add_gaussian_noise", spy)
+    if scoring == "accuracy":
+        fitted = search().fit(X, y)
+    else:
+        fitted = search(
+            estimator=DPRandomFeaturesRegressor(),
+            param_distributions={"clip_norm": [1.0, 2.0]},
+            score_bound=bound,
+        ).fit(X, y.astype(float))
+    mu = fitted.candidate_budget_.mu
+    assert calls
+    for std in calls:
+        assert std == pytest.approx(bound / m / mu, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "n, fraction, ok",
+    [(10, 0.01, False), (3, 0.5, False), (5, 0.2, True), (3, 0.34, True)],
+)
+def test_the_split_needs_one_validation_and_two_training_rows(n, fraction, ok):
+    # m = round(fraction·n) validation rows (the score's sensitivity is 1/m)
+    # and n − m >= 2 training rows: refused below, fitted at the edge.
+    X = np.tile([[0.0, 1.0], [1.0, 0.0]], (3, 1))[:n]
+    y = np.array([0, 1, 0, 1, 0, 1])[:n]
+    est = search(validation_fraction=fraction, n_iter=1)
+    if ok:
+        assert est.fit(X, y).best_estimator_.n_features_in_ == 2
+    else:
+        with pytest.raises(ValueError, match="is too few"):
+            est.fit(X, y)
+
+
+@pytest.mark.parametrize("n_iter", [1, 3])
+def test_the_released_cost_states_the_unit_the_steps_protect(comparisons, n_iter):
+    # A DPBradleyTerry that protects one comparison's outcome: the search's
+    # cost (n_iter = 1 is one run, stated as the run's cost) claims that
+    # unit, not one record, in privacy_spent_ and in candidate_budget_.
+    pairs, y = comparisons
+    pipe = make_pipeline(
+        PairsEncoder(n_items=8),
+        DPBradleyTerry(classes=[0, 1], privacy_unit="outcome"),
+    )
+    est = search(
+        estimator=pipe,
+        param_distributions={"dpbradleyterry__alpha": [0.5, 1.0]},
+        n_iter=n_iter,
+    )
+    fitted = est.fit(pairs, y)
+    assert fitted.privacy_spent_.adjacency == REPLACE_ONE_OUTCOME
+    assert fitted.candidate_budget_.adjacency == REPLACE_ONE_OUTCOME
