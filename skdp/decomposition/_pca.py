@@ -99,13 +99,13 @@ class DPPCA(
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (n_components, n_features)
         Principal axes (orthonormal rows), by decreasing noisy variance;
         each row's largest entry in absolute value is positive.
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape (n_components,)
         Noisy variance of the clipped data along each axis (eigenvalues of
         the noisy covariance, floored at 0).
-    explained_variance_ratio_ : ndarray of shape (n_components_,)
+    explained_variance_ratio_ : ndarray of shape (n_components,)
         ``explained_variance_`` over the sum of all floored eigenvalues.
     mean_ : ndarray of shape (n_features,)
         Private mean of the clipped rows (zeros with ``with_mean=False``).
@@ -339,7 +339,7 @@ class DPPCA(
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_components_)
+        X_new : ndarray of shape (n_samples, n_components)
             Projections.
         """
         check_is_fitted(self)
@@ -355,7 +355,7 @@ class DPPCA(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_components_)
+        X : array-like of shape (n_samples, n_components)
             Projections.
 
         Returns
