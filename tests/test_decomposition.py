@@ -164,11 +164,18 @@ def test_pipeline_in_front_of_a_dp_model_is_counted_by_the_ledger():
 
     X, y = load_digits(return_X_y=True)
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.25, random_state=0)
-    pipe = make_pipeline(
-        DPStandardScaler(epsilon=0.5, delta=1e-6),
-        DPPCA(20, epsilon=0.5, delta=1e-6, with_mean=False),
-        DPLogisticRegression(epsilon=1.0, delta=1e-6, classes=list(range(10))),
-    ).fit(X_tr, y_tr)
+    # Seeded (distinct seeds: the ledger refuses shared noise) so the score
+    # is fixed: 0.658 here; unseeded fits score 0.52-0.69 (12 runs).
+    seeded = {"delta": 1e-6}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # seeded noise
+        pipe = make_pipeline(
+            DPStandardScaler(epsilon=0.5, random_state=0, **seeded),
+            DPPCA(20, epsilon=0.5, with_mean=False, random_state=1, **seeded),
+            DPLogisticRegression(
+                epsilon=1.0, classes=list(range(10)), random_state=2, **seeded
+            ),
+        ).fit(X_tr, y_tr)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # every step is private: silent
         total = PrivacyLedger(delta=1e-6).record(pipe).total()
