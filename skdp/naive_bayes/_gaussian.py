@@ -23,7 +23,7 @@ from .._base import (
     unique_labels,
     warn_if_delta_is_large,
 )
-from ..accounting import REPLACE_ONE, gaussian_cost, gaussian_noise_multiplier
+from ..accounting import REPLACE_ONE, gaussian_cost, split_gaussian_budget
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import as_generator, gaussian_mechanism
 from ..preprocessing._quantiles import (
@@ -38,6 +38,7 @@ from ..preprocessing._scaler import (
     GAMMA,
     _center_half_width,
     _check_bounds,
+    bounds_schedule,
     histogram_snr,
     normalise,
 )
@@ -403,31 +404,44 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         classes = self._label_set(y)
         priors = self._check_priors(classes.size)
         bounds = None if self.bounds is None else _check_bounds(self.bounds, d)
-        schedule = self._schedule(n, d, given=bounds is not None)
-        n_iter = {"moments": 1, "histogram": 2, "search": N_BOUND_RELEASES + 1}[
+        schedule = bounds_schedule(
+            n,
+            d,
+            self.epsilon,
+            self.delta,
+            given=bounds is not None,
+            name="DPGaussianNB",
+            unseen="is dropped",
+            stacklevel=4,  # the caller of fit (through its two decorators)
+        )
+        # μ_bounds² = bounds_share·μ² over the bound releases, the rest on
+        # the moments (accounting.split_gaussian_budget).
+        n_bound_releases = {"given": 0, "histogram": 1, "search": N_BOUND_RELEASES}[
             schedule
         ]
-        z = self._one_release_multiplier(n_iter)
+        share = self.bounds_share
+        parts = [(n_bound_releases, share), (1, 1.0 - share)]
+        if schedule == "given":
+            parts = [(1, 1.0)]
+        (*z_bounds, z_moments), z_total = split_gaussian_budget(
+            self.epsilon, self.delta, parts, noise=self.noise
+        )
         rng = as_generator(self.random_state, self.noise)
         keep = np.ones(d, dtype=bool)
-        z_moments = z
         if bounds is None:
-            z_moments = z / math.sqrt(1.0 - self.bounds_share)
-            bounds, keep = self._private_bounds(X, schedule, z, rng)
+            bounds, keep = self._private_bounds(X, schedule, z_bounds[0], rng)
         stats = self._release(X, y, classes, bounds, keep, z_moments, rng)
         self._store(stats, classes, priors, bounds, keep, n)
-        self.n_iter_ = n_iter
-        # Σ 1/z_i² = 1/z² (up to rounding, which the accountant's margin
-        # covers), i.e. n_iter releases of multiplier sqrt(n_iter)·z.
-        self.noise_multiplier_ = math.sqrt(n_iter) * z
+        self.n_iter_ = n_bound_releases + 1
+        self.noise_multiplier_ = z_total  # n_iter_ releases of it cost the same
         self.privacy_spent_ = gaussian_cost(
             self.noise_multiplier_,
-            n_iter,
+            self.n_iter_,
             noise=self.noise,
             delta=self.delta,
             adjacency=REPLACE_ONE,
             mechanism="DPGaussianNB: noisy class counts, sums and sums of squares"
-            + ("" if schedule == "moments" else ", after noisy histograms (bounds)"),
+            + ("" if schedule == "given" else ", after noisy histograms (bounds)"),
         )
         return self
 
@@ -492,37 +506,9 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
             raise ValueError("Priors must be non-negative.")
         return priors
 
-    def _schedule(self, n, d, *, given):
-        """Which releases: "moments", "histogram" or "search" (public inputs only)."""
-        if given:
-            return "moments"
-        snr = histogram_snr(n, d, self.epsilon, self.delta)
-        if snr < _MIN_SNR:
-            warnings.warn(
-                f"DPGaussianNB: n_samples={n} is small for {d} features at "
-                f"epsilon={self.epsilon:g}, delta={self.delta:g}: the private "
-                "histogram of a feature sees its bulk only if more than about a "
-                "third of the records fall in one bin, and a feature not seen "
-                "is dropped. Give public bounds=(lower, upper), fewer features "
-                "or more budget.",
-                UserWarning,
-                stacklevel=5,
-            )
-        return "search" if snr >= _SEARCH_SNR else "histogram"
-
-    def _one_release_multiplier(self, n_iter):
-        """z such that releases with Σ 1/z_i² = 1/z² spend (ε, δ)."""
-        if self.noise == "secure":
-            # Σ_i (1/z_i + 2^-16)² <= n_iter·(1/(sqrt(n_iter)·z) + 2^-16)² by
-            # Cauchy-Schwarz when Σ 1/z_i² = 1/z²: calibrate the right side.
-            return gaussian_noise_multiplier(
-                self.epsilon, self.delta, n_iter, noise="secure"
-            ) / math.sqrt(n_iter)
-        return gaussian_noise_multiplier(self.epsilon, self.delta)
-
-    def _private_bounds(self, X, schedule, z, rng):
-        """Bounds (and the features kept) from ``bounds_share`` of the budget."""
-        z_bounds = z / math.sqrt(self.bounds_share)
+    def _private_bounds(self, X, schedule, z_bounds, rng):
+        """Bounds (and the features kept) from noisy histograms, each with
+        noise multiplier ``z_bounds``."""
         n, d = X.shape
         # A fixed subset of rows (every stride-th, the stride public): one
         # replaced record moves the subset's histograms by at most what it
@@ -535,7 +521,7 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
             bounds = private_bounds(
                 X,
                 data_range=self.data_range,
-                noise_multiplier=z_bounds * math.sqrt(N_BOUND_RELEASES),
+                noise_multiplier=z_bounds,
                 rng=rng,
             )
             return bounds, np.ones(d, dtype=bool)

@@ -76,25 +76,32 @@ def histogram_snr(n_samples, n_features, epsilon, delta):
     return n_samples / (z * histogram_sensitivity(n_features))
 
 
-def _schedule(n_samples, n_features, epsilon, delta, *, given):
-    """Which releases a fit makes: "moments", "search" or "histogram".
+def bounds_schedule(
+    n_samples, n_features, epsilon, delta, *, given, name, unseen, stacklevel
+):
+    """How a fit finds its bounds: "given", "search" or "histogram".
 
-    Public: depends on the given-ness of the bounds, n, d, ε and δ only, so
-    neighbouring data sets get the same schedule (and the same warning).
+    "given": the bounds are public, nothing is spent on them; "search": the
+    four-round search of :func:`private_bounds`, when ``n·μ/sqrt(2d) >=
+    _SEARCH_SNR``; else "histogram": one coarse histogram. Below ``_MIN_SNR``
+    a feature's bulk is seen only if about a third of the records fall in one
+    bin: a warning says so, ``unseen`` saying what the fit does with a feature
+    it does not see. Public: depends on the given-ness of the bounds, n, d, ε
+    and δ only, so neighbouring data sets get the same schedule (and the same
+    warning). ``stacklevel`` as for :func:`warnings.warn` called by the caller.
     """
     if given:
-        return "moments"
+        return "given"
     snr = histogram_snr(n_samples, n_features, epsilon, delta)
     if snr < _MIN_SNR:
         warnings.warn(
-            f"DPStandardScaler: n_samples={n_samples} is small for "
-            f"{n_features} features at epsilon={epsilon:g}, delta={delta:g}: "
-            "the private histogram of a feature sees its bulk only if more than "
-            "about a third of the records fall in one bin (a factor 3.2 wide); "
-            "a feature not seen is scaled by data_range (in effect dropped). "
+            f"{name}: n_samples={n_samples} is small for {n_features} features at "
+            f"epsilon={epsilon:g}, delta={delta:g}: the private histogram of a "
+            "feature sees its bulk only if more than about a third of the records "
+            f"fall in one bin (a factor 3.2 wide); a feature not seen {unseen}. "
             "Give public bounds=(lower, upper), fewer features or more budget.",
             UserWarning,
-            stacklevel=5,
+            stacklevel=stacklevel + 1,
         )
     return "search" if snr >= _SEARCH_SNR else "histogram"
 
@@ -513,10 +520,17 @@ class DPStandardScaler(
             )
             return self
         rng = as_generator(self.random_state, self.noise)
-        schedule = _schedule(n, d, self.epsilon, self.delta, given=bounds is not None)
-        n_iter = {"moments": 1, "search": N_BOUND_RELEASES + 1, "histogram": 1}[
-            schedule
-        ]
+        schedule = bounds_schedule(
+            n,
+            d,
+            self.epsilon,
+            self.delta,
+            given=bounds is not None,
+            name="DPStandardScaler",
+            unseen="is scaled by data_range (in effect dropped)",
+            stacklevel=4,  # the caller of fit (through its two decorators)
+        )
+        n_iter = {"given": 1, "search": N_BOUND_RELEASES + 1, "histogram": 1}[schedule]
         if schedule == "search":
             # μ_b² = share·μ² over N_BOUND_RELEASES equal rounds; μ_m² the rest.
             (z_bounds, z), z_total = split_gaussian_budget(

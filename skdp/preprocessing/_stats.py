@@ -63,11 +63,9 @@ from ._quantiles import (
 )
 from ._scaler import (
     _MAX_DATA_RANGE,
-    _MIN_SNR,
     _RESOLUTION,
-    _SEARCH_SNR,
     _check_bounds,
-    histogram_snr,
+    bounds_schedule,
 )
 
 #: A bin weighs in the CDF only if its noisy count is also at least half a
@@ -114,31 +112,6 @@ def _zero_bin_width(data_range):
     return 2.0 * data_range * _RESOLUTION
 
 
-def cdf_schedule(n_samples, n_features, epsilon, delta, *, given, name, stacklevel=2):
-    """``"given"``, ``"search"`` or ``"histogram"``, from public values only.
-
-    As :class:`~skdp.preprocessing.DPStandardScaler`: with given bounds, one
-    equal-width histogram on them; without, the bounds search and one
-    histogram when ``n·μ/sqrt(2d) >= 100``, else one coarse histogram on
-    the signed logarithmic grid, with a warning below 8.
-    """
-    if given:
-        return "given"
-    snr = histogram_snr(n_samples, n_features, epsilon, delta)
-    if snr < _MIN_SNR:
-        warnings.warn(
-            f"{name}: n_samples={n_samples} is small for {n_features} features at "
-            f"epsilon={epsilon:g}, delta={delta:g}: the private histogram of a "
-            "feature sees its bulk only if more than about a third of the records "
-            "fall in one bin (a factor 3.2 wide); a feature not seen is treated as "
-            "spread evenly over [-data_range, data_range] (in effect dropped). "
-            "Give public bounds=(lower, upper), fewer features or more budget.",
-            UserWarning,
-            stacklevel=stacklevel + 1,
-        )
-    return "search" if snr >= _SEARCH_SNR else "histogram"
-
-
 def release_cdf(
     X,
     *,
@@ -179,7 +152,7 @@ def release_cdf(
 
     Notes
     -----
-    Schedules (chosen by :func:`cdf_schedule` from public values):
+    Schedules (chosen by ``_scaler.bounds_schedule`` from public values):
 
     * ``"given"``: one histogram with ``B`` equal bins on the bounds (``B``
       from :func:`~skdp.preprocessing._quantiles.n_equal_bins`: n, d and the
@@ -205,13 +178,15 @@ def release_cdf(
     record, weigh 0).
     """
     n, d = X.shape
-    schedule = cdf_schedule(
+    schedule = bounds_schedule(
         n,
         d,
         epsilon,
         delta,
         given=bounds is not None,
         name=name,
+        unseen="is treated as spread evenly over [-data_range, data_range] (in "
+        "effect dropped)",
         stacklevel=stacklevel + 1,
     )
     n_iter = N_BOUND_RELEASES + 1 if schedule == "search" else 1
