@@ -19,7 +19,7 @@ from .._base import (
     warn_if_delta_is_large,
 )
 from .._gram import clipped_gram, row_norm_bound
-from ..accounting import REPLACE_ONE, gaussian_cost, gaussian_noise_multiplier
+from ..accounting import REPLACE_ONE, gaussian_cost, split_gaussian_budget
 from ..mechanisms import (
     as_generator,
     gaussian_mechanism,
@@ -345,17 +345,20 @@ class DPLinearRegression(
         bound = row_norm_bound(clip, constant or 0.0, target_clip, weight)
         adaptive = self.alpha == "auto"
         n_iter = 2 if adaptive else 1
-        z = gaussian_noise_multiplier(
-            self.epsilon, self.delta, n_iter, noise=self.noise
-        ) / math.sqrt(n_iter)  # the multiplier of the whole budget
-        z_gram = z / math.sqrt(1.0 - _EIGENVALUE_SHARE) if adaptive else z
+        # μ_λ² = share·μ² for the eigenvalue, the rest for the Gram matrix.
+        parts = [(1, 1.0)]
+        if adaptive:
+            parts = [(1, _EIGENVALUE_SHARE), (1, 1.0 - _EIGENVALUE_SHARE)]
+        (*z_eigenvalue, z_gram), z_total = split_gaussian_budget(
+            self.epsilon, self.delta, parts, noise=self.noise
+        )
         rng = as_generator(self.random_state, self.noise)
         gram = clipped_gram(
             X, Y, x_clip=clip, constant=constant, y_clip=target_clip, y_weight=weight
         )
         if adaptive:  # the eigenvalue's release, then the Gram matrix's
             lower = _private_eigenvalue_lower_bound(
-                gram[:d, :d], clip, z / math.sqrt(_EIGENVALUE_SHARE), rng
+                gram[:d, :d], clip, z_eigenvalue[0], rng
             )
         noisy = gram_mechanism(
             gram, row_norm_bound=bound, noise_multiplier=z_gram, rng=rng
@@ -371,7 +374,7 @@ class DPLinearRegression(
         self.clip_norm_ = float(clip)
         self.target_clip_ = float(target_clip)
         self.n_iter_ = n_iter
-        self.noise_multiplier_ = math.sqrt(n_iter) * z
+        self.noise_multiplier_ = z_total  # n_iter releases of it cost the same
         self.privacy_spent_ = gaussian_cost(
             self.noise_multiplier_,
             n_iter,
