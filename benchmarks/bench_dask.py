@@ -58,6 +58,7 @@ from _common import load_average, markdown_table, use_checkout
 REPO = Path(__file__).resolve().parent.parent
 use_checkout(REPO)  # here and in the workers (they inherit PYTHONPATH)
 
+import skdp._clipping  # noqa: E402
 import skdp._dask  # noqa: E402
 import skdp._dpgd  # noqa: E402
 from skdp import DPLogisticRegression  # noqa: E402
@@ -234,7 +235,7 @@ def chunk_kernel(rows, d, repeats=15):
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((rows, d))
-    XF = skdp._dpgd._column_major(X)
+    XF = skdp._clipping._column_major(X)
     y = (rng.random(rows) < 0.5).astype(np.float64)
     norms = np.hypot(skdp._dpgd.row_norms(X), 1.0)
     coef, intercept = rng.standard_normal((d, 1)) / np.sqrt(d), np.zeros(1)
@@ -248,10 +249,10 @@ def chunk_kernel(rows, d, repeats=15):
         ("row-major chunk, read as stored (now)", lambda: step(X)),
         (
             "Fortran copy, then the pass (before)",
-            lambda: step(skdp._dpgd._column_major(X)),
+            lambda: step(skdp._clipping._column_major(X)),
         ),
         ("Fortran-ordered chunk (a copy kept)", lambda: step(XF)),
-        ("the Fortran copy alone", lambda: skdp._dpgd._column_major(X)),
+        ("the Fortran copy alone", lambda: skdp._clipping._column_major(X)),
     ]
     times = {name: [] for name, _ in cases}
     with threadpool_limits(1):

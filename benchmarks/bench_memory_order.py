@@ -8,7 +8,7 @@ Each step of the engine computes ``X @ w`` and ``X.T @ g``. For dense float64
 X with n·d = 8·10⁶ values (64 MB) and d from 10 to 1600, this prints the best
 of ``REPEATS`` times of both products on a C-ordered and on an F-ordered X,
 and the time of the engine's one-time Fortran copy
-(:func:`skdp._dpgd._column_major`), with the number of steps after which the
+(:func:`skdp._clipping._column_major`), with the number of steps after which the
 copy has paid for itself. The DP-GD estimators run 50 steps or more, so the
 engine copies a row-major float64 X; DPSparseGLM's IHT runs a few steps
 (2 at n = 3·10⁴, d = 800) and keeps its clipped copy in X's own order.
@@ -21,7 +21,7 @@ from _common import best_time, markdown_table, use_checkout
 
 use_checkout(Path(__file__).resolve().parent.parent)
 
-from skdp import _dpgd  # noqa: E402
+from skdp import _clipping  # noqa: E402
 
 N_VALUES = 8_000_000
 COLUMNS = (10, 20, 50, 100, 200, 400, 800, 1600)
@@ -36,7 +36,7 @@ def measure(d, rng):
     w, g = rng.normal(size=(d, 1)), rng.normal(size=(n, 1))
     step_c = best_time(lambda: X @ w, REPEATS) + best_time(lambda: X.T @ g, REPEATS)
     step_f = best_time(lambda: XF @ w, REPEATS) + best_time(lambda: XF.T @ g, REPEATS)
-    copy = best_time(lambda: _dpgd._column_major(X), 3)
+    copy = best_time(lambda: _clipping._column_major(X), 3)
     return [
         d,
         f"{step_c * 1e3:.2f}",

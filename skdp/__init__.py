@@ -6,7 +6,8 @@ exact accountant in :mod:`skdp.accounting`, and reports what one fit spent in
 data with a :class:`PrivacyLedger`.
 """
 
-from .accounting import PrivacyCost, PrivacyLedger, rowwise
+from ._ledger import PrivacyLedger, rowwise
+from .accounting import PrivacyCost
 from .decomposition import DPPCA
 from .exceptions import (
     InsufficientSamplesError,

@@ -14,9 +14,9 @@ from dataclasses import replace
 from numbers import Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._inputs import is_dask_array, is_sparse_input  # noqa: F401  (re-exported)
 from .accounting import (
     REPLACE_ONE,
     REPLACE_ONE_USER,
@@ -91,20 +91,6 @@ def warn_if_delta_is_large(estimator, n_samples):
         )
 
 
-def is_dask_array(X):
-    """Whether X is a Dask array, checked without importing Dask.
-
-    A duck check on the type's module and the array protocol Dask arrays
-    have (``chunks``, ``map_blocks``): ``import skdp`` never imports Dask,
-    and only a Dask input loads :mod:`skdp._dask` (the optional
-    ``distributed`` extra).
-    """
-    module = type(X).__module__ or ""
-    return (
-        module.startswith("dask.") and hasattr(X, "chunks") and hasattr(X, "map_blocks")
-    )
-
-
 def sum_over_rows(fn, X, shape, *, rows=(), **kwargs):
     """``fn(X, *rows, **kwargs)``, a sum over X's rows, computed where X lives.
 
@@ -171,13 +157,6 @@ class DaskScoreMixin:
 
             return _dask.score(self, X, y, sample_weight)
         return super().score(X, y, sample_weight=sample_weight)
-
-
-def is_sparse_input(X):
-    """Whether X is sparse: a scipy sparse matrix, or a Dask array of sparse chunks."""
-    if is_dask_array(X):
-        return sp.issparse(getattr(X, "_meta", None))
-    return sp.issparse(X)
 
 
 def fitted_attributes(estimator):

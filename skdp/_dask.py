@@ -55,7 +55,8 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
-from . import _dpgd
+from . import _clipping
+from ._inputs import is_dask_array
 
 __all__ = [
     "DaskDesign",
@@ -112,8 +113,6 @@ def _as_rows(y, X, name="y"):
     """y as a 1-D Dask array chunked like X's rows (a numpy y is wrapped)."""
     if y is None:
         return None
-    from ._base import is_dask_array
-
     if not is_dask_array(y):
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
@@ -368,12 +367,12 @@ def _chunk_design(X):
     Fortran-ordered chunk, and the pass over the row-major chunk as stored
     1.0-1.2 times (10⁵ × 50, one BLAS thread; ``benchmarks/bench_dask.py``).
     """
-    return _dpgd.canonical_design(X) if sp.issparse(X) else X
+    return _clipping.canonical_design(X) if sp.issparse(X) else X
 
 
 def _chunk_row_norms(X, fit_intercept):
     """Row norms of one chunk as the in-memory engine computes them."""
-    norms = _dpgd.row_norms(_chunk_design(X))
+    norms = _clipping.row_norms(_chunk_design(X))
     return np.hypot(norms, 1.0) if fit_intercept else norms
 
 
@@ -517,7 +516,7 @@ def _chunk_gradient_sum(
     skip = None
     if 0 <= record - start < X.shape[0]:
         skip = record - start
-    return _dpgd.sum_over_row_blocks(
+    return _clipping.sum_over_row_blocks(
         _chunk_design(X),
         y,
         datafit,
@@ -545,7 +544,7 @@ def _gradient_sum(
 ):
     """The clipped gradient sum over ``chunks`` (X, y and, unless
     ``scalar_norm`` is given, the row norms), with the audit hook."""
-    hook = _dpgd._INJECTED.get()
+    hook = _clipping._INJECTED.get()
     total = chunks.sum(
         kernel or _chunk_gradient_sum,
         datafit=datafit,
@@ -556,7 +555,7 @@ def _gradient_sum(
         record=-1 if hook is None else int(hook.record),
     )
     if hook is not None:
-        total += _dpgd._injected_contribution(hook, X, total.shape, clip_norm)
+        total += _clipping._injected_contribution(hook, X, total.shape, clip_norm)
     return total
 
 

@@ -26,8 +26,8 @@ import math
 import numpy as np
 from scipy.linalg.blas import dsyrk
 
-from ._base import is_dask_array
-from ._dpgd import _dense_row_norms
+from ._clipping import _dense_row_norms
+from ._inputs import is_dask_array
 
 __all__ = ["clipped_gram", "clipped_rows", "row_norm_bound"]
 

@@ -127,7 +127,7 @@ class PrivacyLedger:
 
     Examples
     --------
-    >>> from skdp.accounting import PrivacyCost, PrivacyLedger
+    >>> from skdp import PrivacyCost, PrivacyLedger
     >>> ledger = PrivacyLedger(delta=1e-5)
     >>> cost = PrivacyCost.from_gdp(0.5, delta=1e-5)
     >>> ledger.record(cost).record(cost)
@@ -297,6 +297,12 @@ def is_dp_estimator(obj):
 
 _ROWWISE = "__skdp_rowwise__"
 
+#: The class attribute by which a transformer declares that its ``fit``
+#: reads nothing of the data but its shape (and checks its values' kind),
+#: so that the ledger lets it see the rows of a DP step without a charge.
+#: Set it (to True) in the class body only if that is true of ``fit``.
+READS_ONLY_SHAPE = "__skdp_reads_only_shape__"
+
 
 class _RowwiseFunction:
     """A row-wise mark on a callable that cannot carry an attribute itself."""
@@ -384,10 +390,14 @@ def _reads_values(selector):
 def _reads_only_shape(estimator):
     """Whether fitting ``estimator`` reads nothing of the data but its shape.
 
-    The list is explicit on purpose (tested): anything not on it is assumed
-    to learn from the data. A ``FunctionTransformer`` counts only if its
-    ``func`` is row-wise (:func:`rowwise`): one that mixes rows passes every
-    record into every row of the next step's input.
+    The transformer says so itself: its class (not a base class, whose
+    ``fit`` a subclass may override) sets :data:`READS_ONLY_SHAPE` to True,
+    as skdp's :class:`~skdp.ranking.PairsEncoder` does. scikit-learn's own
+    transformers cannot carry that mark, so the few that qualify are listed
+    here, explicitly on purpose (tested): anything else is assumed to learn
+    from the data. A ``FunctionTransformer`` counts only if its ``func`` is
+    row-wise (:func:`rowwise`): one that mixes rows passes every record into
+    every row of the next step's input.
     """
     from sklearn.preprocessing import (
         Binarizer,
@@ -407,10 +417,10 @@ def _reads_only_shape(estimator):
             and estimator.func is not None
             and estimator.inverse_func is not None
         )
-    from .ranking import PairsEncoder
-
-    if type(estimator) in (Normalizer, Binarizer, PolynomialFeatures, PairsEncoder):
-        return True  # PairsEncoder: n_items is a parameter; fit only checks ids
+    if vars(type(estimator)).get(READS_ONLY_SHAPE) is True:
+        return True
+    if type(estimator) in (Normalizer, Binarizer, PolynomialFeatures):
+        return True
     if type(estimator) in (OneHotEncoder, OrdinalEncoder):
         return (
             not isinstance(estimator.categories, str)

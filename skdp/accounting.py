@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -62,7 +63,6 @@ __all__ = [
     "REPLACE_ONE_OUTCOME",
     "REPLACE_ONE_USER",
     "PrivacyCost",
-    "PrivacyLedger",
     "check_independent_noise",
     "classical_gaussian_noise_multiplier",
     "compose",
@@ -76,7 +76,6 @@ __all__ = [
     "gaussian_noise_multiplier",
     "log_delta_from_mu",
     "mu_from_epsilon",
-    "rowwise",
     "secure_gaussian_noise_multiplier",
     "secure_laplace_epsilon",
     "secure_noise_cost",
@@ -1332,6 +1331,27 @@ def check_independent_noise(costs):
                 )
 
 
-# The ledger (what a fitted composite spent) and its row-wise mark live in
-# their own module; they are part of this one's public interface.
-from ._ledger import PrivacyLedger, rowwise  # noqa: E402
+#: Names this module used to re-export from :mod:`skdp._ledger`, which sits
+#: above it (the ledger walks estimators; accounting is a foundation).
+_MOVED_TO_SKDP = ("PrivacyLedger", "rowwise")
+
+
+def __getattr__(name):
+    """``skdp.accounting.PrivacyLedger`` and ``.rowwise``: deprecated aliases.
+
+    Import them from ``skdp`` instead. The old path keeps working (with a
+    DeprecationWarning) so that code written against it does not break; the
+    ledger is loaded only when an old name is looked up, so accounting
+    imports nothing above it.
+    """
+    if name in _MOVED_TO_SKDP:
+        from . import _ledger  # deprecated forward (tests/test_layers.py)
+
+        warnings.warn(
+            f"skdp.accounting.{name} is deprecated: import it from skdp "
+            f"(from skdp import {name}).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_ledger, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,6 +22,7 @@ distributed = pytest.importorskip("distributed")
 import joblib  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 
+import skdp._clipping  # noqa: E402
 import skdp._dask  # noqa: E402
 import skdp._dpgd  # noqa: E402
 from skdp import (  # noqa: E402
@@ -242,14 +243,14 @@ def test_each_step_is_one_compute_and_the_rows_are_prepared_once(monkeypatch):
     than the step)."""
     norms, encodes, copies = [], [], []
     real_norms = skdp._dask._chunk_row_norms
-    real_copy = skdp._dpgd._column_major
+    real_copy = skdp._clipping._column_major
     monkeypatch.setattr(
         skdp._dask,
         "_chunk_row_norms",
         lambda X, fit_intercept: norms.append(1) or real_norms(X, fit_intercept),
     )
     monkeypatch.setattr(
-        skdp._dpgd, "_column_major", lambda X: copies.append(1) or real_copy(X)
+        skdp._clipping, "_column_major", lambda X: copies.append(1) or real_copy(X)
     )
     import skdp.linear_model._logistic as logistic
 

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from scipy.optimize import check_grad
 from scipy.special import expit
 
-from skdp import _dpgd
+from skdp import _clipping, _dpgd
 from skdp._datafits import BinomialLogistic, MultinomialLogistic
 from skdp._dpgd import (
     Adam,
@@ -627,7 +627,7 @@ def test_float32_blocks_match_float64(monkeypatch, sparse):
     # float32 data are read a block of rows at a time, in float64: the result
     # equals the float64 run on the same values (same noise) up to summation
     # order. Tiny blocks force many of them.
-    monkeypatch.setattr(_dpgd, "_BLOCK_VALUES", 37)
+    monkeypatch.setattr(_clipping, "_BLOCK_VALUES", 37)
     rng = np.random.default_rng(9)
     X32 = rng.normal(size=(101, 6)).astype(np.float32)
     y = rng.integers(0, 2, 101).astype(float)
@@ -644,7 +644,7 @@ def test_injected_gradient_replaces_one_record_clipped_to_C(monkeypatch, block_v
     itself clipped to exactly C whatever its raw norm (in every block layout);
     outside the context the sum is the plain one again."""
     if block_values is not None:
-        monkeypatch.setattr(_dpgd, "_BLOCK_VALUES", block_values)
+        monkeypatch.setattr(_clipping, "_BLOCK_VALUES", block_values)
     rng = np.random.default_rng(21)
     n, d, k, C, r = 40, 5, 3, 0.8, 17
     X = rng.normal(scale=3.0, size=(n, d)).astype(np.float32)
@@ -768,7 +768,7 @@ def test_many_blocks_in_either_order_match_one_block(monkeypatch, datafit, k, or
     whole = canonical_design(X)
     row_norm = np.hypot(row_norms(whole), 1.0)
     expected = clipped_gradient_sum(whole, y, datafit, coef, intercept, row_norm, 0.4)
-    monkeypatch.setattr(_dpgd, "_BLOCK_VALUES", 23)
+    monkeypatch.setattr(_clipping, "_BLOCK_VALUES", 23)
     blocked = canonical_design(X)
     got = clipped_gradient_sum(blocked, y, datafit, coef, intercept, row_norm, 0.4)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
@@ -881,7 +881,7 @@ def test_injected_gradient_skips_its_record_at_block_boundaries(
     # the previous one, record 0 starts the first; a float64 CSR matrix is
     # one whole block. The replaced record must be left out exactly once,
     # wherever it falls.
-    monkeypatch.setattr(_dpgd, "_BLOCK_VALUES", 37)
+    monkeypatch.setattr(_clipping, "_BLOCK_VALUES", 37)
     rng = np.random.default_rng(34)
     n, d, k, C = 40, 5, 3, 0.8
     X = rng.normal(scale=3.0, size=(n, d))

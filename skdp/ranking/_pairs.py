@@ -126,6 +126,10 @@ class PairsEncoder(TransformerMixin, BaseEstimator):
            [ 0., -1.,  1.]])
     """
 
+    # The privacy ledger's protocol (skdp._ledger.READS_ONLY_SHAPE): fit
+    # reads only the shape and checks ids against the n_items parameter.
+    __skdp_reads_only_shape__ = True
+
     _parameter_constraints = {"n_items": [Interval(Integral, 1, None, closed="left")]}
 
     def __init__(self, n_items):

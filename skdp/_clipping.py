@@ -1,0 +1,356 @@
+"""Per-record clipping: the kernels under every gradient sum of the DP-GD engine.
+
+One record moves a clipped gradient sum by at most ``2C`` (replace one
+record), whatever its values: the guarantee of every DP-GD step
+(:mod:`skdp._dpgd`) rests on the functions here, which the in-memory engine
+runs on cache-sized row blocks and :mod:`skdp._dask` on every chunk where it
+lives, so both paths clip every record with the same code. See
+:mod:`skdp._dpgd` ("Every finite input") for how each input is kept inside
+that bound: canonical sparse rows, norms free of over/underflow, non-finite
+gradients set to 0, float32 read in float64 blocks. The audit hook
+(:func:`injected_gradient`) lives here too, beside the sums it enters.
+"""
+
+import contextlib
+import contextvars
+
+import numpy as np
+import scipy.sparse as sp
+
+# Rows are processed in blocks of at most this many stored values (8 MB of
+# float64): a float32 X is never copied to float64 whole, and a dense block is
+# still in cache when X.T @ g follows X @ coef.
+_BLOCK_VALUES = 1 << 20
+
+
+def canonical_design(X):
+    """``X`` as the engine reads it: float64/float32, CSR without duplicates.
+
+    scikit-learn's validation keeps duplicate entries of a CSR matrix; their
+    squares would be summed separately by a row-norm routine while ``X @ coef``
+    merges them, so a record stored as m duplicates would be clipped to
+    ``C·sqrt(m)``. Merging them here makes both read the same row. A merged
+    entry that overflows to ±inf is set to the largest finite value of its
+    dtype, with its sign: the record is then a finite row like any other,
+    whose influence the per-record clip bounds. (Raising instead would be an
+    error that one record's value alone triggers, where its neighbour fits:
+    ε = ∞ for that pair.) Summing finite values one after another never gives
+    NaN. The caller's matrix is never modified.
+
+    A dense X is put in column-major (Fortran) order, copied once if it is
+    not already: each step reads X twice, for ``X @ coef`` and ``X.T @ g``,
+    and OpenBLAS runs a step 2-3.5× slower on a row-major X up to d = 400,
+    1.2× at d = 800 and alike at d = 1600 (n·d = 8·10⁶; see
+    ``benchmarks/bench_memory_order.py``), while the copy repays itself
+    within 3-7 steps up to d = 400 and about 23 at d = 800. Pass a
+    Fortran-ordered X to avoid the copy.
+    """
+    if not sp.issparse(X):
+        return _column_major(X)
+    X = sp.csr_matrix(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        with np.errstate(over="ignore"):
+            X.sum_duplicates()
+        largest = np.finfo(X.dtype).max
+        np.clip(X.data, -largest, largest, out=X.data)
+    return X
+
+
+def _column_major(X):
+    """Dense X in Fortran order, copied a block of rows at a time if needed.
+
+    (``np.asfortranarray`` on a large row-major array is a slow strided
+    copy: 1.9 s against 0.2 s by blocks at n = 10⁶, d = 50.)
+    """
+    if X.flags.f_contiguous or X.dtype != np.float64:
+        return X  # a float32 X is not copied: it is read in float64 blocks
+    out = np.empty(X.shape, dtype=X.dtype, order="F")
+    for rows in _row_blocks(X):
+        out[rows] = X[rows]
+    return out
+
+
+def _row_blocks(X):
+    """Slices of consecutive rows holding about ``_BLOCK_VALUES`` values each.
+
+    Small enough that one block's temporaries stay in cache between the two
+    products of a step, large enough that the per-block overhead is small.
+    """
+    n = X.shape[0]
+    n_values = X.nnz if sp.issparse(X) else n * X.shape[1]
+    step = max(1, (_BLOCK_VALUES * n) // max(n_values, 1))
+    for start in range(0, n, step):
+        yield slice(start, min(start + step, n))
+
+
+def _gradient_blocks(X):
+    """Row blocks of a gradient sum: a dense block stays in cache from
+    ``X @ coef`` to ``X.T @ g``; a float64 CSR matrix is read whole (slicing
+    it would copy its values at every step)."""
+    if sp.issparse(X) and X.dtype == np.float64:
+        return [slice(0, X.shape[0])]
+    return _row_blocks(X)
+
+
+def _float64_rows(X, rows):
+    """Rows ``rows`` of X as float64 (X itself when it is float64 and whole)."""
+    if rows == slice(0, X.shape[0]) and X.dtype == np.float64:
+        return X
+    block = X[rows]
+    return block.astype(np.float64) if block.dtype != np.float64 else block
+
+
+def _rescaled_norms(rows):
+    """Norms of dense rows, each divided by its largest |entry| before squaring."""
+    scale = np.max(np.abs(rows), axis=1, initial=0.0)
+    scaled = rows / np.where(scale > 0, scale, 1.0)[:, None]
+    with np.errstate(over="ignore"):
+        return scale * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+
+
+def _dense_row_norms(block):
+    with np.errstate(over="ignore", under="ignore"):
+        sq = np.einsum("ij,ij->i", block, block)
+    # The plain sum of squares is exact to a few ulps unless it overflows or
+    # some squares underflow; only those (rare) rows are rescaled.
+    hard = (sq >= 1e300) | (sq < 1e-290)
+    norms = np.sqrt(sq)
+    if hard.any():
+        norms[hard] = _rescaled_norms(block[hard])
+    return norms
+
+
+def _sparse_row_norms(block):
+    counts = np.diff(block.indptr)
+    abs_data = np.abs(block.data)
+    scale = np.zeros(block.shape[0])
+    filled = counts > 0  # reduceat needs the starts of non-empty rows only
+    scale[filled] = np.maximum.reduceat(abs_data, block.indptr[:-1][filled])
+    scaled = abs_data / np.repeat(np.where(scale > 0, scale, 1.0), counts)
+    row_of_value = np.repeat(np.arange(block.shape[0]), counts)
+    sq = np.bincount(row_of_value, weights=scaled**2, minlength=block.shape[0])
+    with np.errstate(over="ignore"):
+        return scale * np.sqrt(sq)
+
+
+def row_norms(X):
+    """L2 norm of every row of X (dense or canonical CSR), free of over/underflow.
+
+    Rows whose squares could overflow or underflow are divided by their
+    largest absolute value before squaring, so the result is accurate to a
+    few ulps for any finite row; it is inf only when the true norm exceeds
+    the float64 range (above ~1.8e308). A CSR matrix must be canonical (see
+    :func:`canonical_design`): the squares of duplicate entries would
+    otherwise be summed separately.
+    """
+    if sp.issparse(X) and not X.has_canonical_format:
+        raise ValueError("row_norms needs a canonical CSR matrix (no duplicates).")
+    norms = np.empty(X.shape[0])
+    for rows in _row_blocks(X):
+        block = _float64_rows(X, rows)
+        if sp.issparse(block):
+            norms[rows] = _sparse_row_norms(block)
+        else:
+            norms[rows] = _dense_row_norms(block)
+    return norms
+
+
+def clip_scale(raw_grad, row_norm, clip_norm):
+    """Per-record factors ``min(1, C / ||g_i||)`` that clip gradients to norm C.
+
+    Record i's gradient is ``raw_grad[i] ⊗ x̃_i`` with ``||x̃_i|| = row_norm[i]``,
+    so its norm is ``||raw_grad[i]|| · row_norm[i]``: one scalar per record.
+    A zero gradient needs no clipping (factor 1, also when the row norm is
+    inf); a gradient whose norm overflows gets factor 0, a contribution of
+    norm 0 ≤ C. (For rows near the float range the factor is subnormal, and
+    BLAS may flush it to 0 in ``X.T @ g``: the contribution can only shrink.)
+    """
+    if raw_grad.shape[1] == 1:  # one output: the norm is |g|, no square to overflow
+        grad_norm = np.abs(raw_grad[:, 0])
+    else:
+        grad_norm = np.sqrt(np.einsum("ij,ij->i", raw_grad, raw_grad))
+    zero = grad_norm == 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.multiply(grad_norm, row_norm, out=grad_norm)
+    norms[zero] = 0.0
+    # min(1, C/norm) without 0/0, in place (one temporary per block).
+    return np.divide(clip_norm, np.maximum(norms, clip_norm, out=norms), out=norms)
+
+
+def _clipped_raw_grad(block, y, datafit, coef, intercept, row_norm, clip_norm):
+    """Each record's ``raw_grad`` times its clip factor: ``block.T @ g`` sums them."""
+    with np.errstate(all="ignore"):
+        z = block @ coef
+        z += intercept
+        g = datafit.raw_grad(y, z)
+        # A huge record can make z = inf − inf = NaN, and a datafit may break
+        # its promise of finite gradients: a non-finite gradient contributes
+        # nothing (norm 0 ≤ C), so the clip below holds for every input.
+        if not np.isfinite(g).all():
+            g[~np.isfinite(g).all(axis=1)] = 0.0
+        if g.shape[1] == 1:
+            # One output: record i's gradient g_i·x̃_i has norm |g_i|·||x̃_i||,
+            # so clipping it to C is clipping g_i to ±C/||x̃_i|| (0 for a row
+            # of infinite norm, no limit for a zero row, whose gradient is 0).
+            # (np.maximum/np.minimum on 1-d views: np.clip and (n, 1)
+            # broadcasts are several times slower.)
+            limit = clip_norm / row_norm
+            g1 = g[:, 0]
+            np.minimum(np.maximum(g1, -limit, out=g1), limit, out=g1)
+        else:
+            g *= clip_scale(g, row_norm, clip_norm)[:, None]
+    return g
+
+
+class InjectedGradient:
+    """An audit's gradient canary: record ``record``'s gradient becomes ``gradient``.
+
+    ``gradient(X, shape)`` returns the raw gradient w.r.t. ``(coef,
+    intercept)`` in the engine's layout (shape ``(d + 1, k)``, intercept
+    last) that stands in for record ``record``'s at every step (``X`` is the
+    engine's design, so that the auditor may pick a direction the other
+    records do not use; it is called once per run); the engine clips it to the clip
+    norm like any record's. ``n_calls`` counts the gradient sums it entered,
+    so that an audit can check that the fit ran through this engine at all.
+    """
+
+    def __init__(self, record, gradient):
+        self.record = record
+        self.gradient = gradient
+        self.n_calls = 0
+        self.clipped = self.clipped_for = None
+
+
+_INJECTED = contextvars.ContextVar("skdp_injected_gradient", default=None)
+
+
+@contextlib.contextmanager
+def injected_gradient(record, gradient):
+    """Within this context, :func:`clipped_gradient_sum` takes a gradient canary.
+
+    For auditing only (:class:`skdp.audit.GradientCanary`): in every
+    gradient sum computed in this thread or task, record ``record``'s clipped
+    gradient is replaced by ``gradient(X, shape)`` clipped to the clip norm.
+    Yields the :class:`InjectedGradient`, whose ``n_calls`` counts the sums.
+
+    Why this is still private: the canary takes the place of one record, and
+    its contribution is clipped to ``C`` by the same routine as the others',
+    so the sum over records still moves by at most ``2C`` when any one of
+    them (the canary included) is replaced; the noise is unchanged.
+    """
+    hook = InjectedGradient(record, gradient)
+    token = _INJECTED.set(hook)
+    try:
+        yield hook
+    finally:
+        _INJECTED.reset(token)
+
+
+def _injected_contribution(hook, X, shape, clip_norm):
+    """The canary's gradient clipped to ``clip_norm`` (computed once per hook)."""
+    if hook.clipped is None or hook.clipped_for != (shape, clip_norm):
+        canary = np.asarray(hook.gradient(X, shape), dtype=float).reshape(shape)
+        if not np.isfinite(canary).all():
+            canary = np.zeros(shape)  # as for a record: a non-finite gradient is 0
+        # The same clip as every record's: min(1, C/||g||) on the whole vector.
+        scale = clip_scale(canary.reshape(1, -1), np.ones(1), clip_norm)[0]
+        hook.clipped, hook.clipped_for = canary * scale, (shape, clip_norm)
+    hook.n_calls += 1
+    return hook.clipped
+
+
+def _block_gradient_sum(
+    block, y, datafit, coef, intercept, row_norm, clip_norm, skip=None
+):
+    """``Σ_i clip_C(∇ℓ_i)`` over one block of rows, shape ``(d + 1, k)``.
+
+    The one per-block function of the engine: :func:`clipped_gradient_sum`
+    calls it on each cache-sized block of an in-memory X, and
+    :mod:`skdp._dask` on each chunk of a Dask array (on the workers), so
+    both paths clip every record with the same code. ``block`` is float64
+    (dense or canonical CSR); ``row_norm`` the norms of its rows (intercept
+    included), or one scalar for all of them; ``skip`` a row of the block
+    whose contribution is left out (the audit hook's record), or None.
+    """
+    g = _clipped_raw_grad(block, y, datafit, coef, intercept, row_norm, clip_norm)
+    if skip is not None:
+        g[skip] = 0.0  # the canary takes this record's place
+    d, k = coef.shape
+    total = np.empty((d + 1, k))
+    total[:d] = block.T @ g
+    total[d] = g.sum(axis=0)
+    return total
+
+
+def in_memory_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
+    """:func:`skdp._dpgd.clipped_gradient_sum` of an in-memory X (numpy or scipy).
+
+    One pass over X, a block of rows at a time (:func:`sum_over_row_blocks`);
+    within :func:`injected_gradient` (audits only) one record's contribution
+    is the auditor's gradient canary, clipped to ``clip_norm`` as well.
+    """
+    hook = _INJECTED.get()
+    total = sum_over_row_blocks(
+        X,
+        y,
+        datafit,
+        coef,
+        intercept,
+        row_norm,
+        clip_norm,
+        skip=None if hook is None else hook.record,
+    )
+    if hook is not None:
+        total += _injected_contribution(hook, X, total.shape, clip_norm)
+    return total
+
+
+def sum_over_row_blocks(X, y, datafit, coef, intercept, row_norm, clip_norm, skip=None):
+    """:func:`_block_gradient_sum` over X's cache-sized row blocks, totalled.
+
+    ``skip`` is a row of X left out (the audit hook's record) or None. The
+    in-memory engine calls this on the whole X, :mod:`skdp._dask` on each
+    chunk (with the chunk's own ``skip``): one code path for both.
+    """
+    d, k = coef.shape
+    total = np.zeros((d + 1, k))
+    scalar_norm = np.ndim(row_norm) == 0
+    for rows in _gradient_blocks(X):
+        local = None
+        if skip is not None and rows.start <= skip < rows.stop:
+            local = skip - rows.start
+        total += _block_gradient_sum(
+            _float64_rows(X, rows),
+            y[rows],
+            datafit,
+            coef,
+            intercept,
+            row_norm if scalar_norm else row_norm[rows],
+            clip_norm,
+            local,
+        )
+    return total
+
+
+class InMemoryDesign:
+    """What the engine's loop reads of an in-memory (X, y): one gradient sum per step.
+
+    X is put in the engine's form once (:func:`canonical_design`) and its
+    row norms are computed once (intercept included); each call of
+    :meth:`gradient_sum` is one pass of :func:`clipped_gradient_sum`.
+    :class:`skdp._dask.DaskDesign` is the same object for a Dask array.
+    """
+
+    def __init__(self, X, y, *, fit_intercept):
+        self.X = canonical_design(X)
+        self.y = y
+        row_norm = row_norms(self.X)
+        self.row_norm = np.hypot(row_norm, 1.0) if fit_intercept else row_norm
+        self.shape = self.X.shape
+
+    def gradient_sum(self, datafit, coef, intercept, clip_norm):
+        """``Σ_i clip_C(∇ℓ_i)`` at ``(coef, intercept)``, shape ``(d + 1, k)``."""
+        return in_memory_gradient_sum(
+            self.X, self.y, datafit, coef, intercept, self.row_norm, clip_norm
+        )

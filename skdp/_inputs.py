@@ -1,0 +1,28 @@
+"""Kinds of input, told apart without importing optional libraries.
+
+A foundation module: it imports nothing of skdp, so every layer (the
+engine, :mod:`skdp._dask`, the estimators) can ask what it was given.
+"""
+
+import scipy.sparse as sp
+
+
+def is_dask_array(X):
+    """Whether X is a Dask array, checked without importing Dask.
+
+    A duck check on the type's module and the array protocol Dask arrays
+    have (``chunks``, ``map_blocks``): ``import skdp`` never imports Dask,
+    and only a Dask input loads :mod:`skdp._dask` (the optional
+    ``distributed`` extra).
+    """
+    module = type(X).__module__ or ""
+    return (
+        module.startswith("dask.") and hasattr(X, "chunks") and hasattr(X, "map_blocks")
+    )
+
+
+def is_sparse_input(X):
+    """Whether X is sparse: a scipy sparse matrix, or a Dask array of sparse chunks."""
+    if is_dask_array(X):
+        return sp.issparse(getattr(X, "_meta", None))
+    return sp.issparse(X)

@@ -1,0 +1,176 @@
+"""The layering of ``skdp/``: no import circle, foundations import nothing above them.
+
+The graph is read from the source with :mod:`ast` (every ``import`` and
+``from … import``, at module level or inside functions), so a lazy import
+counts as much as a module-level one. Nodes are modules; a package is its
+``__init__``. ``from PKG import name`` depends on the submodule ``PKG.name``
+when there is one, else on ``PKG``; importing ``a.b.c`` also runs the
+``__init__`` of ``a.b`` (the top package ``skdp``, which only re-exports,
+is left out of that rule).
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+import skdp
+
+ROOT = pathlib.Path(skdp.__file__).parent
+
+#: The foundations: everything else builds on them, so they import only each
+#: other (and only downwards in this order).
+FOUNDATIONS = ("exceptions", "_secure", "_inputs", "accounting", "mechanisms")
+
+#: Deliberate exceptions, each with its reason. Old import paths kept working
+#: for one release with a DeprecationWarning run their import only when the
+#: old name is looked up.
+DEPRECATED_FORWARDS = {("skdp.accounting", "skdp._ledger")}
+
+
+def _modules():
+    modules = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _targets(module, node, modules):
+    """Modules of ``skdp`` that one import statement in ``module`` runs."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name in modules}
+    package = module.split(".")
+    if modules[module].name != "__init__.py":
+        package = package[:-1]
+    if node.level:
+        base = package[: len(package) - node.level + 1]
+        name = ".".join(base + ([node.module] if node.module else []))
+    else:
+        name = node.module or ""
+    if name not in modules:
+        return set()
+    submodules = {f"{name}.{a.name}" for a in node.names} & set(modules)
+    if len(submodules) == len(node.names):
+        return submodules  # ``from PKG import submodule``: not PKG's own names
+    return submodules | {name}
+
+
+def import_graph():
+    """``{module: set of skdp modules it imports}``, parents' ``__init__`` included."""
+    modules = _modules()
+    graph = {}
+    for module, path in modules.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                deps |= _targets(module, node, modules)
+        for dep in list(deps):
+            parts = dep.split(".")
+            for i in range(2, len(parts)):
+                parent = ".".join(parts[:i])
+                if not module.startswith(parent + ".") and module != parent:
+                    deps.add(parent)
+        graph[module] = {
+            d for d in deps if d != module and (module, d) not in DEPRECATED_FORWARDS
+        }
+    return graph
+
+
+def circles(graph):
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle():
+    graph = import_graph()
+    found = circles(graph)
+    detail = [
+        f"{c}: " + "; ".join(f"{a} -> {sorted(graph[a] & set(c))}" for a in c)
+        for c in found
+    ]
+    assert not found, "import circles in skdp/:\n" + "\n".join(detail)
+
+
+@pytest.mark.parametrize("name", FOUNDATIONS)
+def test_foundations_import_only_foundations_below_them(name):
+    graph = import_graph()
+    below = {f"skdp.{f}" for f in FOUNDATIONS[: FOUNDATIONS.index(name)]}
+    above = graph[f"skdp.{name}"] - below
+    assert not above, f"skdp.{name} imports {sorted(above)}"
+
+
+def test_the_checker_sees_a_circle_and_lazy_imports():
+    # The checker has power: a two-module circle made of one module-level
+    # and one function-level import is found.
+    graph = {"a": {"b"}, "b": {"a"}, "c": {"a"}}
+    assert circles(graph) == [["a", "b"]]
+    tree = ast.parse("def f():\n    from . import _dask\n")
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom))
+    assert _targets("skdp._base", node, _modules()) == {"skdp._dask"}
+
+
+def test_old_ledger_import_path_still_works_with_a_deprecation():
+    import skdp.accounting
+
+    for name in ("PrivacyLedger", "rowwise"):
+        with pytest.warns(DeprecationWarning, match=f"from skdp import {name}"):
+            assert getattr(skdp.accounting, name) is getattr(skdp, name)
+    with pytest.raises(AttributeError, match="no attribute 'Ledger'"):
+        skdp.accounting.Ledger  # noqa: B018
+
+
+def test_the_ledger_asks_a_transformer_whether_fit_reads_only_the_shape():
+    # The ledger imports no estimator module to know this: the class declares it.
+    from sklearn.base import BaseEstimator, TransformerMixin
+
+    from skdp._ledger import READS_ONLY_SHAPE, _reads_only_shape
+    from skdp.ranking import PairsEncoder
+
+    class Declared(TransformerMixin, BaseEstimator):
+        __skdp_reads_only_shape__ = True
+
+        def fit(self, X, y=None):
+            return self
+
+    class Overrides(Declared):  # a subclass may read values in its own fit
+        def fit(self, X, y=None):
+            self.mean_ = X.mean()
+            return self
+
+    class Denied(Declared):
+        __skdp_reads_only_shape__ = "yes"  # only True counts
+
+    assert READS_ONLY_SHAPE in vars(Declared)
+    assert _reads_only_shape(Declared()) and _reads_only_shape(PairsEncoder(3))
+    assert not _reads_only_shape(Overrides()) and not _reads_only_shape(Denied())
+    graph = import_graph()
+    assert not {m for m in graph["skdp._ledger"] if m.startswith("skdp.ranking")}
