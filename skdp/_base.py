@@ -14,6 +14,7 @@ from dataclasses import replace
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._inputs import is_dask_array, is_sparse_input  # noqa: F401  (re-exported)
@@ -157,6 +158,16 @@ class DaskScoreMixin:
 
             return _dask.score(self, X, y, sample_weight)
         return super().score(X, y, sample_weight=sample_weight)
+
+
+def dense_float_rows(X):
+    """X (array-like or sparse) as dense float64: the few records of an audit."""
+    return np.asarray(X.toarray() if sp.issparse(X) else X, dtype=float)
+
+
+def with_ones_column(X):
+    """Dense X with a last column of ones: the intercept's constant feature."""
+    return np.hstack([X, np.ones((X.shape[0], 1))])
 
 
 def fitted_attributes(estimator):

@@ -61,6 +61,8 @@ audit the hook is unset and costs one lookup per step.
 """
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -76,7 +78,12 @@ from ._clipping import (  # noqa: F401  (re-exported: the engine's kernels)
 )
 from ._inputs import is_dask_array
 from ._secure import SecureNoise
-from .accounting import REPLACE_ONE, gaussian_cost, sensitivity_factor
+from .accounting import (
+    REPLACE_ONE,
+    gaussian_cost,
+    gaussian_noise_multiplier,
+    sensitivity_factor,
+)
 from .exceptions import MechanismFailedError
 from .mechanisms import add_gaussian_noise
 
@@ -223,6 +230,66 @@ def check_step_size(learning_rate, alpha):
             f"learning_rate * alpha = {learning_rate * alpha:g} >= 2 makes gradient "
             "descent diverge whatever the data: lower the learning rate or alpha."
         )
+
+
+@dataclass(frozen=True)
+class NoiseBudget:
+    """A DP-GD estimator's (ε, δ) budget: what it hands the engine.
+
+    The one place that turns a budget into a noise multiplier for every
+    estimator built on the engine (and for their other Gaussian releases):
+    :meth:`noise_multiplier` gives ``z`` such that ``n`` Gaussian releases,
+    each of noise ``z`` times its L2 sensitivity, are (ε, δ)-DP exactly
+    (``sqrt(n)/z``-GDP, or the secure sampler's zCDP; see
+    :func:`skdp.accounting.gaussian_noise_multiplier`).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The estimator's budget.
+    noise : {"fast", "secure"}, default="fast"
+        The noise sampler (the secure one is calibrated in zCDP).
+    paper : callable, optional
+        ``accounting="paper"``: the paper's noise multiplier for ``n``
+        releases. It is used only when it is larger than the exact one:
+        never less noise than the exact calibration needs.
+    """
+
+    epsilon: float
+    delta: float
+    noise: str = "fast"
+    paper: Callable[[int], float] | None = None
+
+    def noise_multiplier(self, n_releases):
+        """Noise std over sensitivity for ``n_releases`` releases at (ε, δ)."""
+        exact = gaussian_noise_multiplier(
+            self.epsilon, self.delta, n_releases, noise=self.noise
+        )
+        if self.paper is None:
+            return exact
+        return max(self.paper(n_releases), exact)
+
+
+def calibrated_dpgd(X, y, datafit, *, budget, n_iter, **run):
+    """:func:`dpgd` run on a budget: calibrate ``n_iter`` steps, run, report.
+
+    The engine's entry point for estimators: ``budget`` (a
+    :class:`NoiseBudget`) gives the noise multiplier for ``n_iter`` steps and
+    the δ at which the cost is stated; ``run`` holds the rest of
+    :func:`dpgd`'s arguments (the schedule, the clip, the noise source).
+    Returns ``(coef, intercept, cost, noise_multiplier)``.
+    """
+    noise_multiplier = budget.noise_multiplier(n_iter)
+    coef, intercept, cost = dpgd(
+        X,
+        y,
+        datafit,
+        noise_multiplier=noise_multiplier,
+        n_iter=n_iter,
+        delta=budget.delta,
+        **run,
+    )
+    return coef, intercept, cost, noise_multiplier
 
 
 def dpgd(

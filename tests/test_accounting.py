@@ -39,13 +39,12 @@ import pytest
 from dp_accounting.pld import pld_privacy_accountant
 from scipy import special as scipy_special
 
-from skdp import accounting
+from skdp import PrivacyLedger, accounting
 from skdp.accounting import (
     ADD_REMOVE,
     REPLACE_ONE,
     REPLACE_ONE_USER,
     PrivacyCost,
-    PrivacyLedger,
     classical_gaussian_noise_multiplier,
     compose,
     delta_from_mu,

@@ -1045,3 +1045,37 @@ def test_a_scalar_row_norm_clips_every_record_with_the_same_bound():
     expected = np.append(X.astype(np.float64).T @ r, r.sum())[:, None]
     got = clipped_gradient_sum(X, y, datafit, coef, intercept, s, C)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_noise_budget_is_exact_and_never_below_it_with_a_paper_rule():
+    from skdp._dpgd import NoiseBudget, calibrated_dpgd
+    from skdp.accounting import gaussian_noise_multiplier
+
+    exact = gaussian_noise_multiplier(1.0, 1e-5, 7)
+    assert NoiseBudget(1.0, 1e-5).noise_multiplier(7) == exact
+    secure = NoiseBudget(1.0, 1e-5, "secure").noise_multiplier(7)
+    assert secure == gaussian_noise_multiplier(1.0, 1e-5, 7, noise="secure")
+    assert NoiseBudget(1.0, 1e-5, paper=lambda n: 2 * exact).noise_multiplier(7) == (
+        2 * exact
+    )
+    # A paper rule that asks for less noise than the exact one is overruled.
+    assert NoiseBudget(1.0, 1e-5, paper=lambda n: exact / 2).noise_multiplier(7) == (
+        exact
+    )
+    # The engine run on a budget states the budget's guarantee.
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 3)), (np.arange(50) % 2).astype(float)
+    *_, cost, z = calibrated_dpgd(
+        X,
+        y,
+        BinomialLogistic(),
+        budget=NoiseBudget(1.0, 1e-5),
+        n_iter=7,
+        n_outputs=1,
+        clip_norm=1.0,
+        learning_rate=0.1,
+        rng=np.random.default_rng(1),
+    )
+    assert z == exact
+    assert cost.mu == pytest.approx(np.sqrt(7) / exact, rel=1e-12)
+    assert cost.epsilon == pytest.approx(1.0, rel=1e-6) and cost.delta == 1e-5

@@ -23,6 +23,7 @@ from skdp.audit import UserCanary, audit_estimator
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.fedrep import DPFedRep
 from skdp.fedrep import _fedrep as fr
+from skdp.fedrep import _users as fu
 
 
 def make_users(n_users, m, d, k, seed, noise=0.01, ragged=False):
@@ -53,8 +54,8 @@ def users_of(X, y, groups, seed=0):
     """The fit's per-user structure (one shard), the split drawn from ``seed``."""
     n = groups.max() + 1
     counts = np.bincount(groups, minlength=n)
-    v_half = fr._split_halves(groups, counts, np.random.default_rng(seed))
-    return fr._Users(X, y, groups, n, v_half), v_half
+    v_half = fu._split_halves(groups, counts, np.random.default_rng(seed))
+    return fu._Users(X, y, groups, n, v_half), v_half
 
 
 def loop_round(X, y, groups, U, v_half, clip):
@@ -76,14 +77,14 @@ def loop_round(X, y, groups, U, v_half, clip):
 def test_vectorised_round_equals_a_per_user_loop():
     X, y, groups, _, _ = make_users(60, 6, 7, 2, seed=0, ragged=True)
     users, v_half = users_of(X, y, groups, seed=1)
-    U = fr._haar(np.random.default_rng(2), 7, 2)
+    U = fu._haar(np.random.default_rng(2), 7, 2)
     V_ref, total_ref = loop_round(X, y, groups, U, v_half, clip=0.5)
-    ZT = fr._project(X, U)
-    V = fr._local_coef(ZT, users, "v")
+    ZT = fu._project(X, U)
+    V = fu._local_coef(ZT, users, "v")
     np.testing.assert_allclose(V, V_ref, atol=1e-10)
-    total = fr._clipped_gradient_sum(users, ZT, V, 0.5)
+    total = fu._clipped_gradient_sum(users, ZT, V, 0.5)
     np.testing.assert_allclose(total, total_ref, atol=1e-10)
-    np.testing.assert_allclose(fr._round_sum(users, U, 0.5), total_ref, atol=1e-10)
+    np.testing.assert_allclose(fu._round_sum(users, U, 0.5), total_ref, atol=1e-10)
     # every user got half of their rows (rounded up) for the v-step
     np.testing.assert_array_equal(
         np.bincount(groups, weights=v_half), (users.counts + 1) // 2
@@ -121,7 +122,7 @@ def test_spectral_initialisation_sum_equals_a_per_user_loop():
         rows = groups == u
         np.testing.assert_allclose(S_v[u], X[rows & v_half].T @ y[rows & v_half])
         np.testing.assert_allclose(S_g[u], X[rows & ~v_half].T @ y[rows & ~v_half])
-    np.testing.assert_allclose(fr._spectral_sum(users, clip), ref, atol=1e-10)
+    np.testing.assert_allclose(fu._spectral_sum(users, clip), ref, atol=1e-10)
 
 
 def test_spectral_estimator_is_unbiased_for_the_users_subspace():
@@ -136,7 +137,7 @@ def test_spectral_estimator_is_unbiased_for_the_users_subspace():
     y = X @ w + 0.1 * rng.standard_normal(len(groups))
     users, _ = users_of(X, y, groups, seed=1)
     S_v, S_g = users.half_sums
-    mean = fr._spectral_sum(users, np.inf) / n_users
+    mean = fu._spectral_sum(users, np.inf) / n_users
     # per-entry standard errors from the per-user terms themselves
     a, b = S_v / 3, S_g / 2
     terms = (a[:, :, None] * b[:, None, :] + b[:, :, None] * a[:, None, :]) / 2
@@ -166,7 +167,7 @@ def test_batched_pseudo_inverse_solve_matches_numpy(k):
             for M, v in zip(A, c, strict=True)
         ]
     )
-    got = fr._pinv_solve(A.copy(), c.copy())
+    got = fu._pinv_solve(A.copy(), c.copy())
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-300)
     # non-finite systems (users 1-3) or an overflowing solution (user 4, 1e309)
     # give 0 for that user alone: user 0 is solved as before
@@ -176,12 +177,12 @@ def test_batched_pseudo_inverse_solve_matches_numpy(k):
     expected_bad = np.zeros_like(c_bad)
     expected_bad[0] = expected[0]
     with np.errstate(over="ignore"):
-        got = fr._pinv_solve(A_bad, c_bad)
+        got = fu._pinv_solve(A_bad, c_bad)
     np.testing.assert_allclose(got, expected_bad, rtol=1e-9, atol=0.0)
     if k > 1:  # and a finite solution of a system with a huge c is not dropped
         c_ok = np.full((1, k), 1e300)
         np.testing.assert_allclose(
-            fr._pinv_solve(np.eye(k)[None].copy(), c_ok), c_ok, rtol=1e-12
+            fu._pinv_solve(np.eye(k)[None].copy(), c_ok), c_ok, rtol=1e-12
         )
 
 
@@ -212,8 +213,8 @@ def test_shards_keep_every_user_whole(layout, seed):
     X, y, groups, _, _ = make_users(50, 4, 3, 2, seed=12 + seed, ragged=True)
     X, y, groups = rearranged(X, y, groups, layout)
     counts = np.bincount(groups)
-    v_half = fr._split_halves(groups, counts, np.random.default_rng(1))
-    shards = fr._shard(X, y, groups, 50, v_half, 3)
+    v_half = fu._split_halves(groups, counts, np.random.default_rng(1))
+    shards = fu._shard(X, y, groups, 50, v_half, 3)
     assert len(shards) == 3
     assert sum(s.n_users for s in shards) == 50
     np.testing.assert_array_equal(np.concatenate([s.counts for s in shards]), counts)
@@ -224,7 +225,7 @@ def test_shards_keep_every_user_whole(layout, seed):
     np.testing.assert_array_equal(np.vstack(by_user), X[order])
     np.testing.assert_array_equal(
         np.concatenate([s.half_sums[0] for s in shards]),
-        fr._Users(X, y, groups, 50, v_half).half_sums[0],
+        fu._Users(X, y, groups, 50, v_half).half_sums[0],
     )
     if layout == "grouped":
         assert all(np.shares_memory(s.X, X) for s in shards)
@@ -237,7 +238,7 @@ def test_threads_give_the_one_thread_fit(layout):
     X, y, groups, _, _ = make_users(300, 6, 5, 2, seed=11, ragged=True)
     X, y, groups = rearranged(X, y, groups, layout)
     used = []
-    real_shard = fr._shard
+    real_shard = fu._shard
 
     def spy(*args):
         shards = real_shard(*args)
@@ -272,7 +273,7 @@ def test_noise_matches_the_reviewed_table(epsilon, paper, exact):
     n, psi = 20000, 10.0
     for accounting, expected in [("paper", paper), ("exact", exact)]:
         est = DPFedRep(epsilon=epsilon, delta=1e-6, accounting=accounting)
-        sigma = est._noise_multiplier(5) * 2 * psi / n
+        sigma = est._noise_budget().noise_multiplier(5) * 2 * psi / n
         assert sigma == pytest.approx(expected, rel=1e-5)
 
 
@@ -316,14 +317,14 @@ def test_clipping_bounds_a_heavy_users_contribution(monkeypatch):
     y = np.concatenate([y, 50.0 * Xh[:, 0] + 10 * rng.standard_normal(2000)])
     groups = np.concatenate([groups, np.full(2000, 100)])
     clip, norms = 0.7, []
-    real = fr._user_clip_factors
+    real = fu._user_clip_factors
 
     def recording(G, V, counts, clip_norm):
         omega = real(G, V, counts, clip_norm)
         norms.append(omega * np.linalg.norm(G, axis=1) * np.linalg.norm(V, axis=1))
         return omega
 
-    monkeypatch.setattr(fr, "_user_clip_factors", recording)
+    monkeypatch.setattr(fu, "_user_clip_factors", recording)
     est = DPFedRep(clip_norm=clip, n_rounds=6, epsilon=2.0, random_state=0)
     est.fit(X, y, groups)
     assert len(norms) == 6
@@ -376,7 +377,7 @@ def test_user_level_audit_respects_epsilon_and_catches_per_row_clipping(
     assert not report.refuted
     # Clipping rows one by one lets the 400-row canary through: the same audit
     # then certifies an ε far above the claimed 1 (measured 2.27).
-    monkeypatch.setattr(fr, "_clipped_gradient_sum", per_row_clipped_sum)
+    monkeypatch.setattr(fu, "_clipped_gradient_sum", per_row_clipped_sum)
     broken = _user_audit()
     print(broken)
     assert broken.refuted
@@ -455,14 +456,14 @@ def test_initialisation_and_cold_start_terms_are_clipped_per_user(x_scale, y_sca
     users, _ = users_of(X, y, np.zeros(m, dtype=np.intp))
     S_v, S_g = users.half_sums
     clip = 0.5
-    Z = fr._spectral_sum(users, clip)
+    Z = fu._spectral_sum(users, clip)
     # the rank-two term's exact norm: scaled to exactly C when above it
     a, b = S_v[0] / ((m + 1) // 2), S_g[0] / (m // 2)
     raw_Z = (np.outer(a, b) + np.outer(b, a)) / 2
     factor = min(1.0, clip / np.linalg.norm(raw_Z))
     np.testing.assert_allclose(Z, raw_Z * factor, rtol=1e-10, atol=1e-300)
     assert np.linalg.norm(Z) <= clip * (1 + 1e-12)
-    G, h = fr._cold_start_sums(users, clip)
+    G, h = fu._cold_start_sums(users, clip)
     assert np.hypot(np.linalg.norm(G), np.linalg.norm(h)) <= clip * (1 + 1e-12)
     # The clip binds here (the raw terms are far larger than 0.5), and the
     # clipped cold-start term is the raw one scaled down, not replaced.
@@ -475,7 +476,7 @@ def test_initialisation_and_cold_start_terms_are_clipped_per_user(x_scale, y_sca
     np.testing.assert_allclose(np.hypot(np.trace(G), np.linalg.norm(h)), clip)
     # ... and a term within its clip passes unchanged
     loose = 2.0 * np.hypot(np.trace(raw_G), np.linalg.norm(raw_h))
-    G, h = fr._cold_start_sums(users, loose)
+    G, h = fu._cold_start_sums(users, loose)
     np.testing.assert_allclose(G, raw_G, rtol=1e-12)
     np.testing.assert_allclose(h, raw_h, rtol=1e-12)
 
@@ -495,7 +496,7 @@ def test_spectral_clip_uses_the_exact_norm(scale):
         )  # 3·sqrt(7)·scale²
         clips = [0.5 * norm, 2.0 * norm] if np.isfinite(norm) else [1.0, 1e100]
     for clip in clips:
-        Z = fr._spectral_sum(users, clip)
+        Z = fu._spectral_sum(users, clip)
         if norm <= clip:
             np.testing.assert_allclose(Z, 3.0 * scale**2 * direction, rtol=1e-12)
         else:
@@ -509,15 +510,15 @@ def test_non_finite_user_terms_contribute_nothing():
     # A user whose rows overflow X @ U gets a zero term; others are unaffected.
     X, y, groups, _, _ = make_users(30, 4, 5, 2, seed=6)
     users, v_half = users_of(X, y, groups)
-    U = fr._haar(np.random.default_rng(1), 5, 2)
-    V = fr._local_coef(fr._project(X, U), users, "v")
-    base = fr._round_sum(users, U, 1.0)
+    U = fu._haar(np.random.default_rng(1), 5, 2)
+    V = fu._local_coef(fu._project(X, U), users, "v")
+    base = fu._round_sum(users, U, 1.0)
     X2 = X.copy()
     X2[groups == 0] *= 1e307
-    users2 = fr._Users(X2, y, groups, 30, v_half)
+    users2 = fu._Users(X2, y, groups, 30, v_half)
     with np.errstate(over="ignore"):
-        V2 = fr._local_coef(fr._project(X2, U), users2, "v")
-        got = fr._round_sum(users2, U, 1.0)
+        V2 = fu._local_coef(fu._project(X2, U), users2, "v")
+        got = fu._round_sum(users2, U, 1.0)
     np.testing.assert_allclose(V2[1:], V[1:])
     assert np.isfinite(got).all()
     assert np.linalg.norm(got - base) <= 2.0 * (1 + 1e-9)  # one user moved ≤ 2ψ
@@ -532,13 +533,13 @@ def test_a_users_overflowing_gradient_is_dropped_not_added():
     y[groups == 0] = 0.0
     users, v_half = users_of(X, y, groups)
     U = np.array([[1.0], [0.0], [0.0]])
-    ZT = fr._project(X, U)
+    ZT = fu._project(X, U)
     V = np.ones((12, 1))  # residuals of user 0: 1e300, finite
     with np.errstate(over="ignore"):
-        got = fr._clipped_gradient_sum(users, ZT, V, 1.0)
+        got = fu._clipped_gradient_sum(users, ZT, V, 1.0)
     others = groups != 0
-    rest = fr._Users(X[others], y[others], groups[others] - 1, 11, v_half[others])
-    expected = fr._clipped_gradient_sum(rest, fr._project(X[others], U), V[1:], 1.0)
+    rest = fu._Users(X[others], y[others], groups[others] - 1, 11, v_half[others])
+    expected = fu._clipped_gradient_sum(rest, fu._project(X[others], U), V[1:], 1.0)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     assert np.abs(expected).max() > 0
 
@@ -556,8 +557,8 @@ def test_a_row_with_an_overflowing_residual_is_left_out_of_its_users_gradient():
     X_zero[row] = 0.0
 
     def round_sum(data):
-        users = fr._Users(data, y, groups, 10, v_half)
-        return fr._clipped_gradient_sum(users, fr._project(data, U), V, 1e3)
+        users = fu._Users(data, y, groups, 10, v_half)
+        return fu._clipped_gradient_sum(users, fu._project(data, U), V, 1e3)
 
     with np.errstate(over="ignore"):
         got = round_sum(X_inf)
@@ -567,7 +568,7 @@ def test_a_row_with_an_overflowing_residual_is_left_out_of_its_users_gradient():
 def test_weighted_gram_over_many_blocks():
     rng = np.random.default_rng(14)
     X, w = rng.standard_normal((20000, 3)), rng.random(20000)
-    np.testing.assert_allclose(fr._weighted_gram(X, w), X.T @ (w[:, None] * X))
+    np.testing.assert_allclose(fu._weighted_gram(X, w), X.T @ (w[:, None] * X))
 
 
 def test_within_user_split_is_random_and_seeded():
@@ -577,12 +578,12 @@ def test_within_user_split_is_random_and_seeded():
     codes = np.repeat(np.arange(3), 5)
     counts = np.bincount(codes)
     draws = np.array(
-        [fr._split_halves(codes, counts, np.random.default_rng(s)) for s in range(400)]
+        [fu._split_halves(codes, counts, np.random.default_rng(s)) for s in range(400)]
     )
     assert np.all(np.abs(draws.mean(axis=0) - 0.6) < 0.1)
     np.testing.assert_array_equal(draws.sum(axis=1), 9)  # 3 per user
     np.testing.assert_array_equal(
-        fr._split_halves(codes, counts, np.random.default_rng(7)), draws[7]
+        fu._split_halves(codes, counts, np.random.default_rng(7)), draws[7]
     )
 
 
@@ -591,7 +592,7 @@ def test_random_start_is_sign_symmetric():
     about 0 (QR's sign convention is undone). 2000 draws, tolerance 0.1
     (4.5 standard errors of the mean of an entry of a unit vector in R²)."""
     rng = np.random.default_rng(15)
-    first = np.array([fr._haar(rng, 2, 1)[:, 0] for _ in range(2000)])
+    first = np.array([fu._haar(rng, 2, 1)[:, 0] for _ in range(2000)])
     assert np.all(np.abs(first.mean(axis=0)) < 0.1)
 
 
@@ -970,7 +971,7 @@ def test_every_release_is_the_per_user_loops_mean_plus_calibrated_noise(
     exact one for all n_iter_ releases, the noise is fresh every release, and
     the heads are each user's least squares on the released U."""
     splits = []
-    real_split = fr._split_halves
+    real_split = fu._split_halves
     monkeypatch.setattr(
         fr, "_split_halves", lambda *a: splits.append(real_split(*a)) or splits[-1]
     )
@@ -993,7 +994,7 @@ def test_every_release_is_the_per_user_loops_mean_plus_calibrated_noise(
     (v_half,) = splits
     z = est.noise_multiplier_
     assert est.n_iter_ == 5 == len(recorded_noise)
-    assert z == pytest.approx(fr.gaussian_noise_multiplier(3.0, 1e-6, 5), rel=1e-12)
+    assert z == pytest.approx(gaussian_noise_multiplier(3.0, 1e-6, 5), rel=1e-12)
     assert est.privacy_spent_.mu == pytest.approx(np.sqrt(5) / z, rel=1e-12)
 
     stds = [std for _, std, _ in recorded_noise]
@@ -1143,10 +1144,10 @@ def test_cold_start_clip_binds_for_small_terms_too():
     raw_G, raw_h = X.T @ X / 6, X.T @ y / 6
     bound = np.hypot(np.trace(raw_G), np.linalg.norm(raw_h))
     assert 0.1 < bound < 0.5
-    G, h = fr._cold_start_sums(users, 0.05)
+    G, h = fu._cold_start_sums(users, 0.05)
     np.testing.assert_allclose(np.hypot(np.trace(G), np.linalg.norm(h)), 0.05)
     np.testing.assert_allclose(G, raw_G * 0.05 / bound, rtol=1e-12)
-    G, h = fr._cold_start_sums(users, 0.9)
+    G, h = fu._cold_start_sums(users, 0.9)
     np.testing.assert_allclose(G, raw_G, rtol=1e-12)
     np.testing.assert_allclose(h, raw_h, rtol=1e-12)
 
@@ -1157,7 +1158,7 @@ def test_clip_factors_drop_only_the_user_with_a_non_finite_head():
     rng = np.random.default_rng(28)
     G, V = rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
     counts = np.array([3, 2, 0, 4, 1, 5])
-    base = fr._user_clip_factors(G, V, counts, 0.5)
+    base = fu._user_clip_factors(G, V, counts, 0.5)
     norms = 2.0 / np.maximum(counts, 1) * np.linalg.norm(G, axis=1)
     norms *= np.linalg.norm(V, axis=1)
     expected = np.where(counts > 0, 2.0 / np.maximum(counts, 1), 0.0)
@@ -1167,7 +1168,7 @@ def test_clip_factors_drop_only_the_user_with_a_non_finite_head():
         V_bad = V.copy()
         V_bad[1, 0] = bad
         with np.errstate(invalid="ignore"):
-            got = fr._user_clip_factors(G, V_bad, counts, 0.5)
+            got = fu._user_clip_factors(G, V_bad, counts, 0.5)
         assert got[1] == 0.0
         np.testing.assert_array_equal(np.delete(got, 1), np.delete(base, 1))
 

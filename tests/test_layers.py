@@ -174,3 +174,39 @@ def test_the_ledger_asks_a_transformer_whether_fit_reads_only_the_shape():
     assert not _reads_only_shape(Overrides()) and not _reads_only_shape(Denied())
     graph = import_graph()
     assert not {m for m in graph["skdp._ledger"] if m.startswith("skdp.ranking")}
+
+
+def test_the_audit_asks_each_estimator_for_its_view_and_canary():
+    # skdp.audit imports no estimator's private module: each estimator offers
+    # its canary (and GLM view) itself, so a new one plugs in without edits.
+    from sklearn.base import BaseEstimator
+
+    from skdp.audit import GLMCanary, default_canary
+
+    estimator_packages = {
+        m for m in import_graph() if m.count(".") == 1 and not m.split(".")[1][0] == "_"
+    } - {"skdp.audit", "skdp.accounting", "skdp.mechanisms", "skdp.exceptions"}
+    for module, deps in import_graph().items():
+        if module.startswith("skdp.audit"):
+            private = {
+                d
+                for d in deps
+                if any(d.startswith(p + "._") for p in estimator_packages)
+            }
+            assert not private, f"{module} imports {sorted(private)}"
+
+    class NewEstimator(BaseEstimator):
+        def _audit_canary(self):
+            return "GLMCanary", {"index": 3}
+
+    canary = default_canary(NewEstimator())
+    assert isinstance(canary, GLMCanary) and canary.index == 3
+
+
+@pytest.mark.parametrize("name", ["_clipping", "_dask", "_datafits"])
+def test_the_engine_s_kernels_sit_under_the_engine_and_the_estimators(name):
+    # The per-record clipping, the Dask plumbing and the losses import only
+    # the foundations and each other: never the engine or the estimator layer.
+    allowed = {f"skdp.{m}" for m in (*FOUNDATIONS, "_clipping", "_dask", "_datafits")}
+    above = import_graph()[f"skdp.{name}"] - allowed
+    assert not above, f"skdp.{name} imports {sorted(above)}"

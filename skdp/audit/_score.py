@@ -22,8 +22,6 @@ estimators are registered here; a new estimator needs one short function.
 """
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.special import expit
 
 __all__ = ["GLMView", "glm_view", "register_glm_view", "score_attack"]
 
@@ -66,14 +64,24 @@ def registered_for(table, estimator):
 
 
 def glm_view(estimator):
-    """The :class:`GLMView` of a fitted estimator (by its class or a parent)."""
+    """The :class:`GLMView` of a fitted estimator.
+
+    A view registered for its class or a parent (:func:`register_glm_view`)
+    comes first; otherwise the estimator's own ``_audit_glm_view()``, which
+    skdp's GLM-type estimators define next to their ``fit`` and which
+    returns the :class:`GLMView` fields as a dict (so that the audit
+    imports nothing of any estimator).
+    """
     view = registered_for(_VIEWS, estimator)
-    if view is None:
+    if view is not None:
+        return view(estimator)
+    own = getattr(estimator, "_audit_glm_view", None)
+    if own is None:
         raise TypeError(
             f"No score-attack view is registered for {type(estimator).__name__}; "
             "register one with skdp.audit.register_glm_view, or pass a statistic."
         )
-    return view(estimator)
+    return GLMView(**own())
 
 
 def score_attack(estimator, X, y, theta_ref=None):
@@ -121,91 +129,3 @@ def score_attack(estimator, X, y, theta_ref=None):
         )
     residual = view.encode(np.asarray(y)) - view.mean(features @ theta_ref)
     return residual * (features @ (view.theta - theta_ref))
-
-
-# -- views of the landed estimators ------------------------------------------
-
-
-def _logistic_view(est):
-    if est.classes_.size != 2:
-        raise ValueError("The score attack view of DPLogisticRegression is binary.")
-    theta = np.concatenate([est.coef_.ravel(), est.intercept_])
-
-    def features(X):
-        X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=float)
-        return np.hstack([X, np.ones((X.shape[0], 1))])
-
-    return GLMView(theta, features, expit, lambda y: (y == est.classes_[1]) * 1.0)
-
-
-def _random_features_view(est):
-    from ..random_features._features import features as feature_map
-    from ..random_features._features import resolve_activation
-
-    activation = resolve_activation(est.activation)
-
-    def features(X):
-        X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=float)
-        return feature_map(X, est.random_weights_, activation)
-
-    return GLMView(est.coef_, features, lambda z: z, lambda y: y * 1.0)
-
-
-def _bradley_terry_view(est):
-    from ..ranking._bradley_terry import ROW_NORM_BOUND
-    from ..ranking._solver import clip_rows
-
-    def features(X):
-        X = X if sp.issparse(X) else np.asarray(X, dtype=float)
-        X = clip_rows(X, ROW_NORM_BOUND)
-        return X.toarray() if sp.issparse(X) else X
-
-    return GLMView(est.scores_, features, expit, lambda y: (y == est.classes_[1]) * 1.0)
-
-
-def _sparse_glm_view(est):
-    from ..linear_model._sparse_glm import _make_datafit, clip_features
-
-    theta = np.concatenate([est.coef_, [est.intercept_]])
-    inverse_link = _make_datafit(est.family).inverse_link
-
-    def features(X):
-        X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=float)
-        X = clip_features(X, est.x_bound)
-        return np.hstack([X, np.ones((X.shape[0], 1))])
-
-    return GLMView(
-        theta, features, lambda z: inverse_link(z[:, None])[:, 0], lambda y: y * 1.0
-    )
-
-
-def _linear_regression_view(est):
-    from .._gram import clipped_rows
-
-    coef = np.asarray(est.coef_, dtype=float)
-    if coef.ndim != 1:
-        raise ValueError("The score attack view of DPLinearRegression is one-output.")
-    theta = np.append(coef, est.intercept_)
-
-    def features(X):
-        X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=float)
-        # The intercept's column is in the fitted row only with fit_intercept;
-        # its coefficient (intercept_) is 0 otherwise.
-        return np.hstack([clipped_rows(X, est.clip_norm_), np.ones((X.shape[0], 1))])
-
-    return GLMView(theta, features, lambda z: z, lambda y: y * 1.0)
-
-
-def _register_landed():
-    from ..linear_model import DPLinearRegression, DPLogisticRegression, DPSparseGLM
-    from ..random_features import DPRandomFeaturesRegressor
-    from ..ranking import DPBradleyTerry
-
-    register_glm_view(DPLogisticRegression, _logistic_view)
-    register_glm_view(DPSparseGLM, _sparse_glm_view)
-    register_glm_view(DPRandomFeaturesRegressor, _random_features_view)
-    register_glm_view(DPBradleyTerry, _bradley_terry_view)
-    register_glm_view(DPLinearRegression, _linear_regression_view)
-
-
-_register_landed()

@@ -245,6 +245,21 @@ class DPPCA(
         self.noise = noise
         self.verbose = verbose
 
+    def _audit_canary(self):
+        """skdp.audit's default canary: two records at the release's sensitivity."""
+        return "GramCanary", {}
+
+    def _audit_record_bounds(self, n_features):
+        """``(clip, centring constant)`` of a fit on ``n_features`` columns.
+
+        What :class:`~skdp.audit.GramCanary` needs to build its worst-case
+        records (the constant is 0 without centring), as :meth:`fit` sets them.
+        """
+        clip = (
+            _auto_clip_norm(n_features) if self.clip_norm == "auto" else self.clip_norm
+        )
+        return float(clip), (_CENTRING_SHARE * clip if self.with_mean else 0.0)
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

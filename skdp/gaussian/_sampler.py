@@ -587,6 +587,12 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
         # The unbounded mode's PTR and StableMean are not Gaussian.
         return self.method == "bounded"
 
+    def _audit_canary(self):
+        """Default canary (for :mod:`skdp.audit`): by ``method``."""
+        if self.method == "unbounded":
+            return "UnboundedCanary", {}
+        return "BallCanary", {}
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

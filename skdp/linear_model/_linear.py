@@ -13,12 +13,14 @@ from .._base import (
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
+    dense_float_rows,
     is_dask_array,
     private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
+    with_ones_column,
 )
-from .._gram import clipped_gram, row_norm_bound
+from .._gram import clipped_gram, clipped_rows, row_norm_bound
 from ..accounting import REPLACE_ONE, gaussian_cost, split_gaussian_budget
 from ..mechanisms import (
     as_generator,
@@ -312,6 +314,31 @@ class DPLinearRegression(
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
+
+    def _audit_canary(self):
+        """Default canary (for :mod:`skdp.audit`): a worst-case record."""
+        return "GLMCanary", {}
+
+    def _audit_glm_view(self):
+        """skdp.audit's score-attack view of a one-output fit: clipped rows.
+
+        The intercept's column is in the fitted row only with
+        ``fit_intercept``; its coefficient (``intercept_``) is 0 otherwise.
+        """
+        coef = np.asarray(self.coef_, dtype=float)
+        if coef.ndim != 1:
+            raise ValueError(
+                "The score attack view of DPLinearRegression is one-output."
+            )
+        clip = self.clip_norm_
+        return dict(
+            theta=np.append(coef, self.intercept_),
+            features=lambda X: with_ones_column(
+                clipped_rows(dense_float_rows(X), clip)
+            ),
+            mean=lambda z: z,
+            encode=lambda y: y * 1.0,
+        )
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)

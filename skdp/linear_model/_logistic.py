@@ -1,9 +1,11 @@
 """DPLogisticRegression: noisy gradient descent for logistic regression."""
 
+import functools
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -13,20 +15,21 @@ from .._base import (
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
+    dense_float_rows,
     is_dask_array,
     is_sparse_input,
     private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
+    with_ones_column,
 )
 from .._base import labels_in as _labels_in
 from .._base import unique_labels as _unique_labels
 from .._datafits import BinomialLogistic, MultinomialLogistic
-from .._dpgd import auto_schedule, dpgd
+from .._dpgd import NoiseBudget, auto_schedule, calibrated_dpgd
 from ..accounting import (
     REPLACE_ONE,
     classical_gaussian_noise_multiplier,
-    gaussian_noise_multiplier,
     mu_from_epsilon,
 )
 from ..exceptions import PrivacyLeakWarning
@@ -61,6 +64,13 @@ def _encode(y, classes):
     """
     indices = np.searchsorted(classes, y)
     return indices.astype(np.float64) if classes.size == 2 else indices
+
+
+def _paper_noise_multiplier(epsilon, delta, n_iter):
+    """The textbook calibration of ``n_iter`` steps, per unit of exact sensitivity."""
+    return _PAPER_SENSITIVITY_RATIO * classical_gaussian_noise_multiplier(
+        epsilon, delta, n_iter
+    )
 
 
 class DPLogisticRegression(
@@ -306,6 +316,27 @@ class DPLogisticRegression(
         tags.input_tags.sparse = True
         return tags
 
+    def _audit_canary(self):
+        """skdp.audit's default canary: the engine's gradient canary."""
+        return "GradientCanary", {}
+
+    def _audit_engine_parameters(self):
+        """The fitted parameters in the DP-GD engine's layout ``(d + 1, k)``."""
+        return np.vstack([self.coef_.T, self.intercept_[None, :]])
+
+    def _audit_glm_view(self):
+        """The score attack's view (for :mod:`skdp.audit`) of a binary fit."""
+        if self.classes_.size != 2:
+            raise ValueError("The score attack view of DPLogisticRegression is binary.")
+        theta = np.concatenate([self.coef_.ravel(), self.intercept_])
+        positive = self.classes_[1]
+        return dict(
+            theta=theta,
+            features=lambda X: with_ones_column(dense_float_rows(X)),
+            mean=expit,
+            encode=lambda y: (y == positive) * 1.0,
+        )
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -339,21 +370,19 @@ class DPLogisticRegression(
         datafit = BinomialLogistic() if classes.size == 2 else MultinomialLogistic()
         n_outputs = 1 if classes.size == 2 else classes.size
         n_iter, learning_rate, alpha, clip_norm = self._schedule(X, n_outputs)
-        noise_multiplier = self._noise_multiplier(n_iter)
-        coef, intercept, cost = dpgd(
+        coef, intercept, cost, noise_multiplier = calibrated_dpgd(
             X,
             y_encoded,
             datafit,
+            budget=self._noise_budget(),
             n_outputs=n_outputs,
             clip_norm=clip_norm,
-            noise_multiplier=noise_multiplier,
             n_iter=n_iter,
             learning_rate=learning_rate,
             alpha=alpha,
             fit_intercept=self.fit_intercept,
             solver=self.solver,
             average=_AVERAGE_DECAY if self.solver == "adam" else None,
-            delta=self.delta,
             adjacency=REPLACE_ONE,
             rng=as_generator(self.random_state, self.noise),
             mechanism="DPLogisticRegression noisy gradient descent",
@@ -445,19 +474,16 @@ class DPLogisticRegression(
             return classes, y.map_blocks(_encode, classes, dtype=dtype)
         return classes, _encode(y, classes)
 
-    def _noise_multiplier(self, n_iter):
-        """σ / sensitivity for ``n_iter`` steps at (epsilon, delta)."""
-        exact = gaussian_noise_multiplier(
-            self.epsilon, self.delta, n_iter, noise=self.noise
-        )
-        if self.accounting == "exact":
-            return exact
-        paper = _PAPER_SENSITIVITY_RATIO * classical_gaussian_noise_multiplier(
-            self.epsilon, self.delta, n_iter
-        )
-        # The textbook calibration is only valid for per-step ε/T ≤ 1; never
-        # add less noise than the exact calibration needs.
-        return max(paper, exact)
+    def _noise_budget(self):
+        """(epsilon, delta) for the engine; ``accounting="paper"``: the textbook rule.
+
+        The textbook calibration is only valid for per-step ε/T ≤ 1; the
+        engine never adds less noise than the exact calibration needs.
+        """
+        paper = None
+        if self.accounting == "paper":
+            paper = functools.partial(_paper_noise_multiplier, self.epsilon, self.delta)
+        return NoiseBudget(self.epsilon, self.delta, self.noise, paper)
 
     def decision_function(self, X):
         """Linear predictor: shape (n_samples,) if binary, else (n_samples, n_classes).

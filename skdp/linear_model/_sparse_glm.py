@@ -45,10 +45,12 @@ from .._base import (
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
+    dense_float_rows,
     is_dask_array,
     private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
+    with_ones_column,
 )
 from .._datafits import BinomialLogistic, Poisson, Quadratic
 from .._dpgd import _Progress, clipped_gradient_sum
@@ -1102,6 +1104,24 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+    def _audit_canary(self):
+        """Default canary (for :mod:`skdp.audit`): a worst-case record."""
+        return "GLMCanary", {}
+
+    def _audit_glm_view(self):
+        """skdp.audit's score-attack view: clipped rows and the intercept."""
+        theta = np.concatenate([self.coef_, [self.intercept_]])
+        inverse_link = _make_datafit(self.family).inverse_link
+        x_bound = self.x_bound
+        return dict(
+            theta=theta,
+            features=lambda X: with_ones_column(
+                clip_features(dense_float_rows(X), x_bound)
+            ),
+            mean=lambda z: inverse_link(z[:, None])[:, 0],
+            encode=lambda y: y * 1.0,
+        )
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)

@@ -556,6 +556,10 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         if name == "privacy_spent_" and "best_estimator_" in vars(self):
             _mark_release(self.best_estimator_, value)
 
+    def _audit_canary(self):
+        """Default canary (for :mod:`skdp.audit`): the search's own."""
+        return "SearchCanary", {}
+
     @private_fit
     def fit(self, X, y):
         """Run the private search.

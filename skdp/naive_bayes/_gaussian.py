@@ -380,6 +380,10 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         self.random_state = random_state
         self.noise = noise
 
+    def _audit_canary(self):
+        """skdp.audit's default canary: a record that changes its class."""
+        return "ClassRecordCanary", {}
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -51,6 +51,10 @@ class _DPHistogramQuantiles(
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
     }
 
+    def _audit_canary(self):
+        """skdp.audit's default canary: a record moved between histogram bins."""
+        return "HistogramCanary", {}
+
     def _validate_fit_data(self, X):
         require_positive_delta(self)
         if is_dask_array(X):  # map-reduce on the chunks; noise on the client

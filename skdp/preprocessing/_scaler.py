@@ -484,6 +484,10 @@ class DPStandardScaler(
         self.random_state = random_state
         self.noise = noise
 
+    def _audit_canary(self):
+        """skdp.audit's default canary: a record at the bounds' extremes."""
+        return "ExtremeRecordCanary", {}
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

@@ -12,17 +12,17 @@ from .._base import (
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
+    dense_float_rows,
     is_dask_array,
     private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
 )
 from .._datafits import Quadratic
-from .._dpgd import dpgd
+from .._dpgd import NoiseBudget, dpgd
 from ..accounting import (
     REPLACE_ONE,
     gaussian_cost,
-    gaussian_noise_multiplier,
     mu_from_epsilon,
 )
 from ..mechanisms import as_generator
@@ -290,6 +290,32 @@ class DPRandomFeaturesRegressor(
         tags.input_tags.sparse = True
         return tags
 
+    def _audit_canary(self):
+        """Default canary (for :mod:`skdp.audit`).
+
+        The kernel solver (which "auto" picks for large n_components)
+        computes the iterates without the engine's clipped sum, so the
+        gradient canary cannot enter it: those fits keep the record canary.
+        """
+        if self.solver == "primal":
+            return "GradientCanary", {"direction": "least_used"}
+        return "GLMCanary", {}
+
+    def _audit_engine_parameters(self):
+        """The fitted parameters in the DP-GD engine's layout ``(d + 1, 1)``."""
+        return np.append(self.coef_, 0.0)[:, None]  # no intercept: its row is 0
+
+    def _audit_glm_view(self):
+        """skdp.audit's score-attack view: the random features of the rows."""
+        activation = resolve_activation(self.activation)
+        weights = self.random_weights_
+        return dict(
+            theta=self.coef_,
+            features=lambda X: features(dense_float_rows(X), weights, activation),
+            mean=lambda z: z,
+            encode=lambda y: y * 1.0,
+        )
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -319,7 +345,7 @@ class DPRandomFeaturesRegressor(
         n, d = X.shape
         warn_if_delta_is_large(self, n)
         n_iter, learning_rate, clip_norm = self._schedule(n, d)
-        noise_multiplier = self._noise_multiplier(n_iter)
+        noise_multiplier = self._noise_budget().noise_multiplier(n_iter)
         solver = "primal" if dask_input else self._resolve_solver(n, d, n_iter)
         weights_rng, noise_rng = as_generator(self.random_state, self.noise).spawn(2)
         weights = draw_weights(weights_rng, d, self.n_components)
@@ -421,21 +447,27 @@ class DPRandomFeaturesRegressor(
             return exact
         return min(exact, self.epsilon / np.sqrt(8.0 * np.log(1.0 / self.delta)))
 
-    def _noise_multiplier(self, n_iter):
-        """σ / sensitivity for ``n_iter`` steps at (epsilon, delta)."""
-        exact = gaussian_noise_multiplier(
-            self.epsilon, self.delta, n_iter, noise=self.noise
-        )
+    def _noise_budget(self):
+        """(ε, δ) as the engine calibrates it (:class:`skdp._dpgd.NoiseBudget`).
+
+        ``accounting="paper"``: Proposition 3.2's ``sqrt(8·T·log(1/δ))/ε``,
+        valid for ε < 8 log(1/δ); never less noise than the exact calibration.
+        """
         if self.accounting == "exact":
-            return exact
+            return NoiseBudget(self.epsilon, self.delta, self.noise)
         log_inv_delta = np.log(1.0 / self.delta)
         if self.epsilon >= 8.0 * log_inv_delta:
             raise ValueError(
                 "accounting='paper' (Proposition 3.2) needs epsilon < "
                 f"8 log(1/delta) = {8.0 * log_inv_delta:.4g}."
             )
-        paper = np.sqrt(8.0 * n_iter * log_inv_delta) / self.epsilon
-        return max(paper, exact)  # never less noise than the exact calibration
+        epsilon = self.epsilon
+        return NoiseBudget(
+            epsilon,
+            self.delta,
+            self.noise,
+            paper=lambda n_iter: np.sqrt(8.0 * n_iter * log_inv_delta) / epsilon,
+        )
 
     def _resolve_solver(self, n_samples, n_features, n_iter):
         """``"auto"``: whichever form :func:`_solver_seconds` predicts faster."""

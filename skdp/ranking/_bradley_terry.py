@@ -1,12 +1,13 @@
 """DPBradleyTerry: differentially private Bradley–Terry–Luce scores."""
 
+import functools
 import math
 import warnings
 from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import log_expit
+from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
@@ -20,13 +21,12 @@ from .._base import (
     warn_if_delta_is_large,
 )
 from .._datafits import BinomialLogistic
-from .._dpgd import auto_schedule, dpgd
+from .._dpgd import NoiseBudget, auto_schedule, dpgd
 from ..accounting import (
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
     classical_gaussian_noise_multiplier,
     gaussian_cost,
-    gaussian_noise_multiplier,
     mu_from_epsilon,
     sensitivity_factor,
 )
@@ -447,6 +447,27 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             return None  # declared, or the model's own outcomes {0, 1}
         return np.unique(y)
 
+    def _audit_canary(self):
+        """skdp.audit's default canary: one comparison's outcome flipped."""
+        return "OutcomeCanary", {}
+
+    def _audit_glm_view(self):
+        """skdp.audit's score-attack view: design rows clipped as in fit."""
+
+        def rows(X):
+            X = clip_rows(
+                X if sp.issparse(X) else np.asarray(X, dtype=float), ROW_NORM_BOUND
+            )
+            return X.toarray() if sp.issparse(X) else X
+
+        positive = self.classes_[1]
+        return dict(
+            theta=self.scores_,
+            features=rows,
+            mean=expit,
+            encode=lambda y: (y == positive) * 1.0,
+        )
+
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -505,7 +526,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _fit_outcome(self, X, won, rng):
         """Release the win counts once, then solve the penalised MLE on them."""
-        noise_multiplier = self._noise_multiplier(1)
+        noise_multiplier = self._noise_budget().noise_multiplier(1)
         win_counts = X.T @ won
         noisy_counts = gaussian_mechanism(
             win_counts,
@@ -538,7 +559,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         n_iter, horizon, _ = auto_schedule(
             n_comparisons, n_items, mu_from_epsilon(self.epsilon, self.delta)
         )
-        noise_multiplier = self._noise_multiplier(n_iter)
+        noise_multiplier = self._noise_budget().noise_multiplier(n_iter)
         mu = math.sqrt(n_iter) / noise_multiplier
         alpha = self._alpha(X.shape, COMPARISON_STEP_SENSITIVITY, mu)
         coef, _, cost = dpgd(
@@ -562,23 +583,25 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
         return coef[:, 0], n_iter, noise_multiplier, alpha, cost
 
-    def _noise_multiplier(self, n_releases):
-        """σ / sensitivity for ``n_releases`` Gaussian releases at (ε, δ)."""
-        exact = gaussian_noise_multiplier(
-            self.epsilon, self.delta, n_releases, noise=self.noise
-        )
+    def _noise_budget(self):
+        """(ε, δ) as the engine calibrates it (:class:`skdp._dpgd.NoiseBudget`).
+
+        ``accounting="paper"``: for one outcome, Prop. 4.3 / App. B.4 with
+        the correct sensitivity, ``σ/Δ = sqrt(2·log(2/δ) + ε)/ε``; for one
+        comparison, the classical calibration of the ``n`` releases. Never
+        less noise than the exact calibration.
+        """
+        epsilon, delta = self.epsilon, self.delta
         if self.accounting == "exact":
-            return exact
-        if self.privacy_unit == "outcome":
-            # Prop. 4.3 / App. B.4 with the correct sensitivity:
-            # σ/Δ = sqrt(2·log(2/δ) + ε)/ε.
-            paper = math.sqrt(2.0 * math.log(2.0 / self.delta) + self.epsilon)
-            paper /= self.epsilon
+            paper = None
+        elif self.privacy_unit == "outcome":
+            outcome = math.sqrt(2.0 * math.log(2.0 / delta) + epsilon) / epsilon
+            paper = lambda n_releases: outcome  # noqa: E731
         else:
-            paper = classical_gaussian_noise_multiplier(
-                self.epsilon, self.delta, n_releases
+            paper = functools.partial(
+                classical_gaussian_noise_multiplier, epsilon, delta
             )
-        return max(paper, exact)
+        return NoiseBudget(epsilon, delta, self.noise, paper)
 
     def _alpha(self, shape, sensitivity, mu, design=None):
         """The penalty: the parameter, or the ``"auto"`` rule (see ``alpha``).
