@@ -426,11 +426,12 @@ def test_given_bounds_match_the_non_private_scaler():
 
 
 def test_with_mean_and_with_std_follow_sklearn():
+    # clip=False: scikit-learn's semantics exactly (no clip to bounds_).
     X = np.random.default_rng(8).normal(5, 2, size=(5000, 2))
-    only_scale = DPStandardScaler(with_mean=False, random_state=0).fit(X)
+    only_scale = DPStandardScaler(with_mean=False, clip=False, random_state=0).fit(X)
     assert only_scale.mean_ is not None  # released, as in scikit-learn
     np.testing.assert_allclose(only_scale.transform(X), X / only_scale.scale_)
-    only_centre = DPStandardScaler(with_std=False, random_state=0).fit(X)
+    only_centre = DPStandardScaler(with_std=False, clip=False, random_state=0).fit(X)
     assert only_centre.var_ is None and only_centre.scale_ is None
     np.testing.assert_allclose(only_centre.transform(X), X - only_centre.mean_)
 
@@ -442,9 +443,17 @@ def test_with_mean_and_with_std_follow_sklearn():
 
 def test_inverse_transform_round_trips(shifted):
     X, _, _ = shifted
-    scaler = DPStandardScaler(random_state=0).fit(X)
+    scaler = DPStandardScaler(clip=False, random_state=0).fit(X)
     np.testing.assert_allclose(
         scaler.inverse_transform(scaler.transform(X)), X, rtol=1e-10, atol=1e-8
+    )
+    # With the default clip, the round trip gives X clipped to the bounds.
+    clipped = DPStandardScaler(random_state=0).fit(X)
+    np.testing.assert_allclose(
+        clipped.inverse_transform(clipped.transform(X)),
+        np.clip(X, *clipped.bounds_),
+        rtol=1e-10,
+        atol=1e-8,
     )
 
 
@@ -725,3 +734,25 @@ def test_digits_private_pipeline_accuracy():
     scores = _pipeline_scores(load_digits, 2.0)
     print(scores)
     assert scores.mean() >= 0.80
+
+
+def test_transform_clips_to_the_private_bounds_by_default():
+    # The released statistics describe the clipped data; transform clips the
+    # same way, so a value far outside the bounds (a tail the private bounds
+    # missed, zero inflation) cannot dominate the next DP step's row norms.
+    rng = np.random.default_rng(11)
+    X = np.column_stack([rng.normal(5, 2, 4000), rng.normal(0, 1, 4000)])
+    scaler = DPStandardScaler(random_state=0).fit(X)
+    lower, upper = scaler.bounds_
+    far = np.array([[1e9, -1e9], [lower[0] - 1.0, upper[1] + 1.0]])
+    expected = (np.clip(far, lower, upper) - scaler.mean_) / scaler.scale_
+    np.testing.assert_allclose(scaler.transform(far), expected)
+    inside = X[:5]
+    assert (inside > lower).all() and (inside < upper).all()
+    np.testing.assert_allclose(
+        scaler.transform(inside), (inside - scaler.mean_) / scaler.scale_
+    )
+    unclipped = DPStandardScaler(clip=False, random_state=0).fit(X)
+    np.testing.assert_allclose(
+        unclipped.transform(far), (far - unclipped.mean_) / unclipped.scale_
+    )

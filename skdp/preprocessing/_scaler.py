@@ -201,7 +201,10 @@ class DPStandardScaler(
     one joint Gaussian release over all features (L2 sensitivity ``sqrt(d)``
     after normalising each feature to ``[-1/2, 1/2]``), and the mean and
     variance are computed from them. ``transform`` is then
-    ``(x - mean_) / scale_``, as in :class:`sklearn.preprocessing.StandardScaler`.
+    ``(clip(x) - mean_) / scale_``, as in
+    :class:`sklearn.preprocessing.StandardScaler` but for the clip to the
+    bounds (``clip=True``, the default: the statistics are those of the
+    clipped data).
 
     The bounds are either given (public, e.g. the range of a sensor, and the
     whole budget goes to the mean and variance) or, by default, found
@@ -231,8 +234,9 @@ class DPStandardScaler(
         ``n_features``, with ``lower < upper``, both finite and
         ``upper - lower <= 2e154`` (wider bounds are refused before any work:
         the variance could not be represented in float64). Data outside
-        them is clipped when the statistics are computed (not in
-        ``transform``). None: found privately with a share of the budget.
+        them is clipped when the statistics are computed (and by
+        ``transform``, see ``clip``). None: found privately with a share of
+        the budget.
     data_range : float, default=1e6
         Used when ``bounds=None``: the public range ``[-data_range,
         data_range]`` in which the bounds are searched (values outside it are
@@ -244,6 +248,14 @@ class DPStandardScaler(
         Used when ``bounds=None``: the share of the budget, in GDP terms
         (``μ_bounds² = bounds_share·μ²``), spent on finding the bounds; the
         rest goes to the mean and variance.
+    clip : bool, default=True
+        ``transform`` clips X to ``bounds_`` before standardising, as the
+        released mean and variance describe the clipped data: a value far
+        outside the bounds (a tail the private bounds did not reach, an
+        outlier at prediction time) then maps to a standardised value of
+        moderate size instead of one that dominates every row norm of the
+        next DP step's input. False: scikit-learn's ``StandardScaler``
+        semantics, ``(x - mean_) / scale_`` for any x.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise; use None in production (a known seed makes the
         noise predictable). The rule
@@ -459,6 +471,7 @@ class DPStandardScaler(
         "bounds": ["array-like", None],
         "data_range": [Interval(Real, 0, _MAX_DATA_RANGE, closed="neither")],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
+        "clip": ["boolean"],
     }
 
     def __init__(
@@ -471,6 +484,7 @@ class DPStandardScaler(
         bounds=None,
         data_range=1e6,
         bounds_share=0.5,
+        clip=True,
         random_state=None,
         noise="fast",
     ):
@@ -481,6 +495,7 @@ class DPStandardScaler(
         self.bounds = bounds
         self.data_range = data_range
         self.bounds_share = bounds_share
+        self.clip = clip
         self.random_state = random_state
         self.noise = noise
 
@@ -625,12 +640,12 @@ class DPStandardScaler(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Data (not clipped).
+            Data (clipped to ``bounds_`` here if ``clip``).
 
         Returns
         -------
         X_new : ndarray of shape (n_samples, n_features)
-            Standardised data.
+            Standardised data (of X clipped to ``bounds_`` if ``clip``).
         """
         check_is_fitted(self)
         if is_dask_array(X):
@@ -638,6 +653,8 @@ class DPStandardScaler(
 
             return _dask.map_rows(self.transform, self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        if self.clip and self.bounds_ is not None:
+            np.clip(X, self.bounds_[0], self.bounds_[1], out=X)
         if self.with_mean:
             X -= self.mean_
         if self.with_std:

@@ -1,0 +1,103 @@
+"""The obvious private pipeline on a mixed, credit-like table, against free scaling.
+
+Issue 30's acceptance: on real tables with mixed columns, heavy tails and
+zero inflation, ``make_private_pipeline(DPStandardScaler(),
+DPLogisticRegression())`` at total ε = 1 comes within 0.03 ROC AUC of the
+same DP model after a free (non-private) ``StandardScaler``. This table is
+generated (seeded) to have every kind of column that broke earlier defaults:
+a year (large offset, small spread), a balance near 1e6, a log-normal income,
+a debt column that is 85% zeros with a log-normal tail, an age, a column of
+scale 1e-3, a constant, and four one-hot columns; the label is logistic in
+them. Rows: ROC AUC (mean over 4 stratified splits, fresh noise per split)
+of the private pipeline with ``clip=True`` (the default) and ``clip=False``,
+and of the free-scaled DP model, for several n.
+
+    python benchmarks/bench_mixed_table.py            # n = 2000, 5000, 20000
+    python benchmarks/bench_mixed_table.py 1000 50000
+"""
+
+import sys
+import warnings
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skdp import DPLogisticRegression, DPStandardScaler
+from skdp.pipeline import make_private_pipeline
+
+N_SPLITS = 4
+
+
+def mixed_table(n, seed=0):
+    """Seeded credit-like table: (X of shape (n, 11), binary y)."""
+    rng = np.random.default_rng(seed)
+    year = rng.integers(1990, 2020, n).astype(float)
+    balance = 1e6 + rng.normal(0, 2e4, n)
+    income = rng.lognormal(10, 0.8, n)
+    debt = np.where(rng.random(n) < 0.85, 0.0, rng.lognormal(8, 2.0, n))
+    age = rng.normal(45, 12, n).clip(18, 95)
+    tiny = rng.normal(0.001, 0.0003, n)
+    constant = np.full(n, 7.0)
+    category = rng.integers(0, 4, n)
+    X = np.column_stack(
+        [year, balance, income, debt, age, tiny, constant, np.eye(4)[category]]
+    )
+    logit = (
+        -1.0
+        + 0.08 * (year - 2005)
+        + 3e-5 * (balance - 1e6)
+        - 0.8 * np.log(income / 2e4)
+        + 0.5 * np.log1p(debt / 1000)
+        - 0.03 * (age - 45)
+        + 1500 * (tiny - 0.001)
+        + 0.5 * (category == 2)
+    )
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-logit))).astype(int)
+    return X, y
+
+
+def models(epsilon):
+    def private(clip):
+        return make_private_pipeline(
+            DPStandardScaler(clip=clip),
+            DPLogisticRegression(classes=[0, 1]),
+            epsilon=epsilon,
+        )
+
+    return {
+        "private, clip=True": lambda: private(True),
+        "private, clip=False": lambda: private(False),
+        "free StandardScaler": lambda: make_pipeline(
+            StandardScaler(), DPLogisticRegression(classes=[0, 1], epsilon=epsilon)
+        ),
+    }
+
+
+def main(sizes):
+    warnings.simplefilter("ignore")
+    epsilon = 1.0
+    print(f"python benchmarks/bench_mixed_table.py {' '.join(map(str, sizes))}")
+    names = list(models(epsilon))
+    print("| n | " + " | ".join(names) + " | gap (clip=True) |")
+    print("|---" * (len(names) + 2) + "|")
+    for n in sizes:
+        X, y = mixed_table(n)
+        auc = {name: [] for name in names}
+        for split in range(N_SPLITS):
+            X_tr, X_te, y_tr, y_te = train_test_split(
+                X, y, random_state=split, stratify=y
+            )
+            for name, make in models(epsilon).items():
+                model = make().fit(X_tr, y_tr)
+                auc[name].append(roc_auc_score(y_te, model.predict_proba(X_te)[:, 1]))
+        means = {name: np.mean(v) for name, v in auc.items()}
+        gap = means["free StandardScaler"] - means["private, clip=True"]
+        cells = " | ".join(f"{means[name]:.3f}" for name in names)
+        print(f"| {n} | {cells} | {gap:+.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [2000, 5000, 20000])
