@@ -186,7 +186,7 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         or 0 but for a tail the noise hides) are left out of the release, as
         with ``bounds=None``. The release's sensitivity is the square root of
         the number of features kept, so the others get less noise: on digits
-        at ε = 1 with ``bounds=(0, 16)``, 0.79 without and 0.83 with it (see
+        at ε = 1 with ``bounds=(0, 16)``, 0.79 without and 0.82 with it (see
         Notes, Utility). Features the histogram does not see at all (spread
         too thin for the noise) are kept.
     random_state : int, RandomState instance, Generator or None, default=None
@@ -338,12 +338,12 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
     values, not a minimum or maximum. Error messages never quote data
     values.
 
-    **Utility.** Default parameters, ε = 1, 25% held out (30 fits,
+    **Utility.** Default parameters, ε = 1, 25% held out (60 fits,
     ``benchmarks/bench_naive_bayes.py``): breast cancer 0.93 (scikit-learn
-    0.94), digits 0.75 (0.85; 0.86 at ε = 2), wine 0.57 (0.97);
-    diffprivlib's GaussianNB, handed the data's own bounds, 0.58, 0.17 and
-    0.45. On digits with its public pixel range, ``bounds=(0, 16)``: 0.79,
-    and 0.83 with ``select_features=True``. The means stand out of the noise
+    0.94), digits 0.75 (0.85; 0.85 at ε = 2), wine 0.57 (0.97);
+    diffprivlib's GaussianNB, handed the data's own bounds, 0.56, 0.17 and
+    0.47. On digits with its public pixel range, ``bounds=(0, 16)``: 0.79,
+    and 0.82 with ``select_features=True``. The means stand out of the noise
     when ``n_k·μ`` is well above ``sqrt(d)`` for every class; the noise of
     the means, not of the variances, limits the accuracy (on digits, the
     same noisy means with any constant variance score the same).
