@@ -598,3 +598,20 @@ def test_audit_with_selected_features_does_not_refute():
         _audited(select_features=True), X, y, n_trials=500, random_state=0
     )
     assert not report.refuted
+
+
+def test_select_features_on_dask_matches_in_memory_and_takes_secure_noise():
+    da = pytest.importorskip("dask.array")
+    X, y = _blank_pixels()
+    model = DPGaussianNB(
+        delta=DELTA, classes=[0, 1], bounds=(0, 16), select_features=True
+    )
+    memory = clone(model).set_params(random_state=3).fit(X, y)
+    lazy = clone(model).set_params(random_state=3)
+    lazy.fit(da.from_array(X, chunks=(400, 5)), da.from_array(y, 400))
+    np.testing.assert_array_equal(lazy.dropped_features_, memory.dropped_features_)
+    np.testing.assert_allclose(lazy.theta_, memory.theta_, rtol=1e-9)
+    secure = clone(model).set_params(noise="secure").fit(X, y)
+    assert secure.n_iter_ == 2
+    assert secure.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
+    assert secure.dropped_features_[1]
