@@ -615,3 +615,50 @@ def test_select_features_on_dask_matches_in_memory_and_takes_secure_noise():
     assert secure.n_iter_ == 2
     assert secure.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
     assert secure.dropped_features_[1]
+
+
+def test_reach_zero_extends_one_signed_bounds_only_when_records_are_missing():
+    """Post-processing of the noisy histogram: 100 records, noise std 2, so a
+    bin is significant above 7 and the missing records above 7·sqrt(k)."""
+    from skdp.naive_bayes._gaussian import _reach_zero
+
+    noisy = np.array(
+        [
+            [0, 0, 0, 0, 1, 3, 5, 60, 0],  # positive, 40 missing: to 0
+            [0, 0, 0, 0, 0, 0, 0, 95, 5],  # positive, 0 missing (5 < 7·1.4)
+            [0, 50, 0, 0, 0, 0, 0, 0, 0],  # negative, 50 missing: to 0
+            [0, 50, 0, 0, 0, 0, 0, 8, 0],  # both signs: as is
+        ],
+        dtype=float,
+    )
+    lower = np.array([10.0, 10.0, -10.0, -10.0])
+    upper = np.array([18.0, 30.0, -5.0, 18.0])
+    new_lower, new_upper = _reach_zero(noisy, 2.0, 100, lower, upper)
+    np.testing.assert_array_equal(new_lower, [0.0, 10.0, -10.0, -10.0])
+    np.testing.assert_array_equal(new_upper, [18.0, 30.0, 0.0, 18.0])
+    # 93 held in one bin, 7 missing: not more than 7·2·1 = 14.
+    held = np.array([[0, 0, 0, 0, 0, 0, 0, 93, 0]], dtype=float)
+    assert _reach_zero(held, 2.0, 100, lower[:1], upper[:1])[0][0] == 10.0
+
+
+def test_private_bounds_reach_zero_for_a_pixel_spread_over_small_values():
+    """n = 1200, d = 20, ε = 1: one histogram, noise std σ = 37.3, a bin
+    significant above 3.5σ. Feature 0: 78% in [10, 16], 22% (7σ) spread
+    log-uniformly over [1, 10), four bins of 1.75σ each: even if one of them
+    is seen, the records missing (>= 5.25σ) exceed 3.5σ·sqrt(2): lower bound
+    0. Features 1-19: all in [11, 15], none missing: lower bound 10."""
+    rng = np.random.default_rng(11)
+    n = 1200
+    y = rng.integers(0, 2, size=n)
+    spread = np.where(
+        rng.random(n) < 0.78, rng.uniform(10.0, 16.0, n), 10 ** rng.uniform(0, 1, n)
+    )
+    tight = rng.uniform(11.0, 15.0, size=(n, 19))
+    X = np.column_stack([spread, tight])
+    for seed in range(5):
+        model = DPGaussianNB(delta=1e-5, classes=[0, 1], random_state=seed)
+        model.fit(X, y)
+        assert model.n_iter_ == 2  # the one-histogram schedule
+        assert not model.dropped_features_.any()
+        assert model.bounds_[0, 0] == 0.0
+        np.testing.assert_allclose(model.bounds_[0, 1:], 10.0)
