@@ -351,32 +351,6 @@ def private_histogram_scale(
     ``noise_multiplier·sqrt(2 d)``: ``1/noise_multiplier``-GDP.
     Everything else is :func:`histogram_scale`, post-processing.
     """
-    noisy, edges, noise_std = private_signed_histogram(
-        X,
-        data_range=data_range,
-        noise_multiplier=noise_multiplier,
-        rng=rng,
-        per_decade=per_decade,
-    )
-    return histogram_scale(
-        noisy,
-        edges,
-        noise_std,
-        zero_bin=(edges.size - 1) // 2,
-        n_samples=X.shape[0],
-    )
-
-
-def private_signed_histogram(
-    X, *, data_range, noise_multiplier, rng, per_decade=_COARSE_PER_DECADE
-):
-    """The release of :func:`private_histogram_scale` itself.
-
-    Returns ``(noisy_counts, edges, noise_std)``: the ``d x n_bins`` noisy
-    counts of x (clipped to the public range) on :func:`signed_grid`, its
-    edges, and the noise standard deviation ``noise_multiplier·sqrt(2 d)``;
-    ``1/noise_multiplier``-GDP under replace-one.
-    """
     d = X.shape[1]
     edges = signed_grid(data_range, per_decade)
     n_bins = edges.size - 1
@@ -385,7 +359,13 @@ def private_signed_histogram(
     noisy = gaussian_mechanism(
         counts, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
     )
-    return noisy, edges, noise_multiplier * sensitivity
+    return histogram_scale(
+        noisy,
+        edges,
+        noise_multiplier * sensitivity,
+        zero_bin=n_bins // 2,
+        n_samples=X.shape[0],
+    )
 
 
 def _signed_counts(X, *, edges):
