@@ -459,3 +459,159 @@ def test_dask_input_with_strided_bounds_matches_in_memory():
     assert memory.n_iter_ == lazy.n_iter_ == 5
     np.testing.assert_array_equal(lazy.bounds_, memory.bounds_)
     np.testing.assert_allclose(lazy.theta_, memory.theta_, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------
+# select_features: given bounds, one histogram drops the features seen at 0
+# --------------------------------------------------------------------------
+
+
+def _blank_pixels(n=1500, seed=9):
+    """Column 0 informative, 1 constant 0, 2 zero but for 3% of records,
+    3 spread over [0, 16] (no zero), 4 zero for half the records."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, size=n)
+    X = np.column_stack(
+        [
+            np.clip(4.0 + 8.0 * y + rng.normal(size=n), 0, 16),
+            np.zeros(n),
+            np.where(rng.random(n) < 0.03, 16.0, 0.0),
+            rng.uniform(0.5, 16.0, size=n),
+            np.where(rng.random(n) < 0.5, 0.0, 12.0 + 4.0 * y),
+        ]
+    )
+    return X, y
+
+
+def test_select_features_spends_fifteen_percent_on_one_histogram(monkeypatch):
+    """Two releases: the histogram of X clipped to the given bounds on the
+    signed grid over [-16, 16] (sensitivity sqrt(2d), μ_s² = 0.15·μ²), then
+    the moments of the kept features (sensitivity sqrt(d_kept), the rest)."""
+    import skdp.preprocessing._quantiles as quantiles
+    from skdp.preprocessing._quantiles import signed_grid
+
+    calls = []
+
+    def record(value, *, sensitivity, noise_multiplier, rng):
+        calls.append((np.array(value), sensitivity, noise_multiplier))
+        return gaussian_mechanism(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(nb_module, "gaussian_mechanism", record)
+    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    X, y = _blank_pixels()
+    X[0, 3] = -5.0  # clipped to 0 before the histogram
+    X[1, 3] = 99.0  # clipped to 16
+    model = DPGaussianNB(
+        delta=DELTA, classes=[0, 1], bounds=(0, 16), select_features=True
+    ).set_params(random_state=0)
+    model.fit(X, y)
+    mu = mu_from_epsilon(1.0, DELTA)
+    (hist, s_hist, z_hist), (moments, s_mom, z_mom) = calls
+    assert z_hist == pytest.approx(1 / (mu * math.sqrt(0.15)), rel=1e-9)
+    assert z_mom == pytest.approx(1 / (mu * math.sqrt(0.85)), rel=1e-9)
+    assert s_hist == pytest.approx(math.sqrt(2 * 5), rel=1e-12)
+    # The histogram counts the clipped data on the public grid (4 per decade).
+    edges = signed_grid(16.0, 4)
+    clipped = np.clip(X, 0, 16)
+    expected = np.array(
+        [np.histogram(clipped[:, j], bins=edges)[0] for j in range(5)], dtype=float
+    )
+    np.testing.assert_array_equal(hist, expected)
+    # Columns 1 and 2 are seen only at 0; the others are kept.
+    np.testing.assert_array_equal(
+        model.dropped_features_, [False, True, True, False, False]
+    )
+    assert s_mom == pytest.approx(math.sqrt(3), rel=1e-12)
+    keep = ~model.dropped_features_
+    oracle = exact_release(X[:, keep], y, [0, 1], np.zeros(3), np.full(3, 16.0))
+    np.testing.assert_allclose(moments, oracle, rtol=1e-12, atol=1e-9)
+    assert model.n_iter_ == 2
+    assert model.privacy_spent_.mu == pytest.approx(mu, rel=1e-9)
+    assert math.sqrt(2) / model.noise_multiplier_ == pytest.approx(mu, rel=1e-9)
+    np.testing.assert_array_equal(model.bounds_[:, keep], [[0, 0, 0], [16, 16, 16]])
+    for j in (1, 2):  # a dropped feature does not vote
+        assert np.ptp(model.theta_[:, j]) == 0 and np.ptp(model.var_[:, j]) == 0
+
+
+def test_select_features_is_ignored_without_given_bounds_and_off_by_default():
+    X, y = _blank_pixels()
+    given = DPGaussianNB(delta=DELTA, classes=[0, 1], bounds=(0, 16), random_state=0)
+    assert given.fit(X, y).n_iter_ == 1
+    assert not given.dropped_features_.any()
+    private = DPGaussianNB(delta=DELTA, classes=[0, 1], random_state=0)
+    chosen = clone(private).set_params(select_features=True).fit(X, y)
+    assert chosen.n_iter_ == private.fit(X, y).n_iter_ == 5  # the search
+    np.testing.assert_array_equal(chosen.theta_, private.theta_)
+
+
+def test_select_features_guarantee_reproduced_by_dp_accounting():
+    dp_accounting = pytest.importorskip("dp_accounting")
+    X, y = _blank_pixels()
+    model = DPGaussianNB(
+        epsilon=1.0, delta=DELTA, classes=[0, 1], bounds=(0, 16), select_features=True
+    ).fit(X, y)
+    accountant = dp_accounting.pld.PLDAccountant()
+    accountant.compose(
+        dp_accounting.GaussianDpEvent(model.noise_multiplier_), model.n_iter_
+    )
+    assert accountant.get_epsilon(DELTA) == pytest.approx(1.0, rel=1e-3)
+
+
+def test_select_features_helps_when_many_features_are_blank():
+    """Ten informative columns next to forty blank ones: dropping the blank
+    ones shrinks the release's sqrt(d) (seeded; 20 fits each)."""
+    rng = np.random.default_rng(10)
+    n = 2000
+    y = rng.integers(0, 4, size=n)
+    informative = np.clip(
+        8.0
+        + 2.0 * (y[:, None] - 1.5) * rng.choice([-1, 1], 10)
+        + 3.0 * rng.normal(size=(n, 10)),
+        0,
+        16,
+    )
+    X = np.column_stack([informative, np.zeros((n, 40))])
+    X_test, y_test = X[1500:], y[1500:]
+    X, y = X[:1500], y[:1500]
+    scores = {False: [], True: []}
+    for seed, select in itertools.product(range(20), (False, True)):
+        model = DPGaussianNB(
+            delta=DELTA,
+            classes=np.arange(4),
+            bounds=(0, 16),
+            select_features=select,
+            random_state=seed,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            scores[select].append(model.fit(X, y).score(X_test, y_test))
+    assert np.mean(scores[True]) > np.mean(scores[False]) + 0.02
+
+
+def test_audit_with_selected_features_does_not_refute():
+    from skdp.audit import audit_estimator
+
+    X, y = _audit_data()
+    report = audit_estimator(
+        _audited(select_features=True), X, y, n_trials=500, random_state=0
+    )
+    assert not report.refuted
+
+
+def test_select_features_on_dask_matches_in_memory_and_takes_secure_noise():
+    da = pytest.importorskip("dask.array")
+    X, y = _blank_pixels()
+    model = DPGaussianNB(
+        delta=DELTA, classes=[0, 1], bounds=(0, 16), select_features=True
+    )
+    memory = clone(model).set_params(random_state=3).fit(X, y)
+    lazy = clone(model).set_params(random_state=3)
+    lazy.fit(da.from_array(X, chunks=(400, 5)), da.from_array(y, 400))
+    np.testing.assert_array_equal(lazy.dropped_features_, memory.dropped_features_)
+    np.testing.assert_allclose(lazy.theta_, memory.theta_, rtol=1e-9)
+    secure = clone(model).set_params(noise="secure").fit(X, y)
+    assert secure.n_iter_ == 2
+    assert secure.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
+    assert secure.dropped_features_[1]
