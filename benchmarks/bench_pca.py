@@ -25,8 +25,9 @@ Run from the repository root::
    which runs only this section): the generator of section 1 (strong
    spikes) at n = 10⁴ and d ∈ SMALL_D (d = 5, 8, 10 with a 2-, 3- and
    3-dimensional signal), where diffprivlib's eigenvector sampler finishes
-   in seconds; ε ∈ {0.5, 1, 2, 5}; for each seed s, the data set drawn with
-   seed s and both libraries fitted with ``random_state=s``; the largest
+   (≤ 5 s a fit at d ≤ 8, about a minute at d = 10 on a loaded machine);
+   ε ∈ {0.5, 1, 2, 5}; for each seed s, the data set drawn with seed s and
+   both libraries fitted with ``random_state=s``; the largest
    principal angle to scikit-learn's top-k subspace (mean ± sd over the
    seeds) and the fit times. diffprivlib's settings as in section 1.
 
