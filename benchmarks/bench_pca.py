@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/bench_pca.py           # 10 seeds
     python benchmarks/bench_pca.py --quick   # 3 seeds, n=1e5 timing
+    python benchmarks/bench_pca.py --small-d # section 4 only (minutes)
 
 1. **Subspace** (issue 31 acceptance: largest principal angle ≤ 15° at
    ε = 1, n = 10⁴, d = 50, 5-dimensional signal): ``x = U·s + noise`` with
@@ -20,6 +21,15 @@ Run from the repository root::
    splits, accuracy on the test part.
 3. **Fit time at n = 10⁶, d = 50** against ``sklearn.decomposition.PCA(5)``
    (median of interleaved fits, ratio).
+4. **Subspace at small d, side by side with diffprivlib** (``--small-d``,
+   which runs only this section): the generator of section 1 (strong
+   spikes) at n = 10⁴ and d ∈ SMALL_D (d = 5, 8, 10 with a 2-, 3- and
+   3-dimensional signal), where diffprivlib's eigenvector sampler finishes
+   (≤ 5 s a fit at d ≤ 8, about a minute at d = 10 on a loaded machine);
+   ε ∈ {0.5, 1, 2, 5}; for each seed s, the data set drawn with seed s and
+   both libraries fitted with ``random_state=s``; the largest
+   principal angle to scikit-learn's top-k subspace (mean ± sd over the
+   seeds) and the fit times. diffprivlib's settings as in section 1.
 
 The report (Markdown) goes to stdout, progress to stderr.
 """
@@ -75,6 +85,16 @@ COMMAND = "python benchmarks/bench_pca.py"
 # first data set, with DPL_SEEDS seeds.
 DPL_EPSILONS = (1.0, 2.0, 5.0)
 DPL_SEEDS = (0, 1, 2)
+# Section 4: (d, k) pairs where diffprivlib's sampler is fast enough. It
+# draws each eigenvector from a Bingham distribution by rejection from an
+# angular central Gaussian envelope, whose acceptance rate falls steeply with
+# d on this data: a Monte Carlo estimate for the first eigenvector on the
+# strong-signal data at ε = 1 gives ~6e-3 at d = 5, ~6e-5 at d = 8, ~2e-6 at
+# d = 10, ~1e-7 at d = 12 (k = 4) and ~1e-12 at d = 20 (k = 5), at ~75 µs a
+# proposal; one fit at d = 20, ε = 0.5 did not finish in 600 s.
+SMALL_D = ((5, 2), (8, 3), (10, 3))
+SMALL_D_EPSILONS = (0.5, 1.0, 2.0, 5.0)
+SMALL_D_SEEDS = range(5)
 
 
 def spiked(seed, spikes, n=10000, d=50):
@@ -171,6 +191,108 @@ def subspace_section(name, spikes, seeds, python):
     return at_one
 
 
+def _timed_fit(estimator, X):
+    start = time.perf_counter()
+    estimator.fit(X)
+    return estimator, time.perf_counter() - start
+
+
+def small_d_section(python, seeds=SMALL_D_SEEDS):
+    """Section 4: skdp and diffprivlib on the same data sets and seeds."""
+    spikes_all = SPIKES["strong"]
+    rows = []
+    for d, k in SMALL_D:
+        spikes = spikes_all[:k]
+        datasets = {s: spiked(s, spikes, d=d) for s in seeds}
+        refs, sk_times = {}, []
+        for s, X in datasets.items():
+            pca, seconds = _timed_fit(PCA(k), X)
+            refs[s] = pca.components_
+            sk_times.append(seconds)
+        dpl = None
+        if python is not None:
+            log(TAG, f"small d: diffprivlib d={d}, k={k}")
+            jobs = [
+                {
+                    "data": {"X": datasets[s]},
+                    "params": {
+                        "n_components": k,
+                        "epsilon": eps,
+                        "data_norm": float(np.sqrt(d)),
+                        "bounds": (-3.0, 3.0),
+                    },
+                    "seeds": [s],
+                }
+                for eps in SMALL_D_EPSILONS
+                for s in seeds
+            ]
+            dpl = run_diffprivlib(python, "PCA", jobs, TAG)
+        log(TAG, f"small d: skdp d={d}, k={k}")
+        for i, eps in enumerate(SMALL_D_EPSILONS):
+            ours, our_times = [], []
+            for s in seeds:
+                est, seconds = _timed_fit(
+                    DPPCA(k, epsilon=eps, delta=DELTA, random_state=s), datasets[s]
+                )
+                ours.append(angle(refs[s], est.components_))
+                our_times.append(seconds)
+            row = [
+                str(d),
+                str(k),
+                f"{eps:g}",
+                _summary(ours),
+                f"{1e3 * np.mean(our_times):.1f} ms",
+            ]
+            if dpl is None:
+                row += ["not run", "not run"]
+            else:
+                results = dpl["results"][i * len(seeds) : (i + 1) * len(seeds)]
+                theirs = [
+                    angle(refs[s], r["components"][0])
+                    for s, r in zip(seeds, results, strict=True)
+                ]
+                times = [r["fit_times"][0] for r in results]
+                row += [
+                    _summary(theirs),
+                    f"{np.mean(times):.2f} s (max {max(times):.2f})",
+                ]
+            rows.append([*row, f"{1e3 * np.mean(sk_times):.1f} ms"])
+    print("### Subspace at small d, side by side with diffprivlib, n=10000\n")
+    print(
+        markdown_table(
+            [
+                "d",
+                "k",
+                "ε",
+                f"skdp largest angle, ° ((ε, δ={DELTA:g})-DP)",
+                "skdp fit",
+                "diffprivlib largest angle, ° (ε-DP)",
+                "diffprivlib fit (mean, max)",
+                "sklearn PCA fit",
+            ],
+            rows,
+        )
+    )
+    print(
+        f"\nThe generator of the d = 50 tables (strong spikes {spikes_all}, the "
+        f"first k of them) at smaller d; for each of {len(seeds)} seeds s, the "
+        "data set drawn with seed s and both libraries fitted on it with "
+        "`random_state=s`; mean ± sd over the seeds of the largest principal "
+        "angle to scikit-learn's top-k subspace of the same data. skdp "
+        f"`DPPCA(k, epsilon=ε, delta={DELTA:g})` (defaults: private centring, "
+        "clip `sqrt(d)`), (ε, δ)-DP under replace-one adjacency; diffprivlib "
+        "`PCA(k, epsilon=ε, data_norm=sqrt(d), bounds=(-3, 3))`, pure ε-DP "
+        "(ε/2 for its private mean, ε/2 shared by its eigenvalues and k "
+        "eigenvectors). Fit times: `time.perf_counter` around `fit`, mean "
+        "over the seeds (diffprivlib's in its own process and environment).\n"
+    )
+    if dpl is not None:
+        print(
+            f"diffprivlib environment: {dpl['environment']}; warnings: "
+            f"{'; '.join(w[:120] for w in dpl['warnings'][:2]) or 'none'}\n"
+        )
+
+
 def digits_section(seeds):
     X, y = load_digits(return_X_y=True)
     classes = list(range(10))
@@ -246,14 +368,32 @@ def main(argv=None):
         action="store_true",
         help="do not run diffprivlib (its PCA takes minutes a fit at small ε)",
     )
+    parser.add_argument(
+        "--small-d",
+        action="store_true",
+        help="run only section 4: skdp and diffprivlib side by side at "
+        f"d, k in {SMALL_D} (minutes, mostly diffprivlib at d = 10)",
+    )
     args = parser.parse_args(argv)
     seeds = range(3) if args.quick else range(10)
     warnings.simplefilter("ignore", PrivacyLeakWarning)
     python = None if args.skip_diffprivlib else diffprivlib_python(TAG)
+    flags = [
+        flag
+        for flag, on in (
+            ("--quick", args.quick),
+            ("--small-d", args.small_d),
+            ("--skip-diffprivlib", args.skip_diffprivlib),
+        )
+        if on
+    ]
     print("## Benchmark: DPPCA vs scikit-learn and diffprivlib\n")
-    print(f"Generated by `{COMMAND}`{' --quick' if args.quick else ''}.\n")
+    print(f"Generated by `{' '.join([COMMAND, *flags])}`.\n")
     print("### Machine\n")
     print("\n".join(machine_lines()) + "\n")
+    if args.small_d:
+        small_d_section(python)
+        return
     angles = {}
     for name, spikes in SPIKES.items():
         log(TAG, f"subspace {name}")
