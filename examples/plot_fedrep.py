@@ -71,9 +71,15 @@ def fedrep_mse(X, y, groups, U, V, **params):
 results = {key: [] for key in ["exact", "paper", "non-private", "local"]}
 spent = {}
 start = time.perf_counter()
-for seed in SEEDS:
+for k, seed in enumerate(SEEDS, 1):
     X, y, groups, U, V = make_users(seed)
     for accounting in ["exact", "paper"]:
+        print(
+            f"[{time.perf_counter() - start:3.0f} s] data set {k}/{len(SEEDS)}: "
+            f"DPFedRep, {accounting} accounting, "
+            f"ε = {', '.join(f'{eps:g}' for eps in EPSILONS)} ...",
+            flush=True,
+        )
         row = []
         for eps in EPSILONS:
             mse, est = fedrep_mse(

@@ -53,6 +53,14 @@ print(f"certified n for d = 2, eps = {EPSILON}, delta = {DELTA}: {n_cert:,}")
 
 draws, tic = [], time.perf_counter()
 for seed in range(N_FITS):
+    if seed % 5 == 0:  # a line every five fits
+        last = min(seed + 5, N_FITS)
+        fits = f"fit {last}" if last == seed + 1 else f"fits {seed + 1}–{last}"
+        print(
+            f"[{time.perf_counter() - tic:3.0f} s] unbounded sampler, {fits} of "
+            f"{N_FITS}, each on a fresh data set of {n_cert:,} rows ...",
+            flush=True,
+        )
     X = mu + np.random.default_rng(seed).standard_normal((n_cert, 2)) @ L.T
     # The seed fixes the data set only; random_state=None gives every fit
     # fresh noise (so the draws differ from run to run). delta = 1e-6 is
@@ -131,7 +139,13 @@ def tv(mu0, S0, mu1, S1, rng, draws=50_000):
 sizes = [1_000, 10_000] if SMALL else [1_000, 3_000, 10_000, 30_000, 100_000]
 epsilons = [1.0] if SMALL else [0.5, 1.0, 2.0]
 results = {}
+tic = time.perf_counter()
 for eps in epsilons:
+    print(
+        f"[{time.perf_counter() - tic:3.0f} s] bounded mode at ε = {eps}: "
+        f"n = {', '.join(f'{n:,}' for n in sizes)} ...",
+        flush=True,
+    )
     for n in sizes:
         kls, tvs = [], []
         for seed in range(2 if SMALL else 5):

@@ -39,6 +39,7 @@ trained on 2000 records for 500 noisy steps, three times per setting.
 # 1/n**1.5) in practice.
 
 import os
+import time
 import warnings
 
 import matplotlib.pyplot as plt
@@ -125,9 +126,19 @@ def min_norm_test_predictions(X, y, X_test, weights, block=4096):
 
 methods = ["paper", "exact", "min-norm"]
 mse = {method: np.empty((len(seeds), len(n_components_grid))) for method in methods}
+start = time.perf_counter()
 for i, seed in enumerate(seeds):
     X, y, X_test, y_test = make_task(seed)
     for j, p in enumerate(n_components_grid):
+        # A line as each data set starts, and one before each of the largest
+        # models (p > 10⁵), which take most of the time.
+        if j == 0 or p > 100_000:
+            print(
+                f"[{time.perf_counter() - start:3.0f} s] data set {i + 1}/{len(seeds)},"
+                f" p = {p} ({j + 1}/{len(n_components_grid)}): two private fits and"
+                " the min-norm solution ...",
+                flush=True,
+            )
         for accounting in ("paper", "exact"):
             reg = DPRandomFeaturesRegressor(
                 n_components=p,
