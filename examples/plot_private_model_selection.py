@@ -76,10 +76,6 @@ n_repeats = 2 if SMALL else 10
 # repetition, say) would share their noise, which their releases together
 # can cancel. So the numbers on this page move a little from run to run.
 
-print(
-    f"[{time.perf_counter() - start:3.0f} s] (a) {n_repeats} default fits ...",
-    flush=True,
-)
 default_acc = []
 for _ in range(n_repeats):
     clf = DPLogisticRegression(epsilon=epsilon, delta=delta, classes=[0, 1])
@@ -102,10 +98,6 @@ search_space = {
     "learning_rate": loguniform(0.05, 2.0),
     "fit_intercept": [True, False],
 }
-print(
-    f"[{time.perf_counter() - start:3.0f} s] (b) {n_repeats} private searches ...",
-    flush=True,
-)
 search_acc = []
 for _ in range(n_repeats):
     search = DPRandomSearchCV(
@@ -131,11 +123,6 @@ print(f"    last winner: {search.best_params_}")
 # step's prefix.
 
 scaled_space = {f"clf__{name}": dist for name, dist in search_space.items()}
-print(
-    f"[{time.perf_counter() - start:3.0f} s] (b') {n_repeats} private searches "
-    "over the pipeline ...",
-    flush=True,
-)
 scaled_acc = []
 for _ in range(n_repeats):
     scaled_search = DPRandomSearchCV(
@@ -174,11 +161,6 @@ grid = {
     "learning_rate": [0.1, 1.0],
     "fit_intercept": [True, False],
 }
-print(
-    f"[{time.perf_counter() - start:3.0f} s] (c) {n_repeats} naive grid searches "
-    "(37 fits each) ...",
-    flush=True,
-)
 naive_acc = []
 for _ in range(n_repeats):
     naive = GridSearchCV(

@@ -21,9 +21,9 @@ families, next to two non-private references: the same IHT with the noise
 off, and scikit-learn's cross-validated Lasso / L1-penalised logistic
 regression (scikit-learn has no L1-penalised Poisson GLM).
 
-At full size the run takes one to two minutes (65 s of CPU time; 2 min 10 s
-on a busy two-core machine) and prints a line as it starts each of its six
-sweeps. ``SKDP_EXAMPLES_SMALL=1`` runs a small version in a few seconds.
+**Run time.** About a minute at full size (65 s of CPU time; 2 minutes on a
+busy two-core machine), with a line printed as each of its six sweeps starts.
+``SKDP_EXAMPLES_SMALL=1`` runs a small version.
 """
 
 # %%
