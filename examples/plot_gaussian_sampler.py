@@ -63,7 +63,7 @@ for seed in range(N_FITS):
         fits = f"fit {last}" if last == seed + 1 else f"fits {seed + 1}–{last}"
         print(
             f"[{time.perf_counter() - tic:3.0f} s] unbounded sampler, {fits} of "
-            f"{N_FITS}, each on a fresh data set of {n_cert:,} rows ...",
+            f"{N_FITS}: a fresh data set of {n_cert:,} rows per fit ...",
             flush=True,
         )
     X = mu + np.random.default_rng(seed).standard_normal((n_cert, 2)) @ L.T

@@ -132,7 +132,7 @@ for k, family in enumerate(FAMILIES, 1):
 for k, family in enumerate(FAMILIES, 4):
     print(
         f"[{time.perf_counter() - start:3.0f} s] ({k}/6) {family}: error against "
-        f"ε = {', '.join(map(str, EPS_GRID))} at n = {N_EPS} ...",
+        f"ε = {', '.join(f'{eps:g}' for eps in EPS_GRID)} at n = {N_EPS} ...",
         flush=True,
     )
     by_eps[family] = errors(family, N_EPS, EPS_GRID)
