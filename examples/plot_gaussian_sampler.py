@@ -147,7 +147,7 @@ results = {}
 tic = time.perf_counter()
 for eps in epsilons:
     print(
-        f"[{time.perf_counter() - tic:3.0f} s] bounded mode at ε = {eps}: "
+        f"[{time.perf_counter() - tic:3.0f} s] bounded mode at ε = {eps:g}: "
         f"n = {', '.join(f'{n:,}' for n in sizes)} ...",
         flush=True,
     )
