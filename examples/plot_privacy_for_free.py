@@ -16,8 +16,8 @@ non-private minimum-norm solution next to it, which has the familiar
 **Run time.** About a quarter of an hour at full size (990 s of CPU time;
 35 minutes on a busy two-core machine): the largest model has p ≈ 2·10⁵
 parameters, trained on 2000 records for 500 noisy steps, twice per data set,
-on three data sets. A line is printed as each data set starts and before the
-largest models. ``SKDP_EXAMPLES_SMALL=1`` runs a small version (one data set,
+on three data sets. A line is printed as each data set starts and at three
+points within it. ``SKDP_EXAMPLES_SMALL=1`` runs a small version (one data set,
 three small models).
 """
 
