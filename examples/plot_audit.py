@@ -14,8 +14,10 @@ on two data sets that differ in one canary record (one comparison outcome for
   estimators, audited with a worst-case canary, it should match the claimed
   μ; a smaller μ̂ would mean wasted noise, a larger one a leak.
 
-This example audits each estimator at four privacy levels. It runs in about
-a minute on two cores.
+This example audits each estimator at four privacy levels, 800 fits each.
+It takes under a minute at full size (20 s of CPU time; 50 s on a busy
+two-core machine) and prints a line as it starts each estimator.
+``SKDP_EXAMPLES_SMALL=1`` runs a small version (20 + 20 fits per audit).
 """
 
 # %%
@@ -27,6 +29,7 @@ a minute on two cores.
 # reproducibility only.
 
 import os
+import time
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -97,7 +100,13 @@ SMALL = os.environ.get("SKDP_EXAMPLES_SMALL") == "1"
 epsilons = [1.0, 4.0] if SMALL else [0.5, 1.0, 2.0, 4.0]
 n_trials = 20 if SMALL else 400
 results = {name: [] for name in setups}
-for name, (make, X_base, y_base) in setups.items():
+start = time.perf_counter()
+for k, (name, (make, X_base, y_base)) in enumerate(setups.items(), 1):
+    print(
+        f"[{time.perf_counter() - start:3.0f} s] ({k}/{len(setups)}) auditing {name} "
+        f"at ε = {', '.join(f'{eps:g}' for eps in epsilons)} ...",
+        flush=True,
+    )
     for eps in epsilons:
         report = audit_estimator(
             make(eps), X_base, y_base, n_trials=n_trials, random_state=int(10 * eps)
