@@ -1519,3 +1519,73 @@ def test_good_set_of_rows_whose_largest_entry_is_exactly_one():
     S = largest_good_subset(Y, 12.0)
     np.testing.assert_array_equal(S, largest_good_subset(Y * 3.0, 12.0))
     assert S.sum() >= 190
+
+
+def test_a_distance_equal_to_the_threshold_is_inside_the_core():
+    """Algorithm 6: a row is in the level-ℓ core when its (n_ref - ℓ)-th
+    smallest distance is *at most* λ_ℓ. Rows at 0 and 1 on a line are at
+    squared distance exactly 1 = λ_0 (= e^0·λ0 with λ0 = 1), so at level 0
+    every row is within λ_0 of all of R: the score is 0 (with a strict "<",
+    S_0 would be empty and the score 1)."""
+    Xw = np.repeat([[0.0], [1.0]], 10, axis=0)
+    ref = np.arange(5, 15)  # five rows at 0, five at 1
+    weights, score = stable_mean(Xw, ref, 1.0, 2)
+    expected_weights, expected_score = _stable_mean_oracle(Xw, ref, 1.0, 2)
+    assert score == expected_score == 0
+    np.testing.assert_array_equal(weights, expected_weights)
+
+
+def test_stable_mean_is_exact_far_from_the_origin():
+    """Distances are translation invariant, and StableMean expands them
+    around the coordinate-wise median of R: data whose coordinates sit at
+    1e9, -3e9 and 0 (spread 0.1) give the scores and weights of the
+    definition. (Expanded around the origin, or around one scalar for all
+    coordinates, ||a||² + ||b||² - 2aᵀb would lose every digit.)"""
+    rng = np.random.default_rng(1)
+    n1, d, k = 40, 3, 3
+    Xw = 0.1 * rng.standard_normal((n1, d))
+    Xw[:2] += 0.5
+    Xw += [1e9, -3e9, 0.0]
+    ref = rng.choice(n1, size=15, replace=False)
+    seen_scores = set()
+    for lambda0 in np.geomspace(0.002, 2.0, 16):
+        weights, score = stable_mean(Xw, ref, lambda0, k)
+        expected_weights, expected_score = _stable_mean_oracle(Xw, ref, lambda0, k)
+        assert score == expected_score
+        seen_scores.add(score)
+        if expected_weights is None:
+            assert weights is None
+        else:
+            np.testing.assert_allclose(weights, expected_weights, rtol=1e-12)
+    assert k in seen_scores and len(seen_scores) >= 2
+
+
+def test_stable_mean_of_a_non_finite_reference_set_is_silent():
+    """Whitened rows can overflow to ±inf (rows near float64's range). With
+    no finite row in R there is no median to centre on: every row is far
+    from R (Score = k), and no floating-point warning escapes."""
+    rng = np.random.default_rng(2)
+    Xw = rng.standard_normal((40, 2))
+    ref = np.arange(9)
+    Xw[ref] = [np.inf, -np.inf]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert stable_mean(Xw, ref, 4.0, 4) == (None, 4)
+
+
+def test_stable_mean_of_equal_huge_rows_matches_its_definition():
+    """Two equal rows at [1e300, -1e300], one of them in R: their expanded
+    distance is inf - inf, recomputed directly as 0. At level 2k (one close
+    reference row suffices with n_ref = 2k + 1) the row not in R is in the
+    core, and gets its weight, as in the definition."""
+    rng = np.random.default_rng(3)
+    n1, k = 40, 4
+    Xw = 0.1 * rng.standard_normal((n1, 2))
+    ref = np.arange(1, 2 * k + 2)
+    Xw[ref[0]] = Xw[n1 - 1] = [1e300, -1e300]
+    with np.errstate(all="ignore"):
+        expected_weights, expected_score = _stable_mean_oracle(Xw, ref, 1.0, k)
+    weights, score = stable_mean(Xw, ref, 1.0, k)
+    assert score == expected_score < k
+    assert expected_weights[n1 - 1] > 0
+    np.testing.assert_allclose(weights, expected_weights, rtol=1e-12)
