@@ -1589,3 +1589,68 @@ def test_stable_mean_of_equal_huge_rows_matches_its_definition():
     assert score == expected_score < k
     assert expected_weights[n1 - 1] > 0
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-12)
+
+
+def test_one_extreme_row_changes_nothing_else_in_the_good_set():
+    """Householder QR is row-wise backward stable only with the rows sorted
+    by decreasing size (Cox & Higham 1998): then one row at 1e6 … 1e300, in
+    any direction, is removed and every other row's leverage is what it is
+    without that row, so the good set of the others is exactly the clean
+    one. (With the rows in increasing order the huge row's rounding errors
+    give some ordinary rows a leverage near 1: they would be removed too.)"""
+    rng = np.random.default_rng(7)
+    Y = rng.standard_t(df=4, size=(300, 2))
+    clean = largest_good_subset(Y[1:], 12.0)
+    assert 0 < (~clean).sum() < 30
+    for exponent in np.linspace(6.0, 300.0, 50):
+        for direction in ([1.0, 0.37], [-0.6, 1.0]):
+            Y[0] = 10.0**exponent * np.array(direction)
+            S = largest_good_subset(Y, 12.0)
+            assert not S[0]
+            np.testing.assert_array_equal(S[1:], clean, err_msg=f"1e{exponent:.0f}")
+
+
+def test_a_leverage_equal_to_the_threshold_is_kept():
+    """Algorithm 4 keeps i when ``Y_iᵀA(S)^{-1}Y_i <= λ``. For Y = I (2 x 2),
+    A = I/2 and both norms are exactly m·1 = 2 (a square full-rank set, whose
+    QR is exact): at λ = 2 both rows stay, just above nothing is removed
+    either, just below both go."""
+    Y = np.eye(2)
+    assert largest_good_subset(Y, 2.0).all()
+    assert largest_good_subset(Y, 2.5).all()
+    assert not largest_good_subset(Y, 1.99).any()
+
+
+def test_stable_mean_needs_more_than_2k_reference_points():
+    Xw = np.random.default_rng(0).standard_normal((30, 2))
+    with pytest.raises(ValueError, match="more than 2k"):
+        stable_mean(Xw, np.arange(6), 1.0, 3)
+    assert stable_mean(Xw, np.arange(7), 1.0, 3)[1] <= 3
+
+
+def test_direct_distances_keep_their_value_inside_the_float_range():
+    """Scaled by a power of two per pair, a squared distance that fits in
+    float64 is computed to the last bits, however large or small the
+    difference (1e100 → 2e200, 1e-100 → 1e-200), also between two huge rows."""
+    from skdp.gaussian._subroutines import _direct_sq_distances
+
+    A = np.array([[1e100, -1e100], [1e-100, 0.0], [1e300, 1.0]])
+    B = np.array([[0.0, 0.0], [0.0, 0.0], [1e300, -2.0]])
+    expected = [2e200, 1e-200, 9.0]
+    np.testing.assert_allclose(_direct_sq_distances(A, B), expected, rtol=1e-15)
+
+
+def test_a_release_that_is_not_finite_is_fail(monkeypatch):
+    """Data beyond float64's range can make the release overflow: the run
+    then fails (None) instead of releasing inf or NaN."""
+    from skdp.gaussian import _subroutines
+
+    n1, n2 = 400, 600
+    X = np.random.default_rng(3).standard_normal((n1 + 2 * n2, 2))
+    args = (n1, n2, 40.0, 4, 60, 0.5, 10.0)
+    assert run_sampler(X, *args, np.random.default_rng(10)) is not None
+    for value in (np.inf, np.nan):
+        monkeypatch.setattr(
+            _subroutines, "release", lambda *a, v=value: np.array([v, 0.0])
+        )
+        assert run_sampler(X, *args, np.random.default_rng(10)) is None
