@@ -1654,3 +1654,24 @@ def test_a_release_that_is_not_finite_is_fail(monkeypatch):
             _subroutines, "release", lambda *a, v=value: np.array([v, 0.0])
         )
         assert run_sampler(X, *args, np.random.default_rng(10)) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_duplicated_pairs_do_not_set_the_rank_scale(seed):
+    """Lemma 3.5 in float64 with duplicated rows: a covariance pair of equal
+    rows gives Y_i = 0. Here half the pairs are duplicates and the others
+    lie on a line up to rounding (Y_S numerically singular). Making one more
+    pair a duplicate must not move Score1 by more than 2. (Before: with the
+    zero rows in the median row size, the rank tolerance dropped to 0 once
+    half the rows were zero, the rounding direction passed for full rank,
+    and the score fell from k = 5 to 1 or 2.)"""
+    rng = np.random.default_rng(seed)
+    m, k = 500, 5
+    t = rng.uniform(1.0, 2.0, m) * rng.choice([-1.0, 1.0], m)
+    Y = np.outer(t, [0.1, 0.7])
+    Y[: m // 2] = 0.0
+    neighbour = Y.copy()
+    neighbour[m // 2] = 0.0
+    for lambda0 in (20.0, 100.0, 300.0):
+        score = stable_cov(Y, lambda0, k)[1]
+        assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
