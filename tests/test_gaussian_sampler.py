@@ -1619,6 +1619,10 @@ def test_a_leverage_equal_to_the_threshold_is_kept():
     assert largest_good_subset(Y, 2.0).all()
     assert largest_good_subset(Y, 2.5).all()
     assert not largest_good_subset(Y, 1.99).any()
+    # StableCov's level 0 has λ = e^0·λ0 = 2: both rows kept, Score1 = 0.
+    weights, score = stable_cov(Y, 2.0, 1)
+    assert score == 0
+    np.testing.assert_array_equal(weights, [0.5, 0.5])
 
 
 def test_stable_mean_needs_more_than_2k_reference_points():
