@@ -945,3 +945,25 @@ def test_the_released_cost_states_the_unit_the_steps_protect(comparisons, n_iter
     fitted = est.fit(pairs, y)
     assert fitted.privacy_spent_.adjacency == REPLACE_ONE_OUTCOME
     assert fitted.candidate_budget_.adjacency == REPLACE_ONE_OUTCOME
+
+
+@pytest.mark.parametrize("skipped", ["passthrough", "drop", None])
+def test_every_step_after_a_skipped_one_is_checked(data, monkeypatch, skipped):
+    """A skipped step ("passthrough", "drop", None) ends nothing: the steps
+    after it are checked too, so a non-DP step that reads values
+    (SimpleImputer) behind it is refused before any fit."""
+    X, y = data
+    fits = []
+    monkeypatch.setattr(
+        DPLogisticRegression, "fit", lambda self, *a, **k: fits.append(1)
+    )
+    estimator = Pipeline(
+        [
+            ("skip", skipped),
+            ("impute", SimpleImputer()),
+            ("clf", DPLogisticRegression(classes=[0, 1])),
+        ]
+    )
+    with pytest.raises(TypeError, match=r"SimpleImputer .*not a DP estimator"):
+        search(estimator=estimator).fit(X, y)
+    assert fits == []
