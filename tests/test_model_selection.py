@@ -1003,3 +1003,41 @@ def test_the_released_score_is_the_declared_scoring(scoring):
     assert abs(squared - absolute) > 100 * noise_std
     expected = absolute if scoring == "neg_mean_absolute_error" else squared
     assert abs(fitted.best_score_ - expected) < 5 * noise_std
+
+
+def test_a_grid_with_distributions_is_searched(data):
+    """Values drawn from distributions (objects with ``rvs``) are not listed
+    values: they are drawn per run and checked as drawn."""
+    X, y = data
+    fitted = search(param_distributions={"clip_norm": stats.uniform(0.5, 1.0)}).fit(
+        X, y
+    )
+    assert 0.5 <= fitted.best_params_["clip_norm"] <= 1.5
+
+
+@pytest.mark.parametrize(
+    "grid",
+    [
+        [{"clip_norm": stats.uniform(0.5, 1.0)}, {"classes": [None]}],
+        # 400 combinations: past 256, checked one listed value at a time.
+        {"clip_norm": list(np.linspace(0.5, 2.0, 200)), "classes": [[0, 1], None]},
+    ],
+    ids=["second-grid", "many-combinations"],
+)
+def test_listed_values_are_refused_whatever_is_drawn(data, monkeypatch, grid):
+    """A listed value that changes what a step declares (``classes=None``
+    reads the label set) is refused before anything is drawn: with one run,
+    whatever that run would draw, in every grid of a list and also when the
+    grid has too many combinations to build them all."""
+    X, y = data
+    fits = []
+    monkeypatch.setattr(
+        DPLogisticRegression, "fit", lambda self, *a, **k: fits.append(1)
+    )
+    for seed in range(4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est = search(param_distributions=grid, n_iter=1, random_state=seed)
+            with pytest.raises(ValueError, match="changes what DPLogisticRegression"):
+                est.fit(X, y)
+    assert fits == []
