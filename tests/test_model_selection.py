@@ -1041,3 +1041,19 @@ def test_listed_values_are_refused_whatever_is_drawn(data, monkeypatch, grid):
             with pytest.raises(ValueError, match="changes what DPLogisticRegression"):
                 est.fit(X, y)
     assert fits == []
+
+
+def test_the_label_set_warning_names_the_remedy_at_the_callers_line(data):
+    """The warning is the only thing telling the user that the label set was
+    read from y: it says so, says what to do, and points at the line that
+    called fit (not at skdp's internals), once."""
+    X, y = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search(estimator=DPLogisticRegression()).fit(X, y)
+    leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+    assert len(leaks) == 1
+    message = str(leaks[0].message)
+    assert "label set was read from y and is treated as public" in message
+    assert "If which labels occur is private, pass classes=[...] declared" in message
+    assert leaks[0].filename == __file__
