@@ -1057,3 +1057,24 @@ def test_the_label_set_warning_names_the_remedy_at_the_callers_line(data):
     assert "label set was read from y and is treated as public" in message
     assert "If which labels occur is private, pass classes=[...] declared" in message
     assert leaks[0].filename == __file__
+
+
+@pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 2.0])
+def test_n_iter_one_runs_exactly_one_candidate(data, monkeypatch, shape):
+    """n_iter=1 is calibrated as one fit with the whole budget (no selection
+    to pay for): K must be 1 for every draw, never a second candidate."""
+    rng = np.random.default_rng(0)
+    assert {_draw_truncated_negative_binomial(rng, 1.0, shape) for _ in range(200)} == {
+        1
+    }
+    X, y = data
+    fits = []
+    real = DPLogisticRegression.fit
+
+    def counting(self, *args, **kwargs):
+        fits.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPLogisticRegression, "fit", counting)
+    search(n_iter=1, n_iter_shape=shape).fit(X, y)
+    assert len(fits) == 1
