@@ -1078,3 +1078,18 @@ def test_n_iter_one_runs_exactly_one_candidate(data, monkeypatch, shape):
     monkeypatch.setattr(DPLogisticRegression, "fit", counting)
     search(n_iter=1, n_iter_shape=shape).fit(X, y)
     assert len(fits) == 1
+
+
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+def test_the_total_names_its_theorem_and_each_runs_budget(data, noise):
+    """privacy_spent_ says what the bound is: the best of K ~ TNB(mean,
+    shape) runs, each at the released candidate budget (μ, or ρ with
+    noise="secure"), by Papernot & Steinke's Theorem 2."""
+    X, y = data
+    fitted = search(noise=noise, n_iter=3.0, n_iter_shape=0.5).fit(X, y)
+    run = fitted.candidate_budget_
+    each = f"rho={run.zcdp:.4g}-zCDP" if noise == "secure" else f"mu={run.mu:.4g}-GDP"
+    assert fitted.privacy_spent_.mechanism == (
+        f"DPRandomSearchCV: the best of K ~ TNB(mean=3, shape=0.5) runs of a "
+        f"{each} candidate (Papernot & Steinke 2022, Thm. 2)"
+    )
