@@ -9,7 +9,7 @@ import pytest
 from _sklearn_compat import parametrize_with_checks
 from dp_accounting import dp_event, rdp
 from scipy import stats
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import make_classification
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
@@ -1093,3 +1093,57 @@ def test_the_total_names_its_theorem_and_each_runs_budget(data, noise):
         f"DPRandomSearchCV: the best of K ~ TNB(mean=3, shape=0.5) runs of a "
         f"{each} candidate (Papernot & Steinke 2022, Thm. 2)"
     )
+
+
+class _ThirdPartyDP(ClassifierMixin, BaseEstimator):
+    """A DP classifier without skdp's mixin: it declares its budget (that of
+    the DPLogisticRegression it fits), nothing else."""
+
+    def __init__(
+        self,
+        classes=None,
+        epsilon=1.0,
+        delta=1e-5,
+        random_state=None,
+        noise="fast",
+        verbose=0,
+    ):
+        self.classes = classes
+        self.epsilon = epsilon
+        self.delta = delta
+        self.random_state = random_state
+        self.noise = noise
+        self.verbose = verbose
+
+    def _inner(self):
+        return DPLogisticRegression(**self.get_params())
+
+    def privacy_budget(self):
+        return self._inner().privacy_budget()
+
+    def fit(self, X, y):
+        self.model_ = self._inner().fit(X, y)
+        self.classes_ = self.model_.classes_
+        self.privacy_spent_ = self.model_.privacy_spent_
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
+@pytest.mark.parametrize("classes", [None, [0, 1]])
+def test_a_third_party_dp_step_gets_the_label_set_read_once(data, classes):
+    """A DP step without skdp's mixin reads its label set iff its budget
+    says so (PUBLIC_LABELS): then the search reads it once from all of y,
+    warns, and gives it to every candidate; with declared classes nothing
+    is read and nothing is said."""
+    X, y = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = search(
+            estimator=_ThirdPartyDP(classes=classes),
+            param_distributions={"verbose": [0]},
+        ).fit(X, y)
+    leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+    assert len(leaks) == (1 if classes is None else 0)
+    np.testing.assert_array_equal(fitted.best_estimator_.classes, [0, 1])
