@@ -11,6 +11,7 @@ from dp_accounting import dp_event, rdp
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import make_classification
+from sklearn.exceptions import NotFittedError
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ParameterGrid
@@ -1147,3 +1148,27 @@ def test_a_third_party_dp_step_gets_the_label_set_read_once(data, classes):
     leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
     assert len(leaks) == (1 if classes is None else 0)
     np.testing.assert_array_equal(fitted.best_estimator_.classes, [0, 1])
+
+
+def test_score_is_the_winners_score(data):
+    """``score`` is the released winner's own ``score`` (post-processing of
+    what is released), and needs a fitted search."""
+    X, y = data
+    est = search()
+    with pytest.raises(NotFittedError):
+        est.score(X, y)
+    est.fit(X, y)
+    assert est.score(X[:100], y[:100]) == est.best_estimator_.score(X[:100], y[:100])
+
+
+def test_defaults_are_the_documented_ones():
+    """The budget a user gets by default is the one the docstring states
+    (epsilon=1.0, delta=1e-5, n_iter=10), and every parameter given is kept."""
+    params = DPRandomSearchCV(DPLogisticRegression(), {"clip_norm": [1.0]}).get_params(
+        deep=False
+    )
+    assert (params["epsilon"], params["delta"], params["n_iter"]) == (1.0, 1e-5, 10)
+    assert params["n_iter_shape"] == 1.0 and params["noise"] == "fast"
+    given = dict(n_iter=3, epsilon=0.5, delta=1e-7, n_jobs=2, verbose=1)
+    kept = DPRandomSearchCV(DPLogisticRegression(), {}, **given).get_params(deep=False)
+    assert {key: kept[key] for key in given} == given
