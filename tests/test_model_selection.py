@@ -1172,3 +1172,16 @@ def test_defaults_are_the_documented_ones():
     given = dict(n_iter=3, epsilon=0.5, delta=1e-7, n_jobs=2, verbose=1)
     kept = DPRandomSearchCV(DPLogisticRegression(), {}, **given).get_params(deep=False)
     assert {key: kept[key] for key in given} == given
+
+
+def test_the_search_has_its_estimators_kind():
+    """A search is a classifier or a regressor as its estimator is (scikit-
+    learn's tools, e.g. stratified splits, read that from the tags)."""
+    from sklearn.base import is_classifier, is_regressor
+    from sklearn.utils import get_tags
+
+    assert is_classifier(DPRandomSearchCV(DPLogisticRegression(), {"clip_norm": [1]}))
+    regressor = DPRandomFeaturesRegressor()
+    reg = DPRandomSearchCV(regressor, {"clip_norm": [1.0]}, score_bound=1.0)
+    assert is_regressor(reg) and not is_classifier(reg)
+    assert get_tags(reg).regressor_tags == get_tags(regressor).regressor_tags
