@@ -1185,3 +1185,24 @@ def test_the_search_has_its_estimators_kind():
     reg = DPRandomSearchCV(regressor, {"clip_norm": [1.0]}, score_bound=1.0)
     assert is_regressor(reg) and not is_classifier(reg)
     assert get_tags(reg).regressor_tags == get_tags(regressor).regressor_tags
+
+
+class _Leaky(DPLogisticRegression):
+    """A DP estimator whose fit warns of a leak."""
+
+    def fit(self, X, y):
+        warnings.warn(
+            "a leak only this warning reports", PrivacyLeakWarning, stacklevel=2
+        )
+        return super().fit(X, y)
+
+
+def test_the_winners_warnings_keep_their_category(data):
+    """The winner's warnings are re-emitted with their own category: a
+    PrivacyLeakWarning stays one (filters and pytest.warns select on it),
+    at the line that called fit."""
+    X, y = data
+    with pytest.warns(PrivacyLeakWarning, match="a leak only this warning") as rec:
+        search(estimator=_Leaky(classes=[0, 1]), n_iter=2).fit(X, y)
+    [leak] = [w for w in rec if "a leak only" in str(w.message)]
+    assert leak.category is PrivacyLeakWarning and leak.filename == __file__
