@@ -1519,3 +1519,163 @@ def test_good_set_of_rows_whose_largest_entry_is_exactly_one():
     S = largest_good_subset(Y, 12.0)
     np.testing.assert_array_equal(S, largest_good_subset(Y * 3.0, 12.0))
     assert S.sum() >= 190
+
+
+def test_a_distance_equal_to_the_threshold_is_inside_the_core():
+    """Algorithm 6: a row is in the level-ℓ core when its (n_ref - ℓ)-th
+    smallest distance is *at most* λ_ℓ. Rows at 0 and 1 on a line are at
+    squared distance exactly 1 = λ_0 (= e^0·λ0 with λ0 = 1), so at level 0
+    every row is within λ_0 of all of R: the score is 0 (with a strict "<",
+    S_0 would be empty and the score 1)."""
+    Xw = np.repeat([[0.0], [1.0]], 10, axis=0)
+    ref = np.arange(5, 15)  # five rows at 0, five at 1
+    weights, score = stable_mean(Xw, ref, 1.0, 2)
+    expected_weights, expected_score = _stable_mean_oracle(Xw, ref, 1.0, 2)
+    assert score == expected_score == 0
+    np.testing.assert_array_equal(weights, expected_weights)
+
+
+def test_stable_mean_is_exact_far_from_the_origin():
+    """Distances are translation invariant, and StableMean expands them
+    around the coordinate-wise median of R: data whose coordinates sit at
+    1e9, -3e9 and 0 (spread 0.1) give the scores and weights of the
+    definition. (Expanded around the origin, or around one scalar for all
+    coordinates, ||a||² + ||b||² - 2aᵀb would lose every digit.)"""
+    rng = np.random.default_rng(1)
+    n1, d, k = 40, 3, 3
+    Xw = 0.1 * rng.standard_normal((n1, d))
+    Xw[:2] += 0.5
+    Xw += [1e9, -3e9, 0.0]
+    ref = rng.choice(n1, size=15, replace=False)
+    seen_scores = set()
+    for lambda0 in np.geomspace(0.002, 2.0, 16):
+        weights, score = stable_mean(Xw, ref, lambda0, k)
+        expected_weights, expected_score = _stable_mean_oracle(Xw, ref, lambda0, k)
+        assert score == expected_score
+        seen_scores.add(score)
+        if expected_weights is None:
+            assert weights is None
+        else:
+            np.testing.assert_allclose(weights, expected_weights, rtol=1e-12)
+    assert k in seen_scores and len(seen_scores) >= 2
+
+
+def test_stable_mean_of_a_non_finite_reference_set_is_silent():
+    """Whitened rows can overflow to ±inf (rows near float64's range). With
+    no finite row in R there is no median to centre on: every row is far
+    from R (Score = k), and no floating-point warning escapes."""
+    rng = np.random.default_rng(2)
+    Xw = rng.standard_normal((40, 2))
+    ref = np.arange(9)
+    Xw[ref] = [np.inf, -np.inf]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert stable_mean(Xw, ref, 4.0, 4) == (None, 4)
+
+
+def test_stable_mean_of_equal_huge_rows_matches_its_definition():
+    """Two equal rows at [1e300, -1e300], one of them in R: their expanded
+    distance is inf - inf, recomputed directly as 0. At level 2k (one close
+    reference row suffices with n_ref = 2k + 1) the row not in R is in the
+    core, and gets its weight, as in the definition."""
+    rng = np.random.default_rng(3)
+    n1, k = 40, 4
+    Xw = 0.1 * rng.standard_normal((n1, 2))
+    ref = np.arange(1, 2 * k + 2)
+    Xw[ref[0]] = Xw[n1 - 1] = [1e300, -1e300]
+    with np.errstate(all="ignore"):
+        expected_weights, expected_score = _stable_mean_oracle(Xw, ref, 1.0, k)
+    weights, score = stable_mean(Xw, ref, 1.0, k)
+    assert score == expected_score < k
+    assert expected_weights[n1 - 1] > 0
+    np.testing.assert_allclose(weights, expected_weights, rtol=1e-12)
+
+
+def test_one_extreme_row_changes_nothing_else_in_the_good_set():
+    """Householder QR is row-wise backward stable only with the rows sorted
+    by decreasing size (Cox & Higham 1998): then one row at 1e6 … 1e300, in
+    any direction, is removed and every other row's leverage is what it is
+    without that row, so the good set of the others is exactly the clean
+    one. (With the rows in increasing order the huge row's rounding errors
+    give some ordinary rows a leverage near 1: they would be removed too.)"""
+    rng = np.random.default_rng(7)
+    Y = rng.standard_t(df=4, size=(300, 2))
+    clean = largest_good_subset(Y[1:], 12.0)
+    assert 0 < (~clean).sum() < 30
+    for exponent in np.linspace(6.0, 300.0, 50):
+        for direction in ([1.0, 0.37], [-0.6, 1.0]):
+            Y[0] = 10.0**exponent * np.array(direction)
+            S = largest_good_subset(Y, 12.0)
+            assert not S[0]
+            np.testing.assert_array_equal(S[1:], clean, err_msg=f"1e{exponent:.0f}")
+
+
+def test_a_leverage_equal_to_the_threshold_is_kept():
+    """Algorithm 4 keeps i when ``Y_iᵀA(S)^{-1}Y_i <= λ``. For Y = I (2 x 2),
+    A = I/2 and both norms are exactly m·1 = 2 (a square full-rank set, whose
+    QR is exact): at λ = 2 both rows stay, just above nothing is removed
+    either, just below both go."""
+    Y = np.eye(2)
+    assert largest_good_subset(Y, 2.0).all()
+    assert largest_good_subset(Y, 2.5).all()
+    assert not largest_good_subset(Y, 1.99).any()
+    # StableCov's level 0 has λ = e^0·λ0 = 2: both rows kept, Score1 = 0.
+    weights, score = stable_cov(Y, 2.0, 1)
+    assert score == 0
+    np.testing.assert_array_equal(weights, [0.5, 0.5])
+
+
+def test_stable_mean_needs_more_than_2k_reference_points():
+    Xw = np.random.default_rng(0).standard_normal((30, 2))
+    with pytest.raises(ValueError, match="more than 2k"):
+        stable_mean(Xw, np.arange(6), 1.0, 3)
+    assert stable_mean(Xw, np.arange(7), 1.0, 3)[1] <= 3
+
+
+def test_direct_distances_keep_their_value_inside_the_float_range():
+    """Scaled by a power of two per pair, a squared distance that fits in
+    float64 is computed to the last bits, however large or small the
+    difference (1e100 → 2e200, 1e-100 → 1e-200), also between two huge rows."""
+    from skdp.gaussian._subroutines import _direct_sq_distances
+
+    A = np.array([[1e100, -1e100], [1e-100, 0.0], [1e300, 1.0]])
+    B = np.array([[0.0, 0.0], [0.0, 0.0], [1e300, -2.0]])
+    expected = [2e200, 1e-200, 9.0]
+    np.testing.assert_allclose(_direct_sq_distances(A, B), expected, rtol=1e-15)
+
+
+def test_a_release_that_is_not_finite_is_fail(monkeypatch):
+    """Data beyond float64's range can make the release overflow: the run
+    then fails (None) instead of releasing inf or NaN."""
+    from skdp.gaussian import _subroutines
+
+    n1, n2 = 400, 600
+    X = np.random.default_rng(3).standard_normal((n1 + 2 * n2, 2))
+    args = (n1, n2, 40.0, 4, 60, 0.5, 10.0)
+    assert run_sampler(X, *args, np.random.default_rng(10)) is not None
+    for value in (np.inf, np.nan):
+        monkeypatch.setattr(
+            _subroutines, "release", lambda *a, v=value: np.array([v, 0.0])
+        )
+        assert run_sampler(X, *args, np.random.default_rng(10)) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_duplicated_pairs_do_not_set_the_rank_scale(seed):
+    """Lemma 3.5 in float64 with duplicated rows: a covariance pair of equal
+    rows gives Y_i = 0. Here half the pairs are duplicates and the others
+    lie on a line up to rounding (Y_S numerically singular). Making one more
+    pair a duplicate must not move Score1 by more than 2. (Before: with the
+    zero rows in the median row size, the rank tolerance dropped to 0 once
+    half the rows were zero, the rounding direction passed for full rank,
+    and the score fell from k = 5 to 1 or 2.)"""
+    rng = np.random.default_rng(seed)
+    m, k = 500, 5
+    t = rng.uniform(1.0, 2.0, m) * rng.choice([-1.0, 1.0], m)
+    Y = np.outer(t, [0.1, 0.7])
+    Y[: m // 2] = 0.0
+    neighbour = Y.copy()
+    neighbour[m // 2] = 0.0
+    for lambda0 in (20.0, 100.0, 300.0):
+        score = stable_cov(Y, lambda0, k)[1]
+        assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2

@@ -9,8 +9,9 @@ import pytest
 from _sklearn_compat import parametrize_with_checks
 from dp_accounting import dp_event, rdp
 from scipy import stats
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import make_classification
+from sklearn.exceptions import NotFittedError
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ParameterGrid
@@ -945,3 +946,263 @@ def test_the_released_cost_states_the_unit_the_steps_protect(comparisons, n_iter
     fitted = est.fit(pairs, y)
     assert fitted.privacy_spent_.adjacency == REPLACE_ONE_OUTCOME
     assert fitted.candidate_budget_.adjacency == REPLACE_ONE_OUTCOME
+
+
+@pytest.mark.parametrize("skipped", ["passthrough", "drop", None])
+def test_every_step_after_a_skipped_one_is_checked(data, monkeypatch, skipped):
+    """A skipped step ("passthrough", "drop", None) ends nothing: the steps
+    after it are checked too, so a non-DP step that reads values
+    (SimpleImputer) behind it is refused before any fit."""
+    X, y = data
+    fits = []
+    monkeypatch.setattr(
+        DPLogisticRegression, "fit", lambda self, *a, **k: fits.append(1)
+    )
+    estimator = Pipeline(
+        [
+            ("skip", skipped),
+            ("impute", SimpleImputer()),
+            ("clf", DPLogisticRegression(classes=[0, 1])),
+        ]
+    )
+    with pytest.raises(TypeError, match=r"SimpleImputer .*not a DP estimator"):
+        search(estimator=estimator).fit(X, y)
+    assert fits == []
+
+
+@pytest.mark.parametrize(
+    "scoring", [None, "neg_mean_squared_error", "neg_mean_absolute_error"]
+)
+def test_the_released_score_is_the_declared_scoring(scoring):
+    """A regression search releases the mean clipped loss it declares
+    (squared error by default and for "neg_mean_squared_error", absolute
+    error for "neg_mean_absolute_error"), replayed on the validation rows of
+    a seeded one-run search; the score noise is ~1e-6 at epsilon=1e4, far
+    below the gap between the two losses."""
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(n_samples=600, n_features=4, noise=5.0, random_state=0)
+    y = y / np.std(y)
+    n, m, bound = X.shape[0], round(0.2 * X.shape[0]), 4.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fitted = DPRandomSearchCV(
+            DPRandomFeaturesRegressor(),
+            {"clip_norm": [1.0]},
+            n_iter=1,
+            epsilon=1e4,
+            delta=DELTA,
+            scoring=scoring,
+            score_bound=bound,
+            random_state=0,
+        ).fit(X, y)
+    valid = as_generator(0).permutation(n)[:m]
+    error = fitted.best_estimator_.predict(X[valid]) - y[valid]
+    squared = -np.mean(np.minimum(error**2, bound))
+    absolute = -np.mean(np.minimum(np.abs(error), bound))
+    noise_std = bound / m / fitted.candidate_budget_.mu
+    assert abs(squared - absolute) > 100 * noise_std
+    expected = absolute if scoring == "neg_mean_absolute_error" else squared
+    assert abs(fitted.best_score_ - expected) < 5 * noise_std
+
+
+def test_a_grid_with_distributions_is_searched(data):
+    """Values drawn from distributions (objects with ``rvs``) are not listed
+    values: they are drawn per run and checked as drawn."""
+    X, y = data
+    fitted = search(param_distributions={"clip_norm": stats.uniform(0.5, 1.0)}).fit(
+        X, y
+    )
+    assert 0.5 <= fitted.best_params_["clip_norm"] <= 1.5
+
+
+@pytest.mark.parametrize(
+    "grid",
+    [
+        [{"clip_norm": stats.uniform(0.5, 1.0)}, {"classes": [None]}],
+        # 400 combinations: past 256, checked one listed value at a time.
+        {"clip_norm": list(np.linspace(0.5, 2.0, 200)), "classes": [[0, 1], None]},
+    ],
+    ids=["second-grid", "many-combinations"],
+)
+def test_listed_values_are_refused_whatever_is_drawn(data, monkeypatch, grid):
+    """A listed value that changes what a step declares (``classes=None``
+    reads the label set) is refused before anything is drawn: with one run,
+    whatever that run would draw, in every grid of a list and also when the
+    grid has too many combinations to build them all."""
+    X, y = data
+    fits = []
+    monkeypatch.setattr(
+        DPLogisticRegression, "fit", lambda self, *a, **k: fits.append(1)
+    )
+    for seed in range(4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est = search(param_distributions=grid, n_iter=1, random_state=seed)
+            with pytest.raises(ValueError, match="changes what DPLogisticRegression"):
+                est.fit(X, y)
+    assert fits == []
+
+
+def test_the_label_set_warning_names_the_remedy_at_the_callers_line(data):
+    """The warning is the only thing telling the user that the label set was
+    read from y: it says so, says what to do, and points at the line that
+    called fit (not at skdp's internals), once."""
+    X, y = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search(estimator=DPLogisticRegression()).fit(X, y)
+    leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+    assert len(leaks) == 1
+    message = str(leaks[0].message)
+    assert "label set was read from y and is treated as public" in message
+    assert "If which labels occur is private, pass classes=[...] declared" in message
+    assert leaks[0].filename == __file__
+
+
+@pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 2.0])
+def test_n_iter_one_runs_exactly_one_candidate(data, monkeypatch, shape):
+    """n_iter=1 is calibrated as one fit with the whole budget (no selection
+    to pay for): K must be 1 for every draw, never a second candidate."""
+    rng = np.random.default_rng(0)
+    assert {_draw_truncated_negative_binomial(rng, 1.0, shape) for _ in range(200)} == {
+        1
+    }
+    X, y = data
+    fits = []
+    real = DPLogisticRegression.fit
+
+    def counting(self, *args, **kwargs):
+        fits.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPLogisticRegression, "fit", counting)
+    search(n_iter=1, n_iter_shape=shape).fit(X, y)
+    assert len(fits) == 1
+
+
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+def test_the_total_names_its_theorem_and_each_runs_budget(data, noise):
+    """privacy_spent_ says what the bound is: the best of K ~ TNB(mean,
+    shape) runs, each at the released candidate budget (μ, or ρ with
+    noise="secure"), by Papernot & Steinke's Theorem 2."""
+    X, y = data
+    fitted = search(noise=noise, n_iter=3.0, n_iter_shape=0.5).fit(X, y)
+    run = fitted.candidate_budget_
+    each = f"rho={run.zcdp:.4g}-zCDP" if noise == "secure" else f"mu={run.mu:.4g}-GDP"
+    assert fitted.privacy_spent_.mechanism == (
+        f"DPRandomSearchCV: the best of K ~ TNB(mean=3, shape=0.5) runs of a "
+        f"{each} candidate (Papernot & Steinke 2022, Thm. 2)"
+    )
+
+
+class _ThirdPartyDP(ClassifierMixin, BaseEstimator):
+    """A DP classifier without skdp's mixin: it declares its budget (that of
+    the DPLogisticRegression it fits), nothing else."""
+
+    def __init__(
+        self,
+        classes=None,
+        epsilon=1.0,
+        delta=1e-5,
+        random_state=None,
+        noise="fast",
+        verbose=0,
+    ):
+        self.classes = classes
+        self.epsilon = epsilon
+        self.delta = delta
+        self.random_state = random_state
+        self.noise = noise
+        self.verbose = verbose
+
+    def _inner(self):
+        return DPLogisticRegression(**self.get_params())
+
+    def privacy_budget(self):
+        return self._inner().privacy_budget()
+
+    def fit(self, X, y):
+        self.model_ = self._inner().fit(X, y)
+        self.classes_ = self.model_.classes_
+        self.privacy_spent_ = self.model_.privacy_spent_
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
+@pytest.mark.parametrize("classes", [None, [0, 1]])
+def test_a_third_party_dp_step_gets_the_label_set_read_once(data, classes):
+    """A DP step without skdp's mixin reads its label set iff its budget
+    says so (PUBLIC_LABELS): then the search reads it once from all of y,
+    warns, and gives it to every candidate; with declared classes nothing
+    is read and nothing is said."""
+    X, y = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = search(
+            estimator=_ThirdPartyDP(classes=classes),
+            param_distributions={"verbose": [0]},
+        ).fit(X, y)
+    leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+    assert len(leaks) == (1 if classes is None else 0)
+    np.testing.assert_array_equal(fitted.best_estimator_.classes, [0, 1])
+
+
+def test_score_is_the_winners_score(data):
+    """``score`` is the released winner's own ``score`` (post-processing of
+    what is released), and needs a fitted search."""
+    X, y = data
+    est = search()
+    with pytest.raises(NotFittedError):
+        est.score(X, y)
+    est.fit(X, y)
+    assert est.score(X[:100], y[:100]) == est.best_estimator_.score(X[:100], y[:100])
+
+
+def test_defaults_are_the_documented_ones():
+    """The budget a user gets by default is the one the docstring states
+    (epsilon=1.0, delta=1e-5, n_iter=10), and every parameter given is kept."""
+    params = DPRandomSearchCV(DPLogisticRegression(), {"clip_norm": [1.0]}).get_params(
+        deep=False
+    )
+    assert (params["epsilon"], params["delta"], params["n_iter"]) == (1.0, 1e-5, 10)
+    assert params["n_iter_shape"] == 1.0 and params["noise"] == "fast"
+    given = dict(n_iter=3, epsilon=0.5, delta=1e-7, n_jobs=2, verbose=1)
+    kept = DPRandomSearchCV(DPLogisticRegression(), {}, **given).get_params(deep=False)
+    assert {key: kept[key] for key in given} == given
+
+
+def test_the_search_has_its_estimators_kind():
+    """A search is a classifier or a regressor as its estimator is (scikit-
+    learn's tools, e.g. stratified splits, read that from the tags)."""
+    from sklearn.base import is_classifier, is_regressor
+    from sklearn.utils import get_tags
+
+    assert is_classifier(DPRandomSearchCV(DPLogisticRegression(), {"clip_norm": [1]}))
+    regressor = DPRandomFeaturesRegressor()
+    reg = DPRandomSearchCV(regressor, {"clip_norm": [1.0]}, score_bound=1.0)
+    assert is_regressor(reg) and not is_classifier(reg)
+    assert get_tags(reg).regressor_tags == get_tags(regressor).regressor_tags
+
+
+class _Leaky(DPLogisticRegression):
+    """A DP estimator whose fit warns of a leak."""
+
+    def fit(self, X, y):
+        warnings.warn(
+            "a leak only this warning reports", PrivacyLeakWarning, stacklevel=2
+        )
+        return super().fit(X, y)
+
+
+def test_the_winners_warnings_keep_their_category(data):
+    """The winner's warnings are re-emitted with their own category: a
+    PrivacyLeakWarning stays one (filters and pytest.warns select on it),
+    at the line that called fit."""
+    X, y = data
+    with pytest.warns(PrivacyLeakWarning, match="a leak only this warning") as rec:
+        search(estimator=_Leaky(classes=[0, 1]), n_iter=2).fit(X, y)
+    [leak] = [w for w in rec if "a leak only" in str(w.message)]
+    assert leak.category is PrivacyLeakWarning and leak.filename == __file__

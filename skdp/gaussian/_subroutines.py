@@ -20,9 +20,13 @@ but finite row must not break that in float64. So (issue 29, item 10):
   row-wise backward stable (Cox & Higham 1998), so one huge row gets
   leverage ≈ 1 and the others keep theirs. ``A(S)`` counts as singular
   (every point an outlier, Algorithm 4) only when a pivot of R is below
-  ``max(|S|, d)·eps`` times the *median* row size of ``Y_S``, a scale one
-  row cannot move, not relative to the largest row (which would call every
-  matrix with one huge row singular).
+  ``max(|S|, d)·eps`` times the *median* size of the non-zero rows of
+  ``Y_S``, a scale one row cannot move, not relative to the largest row
+  (which would call every matrix with one huge row singular). Zero rows
+  (duplicated pairs) add nothing to ``A(S)`` and are left out of the
+  median: counted, they would set the scale to 0 once half the pairs are
+  duplicates, and one row more or less would switch a numerically singular
+  ``Y_S`` between "singular" (Score k) and "full rank".
 * StableMean's distances ``||x_i - x_j||²_{Σ̂}`` are expanded as
   ``||a||² + ||b||² - 2aᵀb`` around the coordinate-wise median of the
   whitened reference set (a translation, exact in real arithmetic), which
@@ -68,7 +72,7 @@ _EPS = float(np.finfo(np.float64).eps)
 
 
 # A(S) is singular when a pivot of R is at most this many ulps (times
-# max(|S|, d)) of the median row size of Y_S.
+# max(|S|, d)) of the median size of the non-zero rows of Y_S.
 _RANK_ULPS = 1.0
 
 
@@ -96,7 +100,9 @@ def _good_set_norms(Y, mask):
     Z = np.ldexp(Ys[order], shift)
     Q, R, _ = qr(Z, mode="economic", pivoting=True, check_finite=False)
     pivots = np.abs(np.diag(R))
-    tol = _RANK_ULPS * max(Z.shape[0], d) * _EPS * np.ldexp(np.median(size), shift)
+    # Zero rows (duplicated pairs) add nothing to A(S): they are not a scale.
+    scale = np.median(size[size > 0])
+    tol = _RANK_ULPS * max(Z.shape[0], d) * _EPS * np.ldexp(scale, shift)
     if not (np.all(np.isfinite(pivots)) and pivots.min() > tol):
         return None
     q = np.zeros(m)
