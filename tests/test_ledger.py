@@ -1603,3 +1603,123 @@ def test_explicit_split_lists_at_their_edges():
     ):
         with pytest.raises(ValueError, match=match):
             count(bad)
+
+
+# --------------------------------------------------------------------------
+# Mutation testing of the ledger (issue 29's acceptance)
+# --------------------------------------------------------------------------
+
+
+def test_a_skipped_step_hides_no_dp_step_after_it(data):
+    X, y = data
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    for skip in ("passthrough", None):
+        pipe = Pipeline(
+            [("skip", skip), ("scale", _quiet_scaler()), ("clf", dp_model())]
+        )
+        ledger = PrivacyLedger(delta=DELTA).record(pipe.fit(X, y))
+        assert ledger.costs == (pipe[1].privacy_spent_, pipe[2].privacy_spent_)
+    union = FeatureUnion([("skip", "drop"), ("scale", _quiet_scaler())]).fit(X)
+    columns = ColumnTransformer(
+        [("skip", "drop", [0]), ("scale", _quiet_scaler(), [1, 2])]
+    ).fit(X)
+    for composite, scaler in (
+        (union, union.transformer_list[1][1]),
+        (columns, columns.named_transformers_["scale"]),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a fully private composite is silent
+            ledger = PrivacyLedger(delta=DELTA).record(composite)
+        assert ledger.costs == (scaler.privacy_spent_,)
+
+
+def test_a_released_winner_is_charged_the_search_wherever_it_is_recorded(data):
+    # Issue 29, item 3: inside a composite too; and a non-private step
+    # swapped into the winner since its release is still named.
+    from skdp.model_selection import DPRandomSearchCV
+
+    X, y = data
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    pipe = Pipeline(
+        [("scale", _quiet_scaler()), ("prep", Normalizer()), ("clf", dp_model())]
+    )
+    search = DPRandomSearchCV(
+        pipe, {"clf__clip_norm": [0.5, 1.0]}, n_iter=2, epsilon=1.0, delta=DELTA
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, y)
+    cost = search.privacy_spent_
+    outer = Pipeline(
+        [("id", FunctionTransformer().fit(X)), ("model", search.best_estimator_)]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert PrivacyLedger(delta=DELTA).record(outer).costs == (cost,)
+    winner = pickle.loads(pickle.dumps(search.best_estimator_))
+    winner.steps[1] = ("prep", StandardScaler().fit(X))
+    ledger = PrivacyLedger(delta=DELTA)
+    messages = record_quietly(ledger, winner)
+    assert ledger.costs == (cost,)
+    assert len(messages) == 1
+    assert messages[0].startswith("Pipeline/prep (StandardScaler) reads the training")
+
+
+def test_warnings_and_refusals_name_the_step_by_its_path(data):
+    # The warning is all that tells the user which step the total does not
+    # cover: it names the step by its path from what was recorded.
+    X, y = data
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    assumed = f"the guarantee assumes {PUBLIC_LABELS}."
+    caveated = replace(PrivacyCost.from_gdp(0.5, delta=DELTA), caveats=(PUBLIC_LABELS,))
+    ledger = PrivacyLedger()
+    assert record_quietly(ledger, caveated) == [f"PrivacyCost: {assumed}"]
+    assert ledger.costs == (caveated,)
+    inferred = Pipeline([("clf", DPLogisticRegression(delta=DELTA))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        inferred.fit(X, y)
+    assert record_quietly(PrivacyLedger(), inferred) == [f"Pipeline/clf: {assumed}"]
+    # A scikit-learn search: candidates charged their declared budgets.
+    search = GridSearchCV(inferred, {"clf__epsilon": [0.5, 1.0]}, cv=KFold(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    messages = record_quietly(ledger, search)
+    assert messages[0] == f"GridSearchCV/clf: {assumed}"
+    assert messages[1].startswith("GridSearchCV (GridSearchCV) chose its best")
+    assert len(messages) == 2
+    assert ledger.costs[0].mechanism.endswith("(GridSearchCV/clf)")
+    # Wrappers and callables, one level down.
+    selector = rowwise(lambda Z: [0, 1])
+    cases = [
+        (OneVsRestClassifier(dp_model()), "(OneVsRestClassifier) learned its label"),
+        (
+            BaggingClassifier(dp_model(), n_estimators=2, bootstrap=False),
+            "(BaggingClassifier) seeded the privacy noise of 2 DP fit(s)",
+        ),
+        (
+            ColumnTransformer([("dp", _quiet_scaler(), lambda Z: [0, 1])]),
+            "(ColumnTransformer) calls the column selector of 'dp'",
+        ),
+        (ColumnTransformer([("dp", _quiet_scaler(), selector)]), None),
+        (VotingClassifier([("a", LogisticRegression())]), None),
+    ]
+    for step, message in cases:
+        pipe = Pipeline([("step", step)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            pipe.fit(X, y)
+        messages = record_quietly(PrivacyLedger(delta=DELTA), pipe)
+        named = [m for m in messages if not m.startswith("Pipeline/step/")]
+        if message is None:
+            assert named == []
+        else:
+            assert any(m.startswith(f"Pipeline/step {message}") for m in named)
+    bootstrap = Pipeline([("bag", BaggingClassifier(dp_model(), n_estimators=2))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        bootstrap.fit(X, y)
+    with pytest.raises(ValueError, match=r"^Pipeline/bag \(BaggingClassifier\) draws"):
+        PrivacyLedger().record(bootstrap)
