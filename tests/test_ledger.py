@@ -1663,6 +1663,17 @@ def test_a_released_winner_is_charged_the_search_wherever_it_is_recorded(data):
     assert ledger.costs == (cost,)
     assert len(messages) == 1
     assert messages[0].startswith("Pipeline/prep (StandardScaler) reads the training")
+    # The search's caveat (a label set read from y) is named at the winner.
+    search.set_params(
+        estimator=DPLogisticRegression(), param_distributions={"clip_norm": [1.0]}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    messages = record_quietly(ledger, search.best_estimator_)
+    assert ledger.costs == (search.privacy_spent_,)
+    assert messages == [f"DPLogisticRegression: the guarantee assumes {PUBLIC_LABELS}."]
 
 
 def test_warnings_and_refusals_name_the_step_by_its_path(data):
@@ -1717,6 +1728,10 @@ def test_warnings_and_refusals_name_the_step_by_its_path(data):
             assert named == []
         else:
             assert any(m.startswith(f"Pipeline/step {message}") for m in named)
+    select = SelectFromModel(LogisticRegression()).fit(X, y)
+    assert record_quietly(PrivacyLedger(), select)[0].startswith(
+        "SelectFromModel/estimator_ (LogisticRegression) reads the training data"
+    )
     bootstrap = Pipeline([("bag", BaggingClassifier(dp_model(), n_estimators=2))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
