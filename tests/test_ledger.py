@@ -1738,3 +1738,72 @@ def test_warnings_and_refusals_name_the_step_by_its_path(data):
         bootstrap.fit(X, y)
     with pytest.raises(ValueError, match=r"^Pipeline/bag \(BaggingClassifier\) draws"):
         PrivacyLedger().record(bootstrap)
+
+
+def test_a_search_over_a_composite_is_charged_what_its_fitted_refit_achieved():
+    # The adjacency a user-level step achieved is read from the fitted
+    # refit's parts (regressor_, named_estimators_), not from its templates.
+    from sklearn.ensemble import VotingRegressor
+
+    from skdp.fedrep import DPFedRep
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 4))
+    y = X @ [1.0, -1.0, 0.5, 0.0] + 0.1 * rng.normal(size=240)
+    for estimator, grid in (
+        (
+            TransformedTargetRegressor(regressor=DPFedRep(2)),
+            {"regressor__learning_rate": [0.5, 1.0]},
+        ),
+        (VotingRegressor([("f", DPFedRep(2))]), {"f__learning_rate": [0.5, 1.0]}),
+    ):
+        search = GridSearchCV(
+            estimator, grid, cv=KFold(3, shuffle=True, random_state=0)
+        )
+        with pytest.warns(PrivacyLeakWarning, match="no groups"):
+            search.fit(X, y)
+        ledger = PrivacyLedger(delta=1e-5)
+        assert len(record_quietly(ledger, search)) == 1
+        assert len(ledger) == 2 * 2 + 1
+        assert {c.adjacency for c in ledger.costs} == {REPLACE_ONE}
+
+
+def test_bagging_seeds_are_found_behind_any_step_and_named_exactly(data):
+    from sklearn.decomposition import PCA
+
+    X, y = data
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    # PCA's random_state comes first in the sub-model's parameters and
+    # belongs to no DP fit: the DP step after it is still named.
+    for bagging, shown in (
+        (
+            BaggingClassifier(dp_model(), n_estimators=2, bootstrap=False),
+            "(estimators_[0] (DPLogisticRegression), estimators_[1] ",
+        ),
+        (
+            BaggingClassifier(
+                make_pipeline(PCA(2, random_state=0), dp_model()),
+                n_estimators=2,
+                bootstrap=False,
+            ),
+            "(estimators_[0].dplogisticregression__random_state "
+            "(DPLogisticRegression), ",
+        ),
+    ):
+        with pytest.warns(PrivacyLeakWarning):
+            bagging.fit(X, y)
+        messages = record_quietly(PrivacyLedger(delta=DELTA), bagging)
+        seeded = [m for m in messages if "seeded the privacy noise" in m]
+        assert len(seeded) == 1
+        assert f"of 2 DP fit(s) it holds {shown}" in seeded[0]
+    # A seed the user gave a DP step inside a pipeline is the user's.
+    given = make_pipeline(
+        StandardScaler(),
+        DPLogisticRegression(delta=DELTA, classes=[0, 1], random_state=1),
+    )
+    wrapper = OneVsRestClassifier(given)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        wrapper.fit(X, y)
+    messages = record_quietly(PrivacyLedger(delta=DELTA), wrapper)
+    assert messages and not any("seeded the privacy noise" in m for m in messages)
