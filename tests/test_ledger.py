@@ -1732,6 +1732,17 @@ def test_warnings_and_refusals_name_the_step_by_its_path(data):
     assert record_quietly(PrivacyLedger(), select)[0].startswith(
         "SelectFromModel/estimator_ (LogisticRegression) reads the training data"
     )
+    target = TransformedTargetRegressor(
+        regressor=DPRandomFeaturesRegressor(50, delta=DELTA),
+        transformer=StandardScaler(),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        target.fit(X, y.astype(float))
+    assert any(
+        m.startswith("TransformedTargetRegressor/transformer (StandardScaler) reads")
+        for m in record_quietly(PrivacyLedger(), target)
+    )
     bootstrap = Pipeline([("bag", BaggingClassifier(dp_model(), n_estimators=2))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
