@@ -1701,7 +1701,9 @@ def test_warnings_and_refusals_name_the_step_by_its_path(data):
     assert messages[0] == f"GridSearchCV/clf: {assumed}"
     assert messages[1].startswith("GridSearchCV (GridSearchCV) chose its best")
     assert len(messages) == 2
-    assert ledger.costs[0].mechanism.endswith("(GridSearchCV/clf)")
+    assert ledger.costs[0].mechanism == (
+        "declared budget of DPLogisticRegression (GridSearchCV/clf)"
+    )
     # Wrappers and callables, one level down.
     selector = rowwise(lambda Z: [0, 1])
     cases = [
