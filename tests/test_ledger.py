@@ -1820,3 +1820,22 @@ def test_bagging_seeds_are_found_behind_any_step_and_named_exactly(data):
         wrapper.fit(X, y)
     messages = record_quietly(PrivacyLedger(delta=DELTA), wrapper)
     assert messages and not any("seeded the privacy noise" in m for m in messages)
+
+
+class _KeepsItself(BaseEstimator):
+    """A user's estimator whose fitted state refers back to itself."""
+
+    def fit(self, X, y=None):
+        self.itself_ = [self, {"again": self}]
+        return self
+
+
+def test_a_fitted_object_that_refers_to_itself_is_walked_once(data):
+    X, _ = data
+    ledger = PrivacyLedger()
+    messages = record_quietly(ledger, _KeepsItself().fit(X))
+    assert len(ledger) == 0
+    assert (
+        messages
+        and "_KeepsItself (_KeepsItself) reads the training data" in messages[0]
+    )
