@@ -1839,3 +1839,13 @@ def test_a_fitted_object_that_refers_to_itself_is_walked_once(data):
         messages
         and "_KeepsItself (_KeepsItself) reads the training data" in messages[0]
     )
+
+
+def test_splits_with_empty_training_parts_hold_no_record():
+    from skdp._ledger import training_parts_per_record
+
+    for splits in ([([], [0, 1])], [([], [0]), (np.zeros(0, dtype=int), [1])]):
+        parts = training_parts_per_record(
+            splits, len(splits), classifier=False, owner="test"
+        )
+        assert parts == 0
