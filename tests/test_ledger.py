@@ -1603,3 +1603,249 @@ def test_explicit_split_lists_at_their_edges():
     ):
         with pytest.raises(ValueError, match=match):
             count(bad)
+
+
+# --------------------------------------------------------------------------
+# Mutation testing of the ledger (issue 29's acceptance)
+# --------------------------------------------------------------------------
+
+
+def test_a_skipped_step_hides_no_dp_step_after_it(data):
+    X, y = data
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    for skip in ("passthrough", None):
+        pipe = Pipeline(
+            [("skip", skip), ("scale", _quiet_scaler()), ("clf", dp_model())]
+        )
+        ledger = PrivacyLedger(delta=DELTA).record(pipe.fit(X, y))
+        assert ledger.costs == (pipe[1].privacy_spent_, pipe[2].privacy_spent_)
+    union = FeatureUnion([("skip", "drop"), ("scale", _quiet_scaler())]).fit(X)
+    columns = ColumnTransformer(
+        [("skip", "drop", [0]), ("scale", _quiet_scaler(), [1, 2])]
+    ).fit(X)
+    for composite, scaler in (
+        (union, union.transformer_list[1][1]),
+        (columns, columns.named_transformers_["scale"]),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a fully private composite is silent
+            ledger = PrivacyLedger(delta=DELTA).record(composite)
+        assert ledger.costs == (scaler.privacy_spent_,)
+
+
+def test_a_released_winner_is_charged_the_search_wherever_it_is_recorded(data):
+    # Issue 29, item 3: inside a composite too; and a non-private step
+    # swapped into the winner since its release is still named.
+    from skdp.model_selection import DPRandomSearchCV
+
+    X, y = data
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    pipe = Pipeline(
+        [("scale", _quiet_scaler()), ("prep", Normalizer()), ("clf", dp_model())]
+    )
+    search = DPRandomSearchCV(
+        pipe, {"clf__clip_norm": [0.5, 1.0]}, n_iter=2, epsilon=1.0, delta=DELTA
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, y)
+    cost = search.privacy_spent_
+    outer = Pipeline(
+        [("id", FunctionTransformer().fit(X)), ("model", search.best_estimator_)]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert PrivacyLedger(delta=DELTA).record(outer).costs == (cost,)
+    winner = pickle.loads(pickle.dumps(search.best_estimator_))
+    winner.steps[1] = ("prep", StandardScaler().fit(X))
+    ledger = PrivacyLedger(delta=DELTA)
+    messages = record_quietly(ledger, winner)
+    assert ledger.costs == (cost,)
+    assert len(messages) == 1
+    assert messages[0].startswith("Pipeline/prep (StandardScaler) reads the training")
+    # The search's caveat (a label set read from y) is named at the winner.
+    search.set_params(
+        estimator=DPLogisticRegression(), param_distributions={"clip_norm": [1.0]}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    messages = record_quietly(ledger, search.best_estimator_)
+    assert ledger.costs == (search.privacy_spent_,)
+    assert messages == [f"DPLogisticRegression: the guarantee assumes {PUBLIC_LABELS}."]
+
+
+def test_warnings_and_refusals_name_the_step_by_its_path(data):
+    # The warning is all that tells the user which step the total does not
+    # cover: it names the step by its path from what was recorded.
+    X, y = data
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    assumed = f"the guarantee assumes {PUBLIC_LABELS}."
+    caveated = replace(PrivacyCost.from_gdp(0.5, delta=DELTA), caveats=(PUBLIC_LABELS,))
+    ledger = PrivacyLedger()
+    assert record_quietly(ledger, caveated) == [f"PrivacyCost: {assumed}"]
+    assert ledger.costs == (caveated,)
+    inferred = Pipeline([("clf", DPLogisticRegression(delta=DELTA))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        inferred.fit(X, y)
+    assert record_quietly(PrivacyLedger(), inferred) == [f"Pipeline/clf: {assumed}"]
+    # A scikit-learn search: candidates charged their declared budgets.
+    search = GridSearchCV(inferred, {"clf__epsilon": [0.5, 1.0]}, cv=KFold(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    messages = record_quietly(ledger, search)
+    assert messages[0] == f"GridSearchCV/clf: {assumed}"
+    assert messages[1].startswith("GridSearchCV (GridSearchCV) chose its best")
+    assert len(messages) == 2
+    assert ledger.costs[0].mechanism == (
+        "declared budget of DPLogisticRegression (GridSearchCV/clf)"
+    )
+    # Wrappers and callables, one level down.
+    selector = rowwise(lambda Z: [0, 1])
+    cases = [
+        (OneVsRestClassifier(dp_model()), "(OneVsRestClassifier) learned its label"),
+        (
+            BaggingClassifier(dp_model(), n_estimators=2, bootstrap=False),
+            "(BaggingClassifier) seeded the privacy noise of 2 DP fit(s)",
+        ),
+        (
+            ColumnTransformer([("dp", _quiet_scaler(), lambda Z: [0, 1])]),
+            "(ColumnTransformer) calls the column selector of 'dp'",
+        ),
+        (ColumnTransformer([("dp", _quiet_scaler(), selector)]), None),
+        (VotingClassifier([("a", LogisticRegression())]), None),
+    ]
+    for step, message in cases:
+        pipe = Pipeline([("step", step)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            pipe.fit(X, y)
+        messages = record_quietly(PrivacyLedger(delta=DELTA), pipe)
+        named = [m for m in messages if not m.startswith("Pipeline/step/")]
+        if message is None:
+            assert named == []
+        else:
+            assert any(m.startswith(f"Pipeline/step {message}") for m in named)
+    select = SelectFromModel(LogisticRegression()).fit(X, y)
+    assert record_quietly(PrivacyLedger(), select)[0].startswith(
+        "SelectFromModel/estimator_ (LogisticRegression) reads the training data"
+    )
+    target = TransformedTargetRegressor(
+        regressor=DPRandomFeaturesRegressor(50, delta=DELTA),
+        transformer=StandardScaler(),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        target.fit(X, y.astype(float))
+    assert any(
+        m.startswith("TransformedTargetRegressor/transformer (StandardScaler) reads")
+        for m in record_quietly(PrivacyLedger(), target)
+    )
+    bootstrap = Pipeline([("bag", BaggingClassifier(dp_model(), n_estimators=2))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        bootstrap.fit(X, y)
+    with pytest.raises(ValueError, match=r"^Pipeline/bag \(BaggingClassifier\) draws"):
+        PrivacyLedger().record(bootstrap)
+
+
+def test_a_search_over_a_composite_is_charged_what_its_fitted_refit_achieved():
+    # The adjacency a user-level step achieved is read from the fitted
+    # refit's parts (regressor_, named_estimators_), not from its templates.
+    from sklearn.ensemble import VotingRegressor
+
+    from skdp.fedrep import DPFedRep
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 4))
+    y = X @ [1.0, -1.0, 0.5, 0.0] + 0.1 * rng.normal(size=240)
+    for estimator, grid in (
+        (
+            TransformedTargetRegressor(regressor=DPFedRep(2)),
+            {"regressor__learning_rate": [0.5, 1.0]},
+        ),
+        (VotingRegressor([("f", DPFedRep(2))]), {"f__learning_rate": [0.5, 1.0]}),
+    ):
+        search = GridSearchCV(
+            estimator, grid, cv=KFold(3, shuffle=True, random_state=0)
+        )
+        with pytest.warns(PrivacyLeakWarning, match="no groups"):
+            search.fit(X, y)
+        ledger = PrivacyLedger(delta=1e-5)
+        assert len(record_quietly(ledger, search)) == 1
+        assert len(ledger) == 2 * 2 + 1
+        assert {c.adjacency for c in ledger.costs} == {REPLACE_ONE}
+
+
+def test_bagging_seeds_are_found_behind_any_step_and_named_exactly(data):
+    from sklearn.decomposition import PCA
+
+    X, y = data
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    # PCA's random_state comes first in the sub-model's parameters and
+    # belongs to no DP fit: the DP step after it is still named.
+    for bagging, shown in (
+        (
+            BaggingClassifier(dp_model(), n_estimators=2, bootstrap=False),
+            "(estimators_[0] (DPLogisticRegression), estimators_[1] ",
+        ),
+        (
+            BaggingClassifier(
+                make_pipeline(PCA(2, random_state=0), dp_model()),
+                n_estimators=2,
+                bootstrap=False,
+            ),
+            "(estimators_[0].dplogisticregression__random_state "
+            "(DPLogisticRegression), ",
+        ),
+    ):
+        with pytest.warns(PrivacyLeakWarning):
+            bagging.fit(X, y)
+        messages = record_quietly(PrivacyLedger(delta=DELTA), bagging)
+        seeded = [m for m in messages if "seeded the privacy noise" in m]
+        assert len(seeded) == 1
+        assert f"of 2 DP fit(s) it holds {shown}" in seeded[0]
+    # A seed the user gave a DP step inside a pipeline is the user's.
+    given = make_pipeline(
+        StandardScaler(),
+        DPLogisticRegression(delta=DELTA, classes=[0, 1], random_state=1),
+    )
+    wrapper = OneVsRestClassifier(given)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        wrapper.fit(X, y)
+    messages = record_quietly(PrivacyLedger(delta=DELTA), wrapper)
+    assert messages and not any("seeded the privacy noise" in m for m in messages)
+
+
+class _KeepsItself(BaseEstimator):
+    """A user's estimator whose fitted state refers back to itself."""
+
+    def fit(self, X, y=None):
+        self.itself_ = [self, {"again": self}]
+        return self
+
+
+def test_a_fitted_object_that_refers_to_itself_is_walked_once(data):
+    X, _ = data
+    ledger = PrivacyLedger()
+    messages = record_quietly(ledger, _KeepsItself().fit(X))
+    assert len(ledger) == 0
+    assert (
+        messages
+        and "_KeepsItself (_KeepsItself) reads the training data" in messages[0]
+    )
+
+
+def test_splits_with_empty_training_parts_hold_no_record():
+    from skdp._ledger import training_parts_per_record
+
+    for splits in ([([], [0, 1])], [([], [0]), (np.zeros(0, dtype=int), [1])]):
+        parts = training_parts_per_record(
+            splits, len(splits), classifier=False, owner="test"
+        )
+        assert parts == 0
