@@ -309,6 +309,8 @@ def step_times(n, d, chunk_rows, n_iter, repeats):
                 runs[names[2]].append(timed_fit(X_threads, y_threads, n_iter))
             with client.as_current(), dask.config.set(scheduler=client):
                 runs[names[3]].append(timed_fit(X_cluster, y_cluster, n_iter))
+        with client.as_current(), dask.config.set(scheduler=client):
+            floor = scheduler_floor(client, X_cluster, y_cluster)
     reference = runs["in memory"][0]["coef"]
 
     def median_step(fits):
@@ -342,7 +344,30 @@ def step_times(n, d, chunk_rows, n_iter, repeats):
         "whole fit (s)",
         "max rel. diff. of coef_",
     ]
-    return markdown_table(header, rows), ratios
+    return markdown_table(header, rows), ratios, floor
+
+
+def _no_work(X, y, start=0):
+    return np.zeros(1)
+
+
+def scheduler_floor(client, X, y, repeats=40):
+    """Medians (s) of a pass with a step's graph that reads no data, and of
+    one task's round trip: what a step on the cluster costs besides its data
+    pass, whatever the engine does."""
+    from skdp._dask import RowChunks
+
+    chunks = RowChunks(X, y)
+    chunks.sum(_no_work)
+    passes, trips = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        chunks.sum(_no_work)
+        passes.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        client.submit(np.zeros, 1, pure=False).result()
+        trips.append(time.perf_counter() - start)
+    return float(np.median(passes)), float(np.median(trips))
 
 
 # ---------------------------------------------------------------------------
@@ -523,7 +548,7 @@ def main():
         f"\n## Time per step: n = {n:.0e}, d = {d}, float64 (row-major), chunks "
         f"of {chunk_rows} rows, {n_iter} steps, {args.repeats} interleaved rounds\n"
     )
-    table, ratios = step_times(n, d, chunk_rows, n_iter, args.repeats)
+    table, ratios, floor = step_times(n, d, chunk_rows, n_iter, args.repeats)
     print(table)
     threads, cluster = ratios[STEP_FITS[2]], ratios[STEP_FITS[3]]
     print(
@@ -531,6 +556,11 @@ def main():
         f"({threads[1]:.2f}x against the in-memory step on one BLAS thread; target "
         f"<= 1.5), LocalCluster of 2 worker processes {cluster[0]:.2f}x "
         f"({cluster[1]:.2f}x; target <= 2)."
+    )
+    print(
+        f"\nLocalCluster floor: a pass with a step's graph ({-(-n // chunk_rows)} "
+        f"tasks) that reads no data took {floor[0] * 1e3:.1f} ms, one task's round "
+        f"trip (client.submit(...).result()) {floor[1] * 1e3:.1f} ms (medians of 40)."
     )
     print(
         f"\n## Client memory: LocalCluster of 2 worker processes, data generated "
