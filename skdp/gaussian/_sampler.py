@@ -486,12 +486,19 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
     are not N(μ, Σ). **Known open issue** (unbounded mode): the PTR score's
     stability (Lemma 3.5, "moves by at most 2 between neighbours") is proved
     in exact arithmetic; in float64 it is tested for rows up to 1e300 and for
-    duplicated rows, but it fails for data whose rows span about 300 orders of
-    magnitude in near-equal numbers (half the rows near 1e-300 times the
-    others, the others on a line): one row then moves the numerical rank
-    decision and the score by up to 5 (``tests/test_gaussian_sampler.py``,
+    duplicated rows, but it fails for data whose covariance-half differences
+    fall into two groups of near-equal size, one at least ~1e17 times smaller
+    than the other (beyond float64's precision), the larger group on a line
+    or in a hyperplane: one row moved from one group to the other then moves
+    the numerical rank decision and the score by up to 5
+    (``tests/test_gaussian_sampler.py``,
     ``test_tiny_rows_do_not_set_the_rank_scale``, an expected failure until
-    fixed). Data with such a gap is not protected by the stated guarantee.
+    fixed; gaps of 1e-17 to 1e-300 all fail, 1e-14 does not). Data with such
+    a gap is not protected by the stated guarantee. Closing it needs the
+    rank decision in exact arithmetic (or a scale released privately): any
+    tolerance relative to an order statistic of the rows' sizes can be moved
+    across such a gap by one row, and a tolerance relative to the largest row
+    lets one huge row make every point an outlier.
 
     **Dask.** With ``method="bounded"``, ``fit`` also takes a
     ``dask.array.Array``: the clipped sum and sum of outer products are one
