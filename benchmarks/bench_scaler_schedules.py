@@ -1,0 +1,114 @@
+"""DPStandardScaler's two bound schedules, each forced, on real and mixed tables.
+
+Without public bounds, ``DPStandardScaler`` chooses from public values (n, d,
+ε, δ) between one coarse histogram (``"histogram"``) and a four-round search
+for the bounds followed by noisy moments (``"search"``), switching at the
+signal-to-noise ratio ``n·μ/sqrt(2d) = 100`` (``_scaler._SEARCH_SNR``). This
+script forces each schedule on every table and budget and prints the
+accuracy of ``make_private_pipeline(DPStandardScaler(),
+DPLogisticRegression(classes=...), epsilon=ε)`` (ROC AUC on the mixed
+table), mean ± standard error over stratified splits, next to the ratio, and
+how many of the scaler's scales fall below 0.1 on ``load_digits`` (a sign of
+bounds collapsed onto an atom of a discrete column).
+
+    python benchmarks/bench_scaler_schedules.py            # 8 splits
+    python benchmarks/bench_scaler_schedules.py --splits 3
+"""
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+
+from _common import use_checkout  # noqa: E402
+
+use_checkout(BENCH_DIR.parent)
+
+from bench_mixed_table import mixed_table  # noqa: E402
+from bench_real_data import DELTA, EPSILONS, tables  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.metrics import roc_auc_score  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+
+import skdp.preprocessing._scaler as scaler_module  # noqa: E402
+from skdp import DPLogisticRegression, DPStandardScaler  # noqa: E402
+from skdp.pipeline import make_private_pipeline  # noqa: E402
+
+#: _SEARCH_SNR values that force each schedule.
+FORCE = {"search": 0.0, "histogram": np.inf}
+
+
+def pipeline(classes, epsilon):
+    return make_private_pipeline(
+        DPStandardScaler(), DPLogisticRegression(classes=classes), epsilon=epsilon
+    )
+
+
+def score(X, y, epsilon, n_splits, auc):
+    classes = np.unique(y)
+    out = []
+    for split in range(n_splits):
+        X_tr, X_te, y_tr, y_te = train_test_split(X, y, random_state=split, stratify=y)
+        model = pipeline(classes, epsilon).fit(X_tr, y_tr)
+        if auc:
+            out.append(roc_auc_score(y_te, model.predict_proba(X_te)[:, 1]))
+        else:
+            out.append(np.mean(model.predict(X_te) == y_te))
+    return np.mean(out), np.std(out) / np.sqrt(n_splits)
+
+
+def snr(n_train, d, epsilon):
+    params = pipeline([0, 1], epsilon).get_params()
+    eps, delta = params["dpstandardscaler__epsilon"], params["dpstandardscaler__delta"]
+    return scaler_module.histogram_snr(n_train, d, eps, delta)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", type=int, default=8)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    data = {name: (X, y, False) for name, (X, y) in tables().items()}
+    for n in (1000, 2000, 4000):
+        X, y = mixed_table(n)
+        data[f"mixed table (n = {n}), AUC"] = (X, y, True)
+    print(f"python benchmarks/bench_scaler_schedules.py --splits {args.splits}\n")
+    print(f"Total ε per pipeline, δ = {DELTA}; 25% test; mean ± s.e. over splits.\n")
+    print("| table | ε | n·μ/sqrt(2d) | search | histogram | search − histogram |")
+    print("|---|---|---|---|---|---|")
+    original = scaler_module._SEARCH_SNR
+    try:
+        for name, (X, y, auc) in data.items():
+            for epsilon in EPSILONS:
+                cells = {}
+                for schedule, value in FORCE.items():
+                    scaler_module._SEARCH_SNR = value
+                    cells[schedule] = score(X, y, epsilon, args.splits, auc)
+                ratio = snr(int(0.75 * len(y)), X.shape[1], epsilon)
+                (s, se_s), (h, se_h) = cells["search"], cells["histogram"]
+                print(
+                    f"| {name} | {epsilon:g} | {ratio:.1f} | {s:.3f} ± {se_s:.3f} | "
+                    f"{h:.3f} ± {se_h:.3f} | {s - h:+.3f} |",
+                    flush=True,
+                )
+        X, _ = load_digits(return_X_y=True)
+        print("\nload_digits, DPStandardScaler(epsilon=1) alone, search forced:")
+        scaler_module._SEARCH_SNR = FORCE["search"]
+        for seed in range(3):
+            fitted = DPStandardScaler(random_state=seed).fit(X)
+            small = np.sort(fitted.scale_[fitted.scale_ < 0.1])
+            print(
+                f"- seed {seed}: {small.size} of 64 scales below 0.1"
+                + (f" (smallest {small[0]:.1e})" if small.size else "")
+            )
+    finally:
+        scaler_module._SEARCH_SNR = original
+
+
+if __name__ == "__main__":
+    main()
