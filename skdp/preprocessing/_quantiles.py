@@ -26,7 +26,14 @@ run are used, never sums over the many empty bins far from the data, whose
 noise would swamp small data sets. If no bin stands out of the noise, the
 round keeps its whole interval. Values outside the current interval are
 counted in its end bins, so every round's tail mass is measured against the
-whole data set and the rounds do not compound the clipping. The final
+whole data set and the rounds do not compound the clipping. The values
+below and above the interval are counted apart (two more bins of the same
+release) and added to the end bins for the run; more than both tails
+together outside (``2·_TAIL·n``, plus ``_END_SDS`` noise
+standard deviations) shows that an earlier round cut off real mass (a greedy
+run can close on a spike with noise bins before it reaches the values
+beyond it: a discrete, zero-inflated column), and that side returns to the
+interval the earlier round narrowed. The final
 interval is widened by ``_PAD`` of its width on each side, which clips less
 of the tails at a small cost in resolution.
 
@@ -77,6 +84,12 @@ _MARGIN_SDS = 1.0
 #: A round shrinks its interval only if its largest noisy count exceeds this
 #: many noise standard deviations (an empty bin does with probability 3e-5).
 _SIGNAL_SDS = 4.0
+
+#: A zoom round's end bin (which also counts everything outside its
+#: interval) holding more than ``2·_TAIL·n`` plus this many noise standard
+#: deviations returns its side to the wider interval of the round before:
+#: noise alone does so with probability below 1.3e-3 per side and round.
+_END_SDS = 3.0
 
 #: The final interval is widened by this fraction of its width on each side.
 _PAD = 0.25
@@ -181,6 +194,8 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     upper = edges[hi]
     lower = -upper
     fine = np.zeros(d, dtype=bool)  # which features get the fine grid
+    # The interval each side returns to if mass turns up beyond it (below).
+    wider_lower, wider_upper = lower, upper
     for _ in range(_ZOOM_ROUNDS):  # a loop over rounds, never over samples
         width = upper - lower
         n_bins = np.where(fine, _FINE_BINS, _ZOOM_BINS)
@@ -190,13 +205,21 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
         counts = sum_over_rows(
             _zoom_counts,
             X,
-            (d, int(n_bins.max())),
+            (d, int(n_bins.max()) + 2),
             data_range=data_range,
             lower=lower,
             width=width,
             n_bins=n_bins,
         )
         noisy = release(counts)
+        # Post-processing from here on. Column 0 counts the values below the
+        # interval, column n_bins + 1 those above it; the run sees them in
+        # the end bins, so that its target is measured against all n.
+        rows = np.arange(d)
+        below, above = noisy[:, 0], noisy[rows, n_bins + 1]
+        grid = noisy[:, 1:].copy()
+        grid[:, 0] += below
+        grid[rows, n_bins - 1] += above
         lo = np.zeros(d, dtype=np.intp)
         hi = n_bins.copy()
         for mode, size, signal_sds in (
@@ -205,18 +228,32 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
         ):
             if mode.any():
                 lo[mode], hi[mode] = bulk_window(
-                    noisy[mode, :size],
+                    grid[mode, :size],
                     (1.0 - 2.0 * _TAIL) * n,
                     noise_std,
                     signal_sds=signal_sds,
                 )
-        # Post-processing of the noisy counts: the new interval's edges, and
-        # whether the next round needs the fine grid (a narrow run).
+        # The new interval's edges, and whether the next round needs the fine
+        # grid (a narrow run).
         new_upper = np.where(hi == n_bins, upper, lower + width * (hi / n_bins))
-        lower = lower + width * (lo / n_bins)
+        new_lower = lower + width * (lo / n_bins)
+        # More than both tails the bounds may leave out (2·_TAIL·n: a run may
+        # stop short on either side) beyond the interval, past the noise: an
+        # earlier round cut off real mass. Its greedy run can close on a
+        # spike (a discrete, zero-inflated column) with noise bins before it
+        # reaches the values beyond, or the spike's noisy count alone can
+        # pass for the target. Return that side to the interval the earlier
+        # round narrowed, which held the mass: later rounds never see it
+        # again otherwise.
+        outside = 2.0 * _TAIL * n + _END_SDS * noise_std
+        lost_low, lost_high = below > outside, above > outside
+        new_lower = np.where(lost_low, wider_lower, new_lower)
+        new_upper = np.where(lost_high, wider_upper, new_upper)
+        wider_lower, wider_upper = lower, upper
+        lower = new_lower
         # Rounding must never collapse an interval.
         upper = np.maximum(new_upper, np.nextafter(lower, np.inf))
-        fine = (hi - lo) <= _NARROW_RUN
+        fine = ((hi - lo) <= _NARROW_RUN) & ~(lost_low | lost_high)
     # Widen the final interval a little (post-processing): less clipping of
     # the tails, at a small cost in resolution.
     pad = _PAD * (upper - lower)
@@ -261,13 +298,18 @@ def _magnitude_counts(X, *, edges, data_range):
 def _zoom_counts(X, *, data_range, lower, width, n_bins):
     """Counts of x (clipped to the public range) on each feature's equal-width grid.
 
-    Values outside ``[lower, lower + width]`` fall in the end bins. A sum
-    over rows, as :func:`_magnitude_counts`.
+    Column 0 counts the values below ``lower``, columns 1 to ``n_bins`` the
+    grid's bins, column ``n_bins + 1`` the values above ``lower + width``
+    (the top edge belongs to the last bin). A sum over rows, as
+    :func:`_magnitude_counts`.
     """
     X = np.clip(X, -data_range, data_range)
     position = (X - lower) / width * n_bins
-    bins = np.clip(np.floor(position), 0, n_bins - 1).astype(np.intp)
-    return bin_counts(bins, int(n_bins.max()))
+    bins = np.floor(position)
+    # The top edge itself (position == n_bins) belongs to the last bin.
+    bins = np.where(position == n_bins, n_bins - 1, bins)
+    bins = np.clip(bins, -1, n_bins).astype(np.intp) + 1
+    return bin_counts(bins, int(n_bins.max()) + 2)
 
 
 # --------------------------------------------------------------------------
