@@ -50,6 +50,7 @@ References
 
 import math
 import os
+import threading
 
 import numpy as np
 
@@ -491,6 +492,19 @@ class SecureNoise:
         self._bits = _Bits(bytes_source)
         self._public = None
         self._pools = {}
+        # One object may be shared by threads (a user's own mechanism calls):
+        # the pools and the word buffer hand every draw out exactly once only
+        # if no two calls interleave.
+        self._lock = threading.RLock()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     def __repr__(self):
         return "SecureNoise()"
@@ -501,9 +515,10 @@ class SecureNoise:
 
     def __getattr__(self, name):
         if name in SecureNoise._PUBLIC_METHODS:
-            if self._public is None:
-                seed = np.frombuffer(self._bits_bytes(32), dtype="<u8")
-                self._public = np.random.default_rng(seed.astype(np.uint64))
+            with self._lock:
+                if self._public is None:
+                    seed = np.frombuffer(self._bits_bytes(32), dtype="<u8")
+                    self._public = np.random.default_rng(seed.astype(np.uint64))
             return getattr(self._public, name)
         raise AttributeError(
             f"SecureNoise has no {name!r}: privacy noise under noise='secure' is "
@@ -512,7 +527,8 @@ class SecureNoise:
         )
 
     def _bits_bytes(self, n):
-        return self._bits.words((n + 7) // 8).tobytes()[:n]
+        with self._lock:
+            return self._bits.words((n + 7) // 8).tobytes()[:n]
 
     def add_gaussian(self, value, std):
         """``value`` rounded to the grid plus discrete Gaussian noise of scale ≥ std.
@@ -577,10 +593,11 @@ class SecureNoise:
         unused. The pool never leaves this object.
         """
         key = (sampler.__name__, scale)
-        pool, last = self._pools.get(key, (np.empty(0, dtype=np.int64), 0))
-        if pool.size < size:
-            amount = max(size - pool.size, min(2 * last, _POOL_MAX))
-            fresh = sampler(self._bits, scale, amount)
-            pool, last = np.concatenate([pool, fresh]), amount
-        self._pools[key] = (pool[size:], last)
-        return pool[:size]
+        with self._lock:
+            pool, last = self._pools.get(key, (np.empty(0, dtype=np.int64), 0))
+            if pool.size < size:
+                amount = max(size - pool.size, min(2 * last, _POOL_MAX))
+                fresh = sampler(self._bits, scale, amount)
+                pool, last = np.concatenate([pool, fresh]), amount
+            self._pools[key] = (pool[size:], last)
+            return pool[:size]
