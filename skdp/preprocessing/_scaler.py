@@ -331,9 +331,14 @@ class DPStandardScaler(
       log-spaced grid over ``[0, data_range]`` and keeps ``[-M, M]`` around
       the bulk; rounds 2-4 split the interval of the round before into 64
       equal bins (4096 after a round whose bulk fitted in 2 bins: a large
-      offset with a small spread) and keep the run of bins that holds about
-      96% of the data (grown from the fullest bin; computed from noisy counts
-      only, so the grid sizes are post-processing too). The
+      offset with a small spread), plus one bin below and one above the
+      interval, and keep the run of bins that holds about 96% of the data
+      (grown from the fullest bin; computed from noisy counts only, so the
+      grid sizes are post-processing too); a side whose bin beyond the
+      interval holds more than 4% of n (beyond 3 noise standard deviations)
+      returns to the interval of the round before, whose run had cut real
+      mass off (a spike with values beyond it: a discrete, zero-inflated
+      column). The
       final interval is widened by a quarter of its width on each side. These
       four rounds get ``μ_b² = bounds_share·μ²``, the moments the rest.
       If the first round's noisy counts beyond the final interval add up to
