@@ -1079,3 +1079,66 @@ def test_noise_budget_is_exact_and_never_below_it_with_a_paper_rule():
     assert z == exact
     assert cost.mu == pytest.approx(np.sqrt(7) / exact, rel=1e-12)
     assert cost.epsilon == pytest.approx(1.0, rel=1e-6) and cost.delta == 1e-5
+
+
+# --------------------------------------------------------------------------
+# Gaps found by mutation testing of skdp/_clipping.py
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        np.full((4, 2), 2**32, dtype=np.int64),  # squares wrap around in int64
+        np.full((4, 2), 1e30, dtype=np.float32),  # squares overflow in float32
+    ],
+    ids=["int64", "float32"],
+)
+def test_injected_gradient_of_any_dtype_is_clipped_in_float64(raw):
+    # The canary is read as float64 before its norm is taken: in its own
+    # dtype, an int64 norm wraps to 0 (factor 1: the canary enters
+    # unclipped, norm 2.4e10 ≫ C) and a float32 norm overflows (factor 0:
+    # the canary vanishes). Either way its contribution must be exactly C.
+    rng = np.random.default_rng(36)
+    n, d, k, C = 12, 3, 2, 0.5
+    X = rng.normal(size=(n, d))
+    y = rng.integers(0, k, n)
+    coef, intercept = np.zeros((d, k)), np.zeros(k)
+    row_norm = np.hypot(row_norms(X), 1.0)
+    datafit = MultinomialLogistic()
+    without_0 = clipped_gradient_sum(
+        X[1:], y[1:], datafit, coef, intercept, row_norm[1:], C
+    )
+    with injected_gradient(0, lambda X, shape: raw):
+        got = clipped_gradient_sum(X, y, datafit, coef, intercept, row_norm, C)
+    np.testing.assert_allclose(
+        got - without_0, np.full((4, 2), C / np.sqrt(8)), rtol=1e-12
+    )
+
+
+def test_row_blocks_are_sized_by_stored_values(monkeypatch):
+    # The memory contract of the blocked reads: a block holds at most
+    # _BLOCK_VALUES stored values (nnz for CSR, not n·d) or one row, so a
+    # float32 X is never read into float64 whole; a float64 CSR matrix is
+    # read as one block (slicing would copy it every step), a dense float64
+    # one in blocks (kept in cache between the two products of a step).
+    monkeypatch.setattr(_clipping, "_BLOCK_VALUES", 40)
+    rng = np.random.default_rng(37)
+
+    def blocks(X):
+        got = list(_clipping._gradient_blocks(X))
+        starts = [b.start for b in got]
+        stops = [b.stop for b in got]
+        assert starts[0] == 0 and stops[-1] == X.shape[0] and starts[1:] == stops[:-1]
+        return [b.stop - b.start for b in got]
+
+    dense = rng.normal(size=(50, 4))  # 10 rows of 4 values per block
+    assert blocks(dense) == [10] * 5
+    assert blocks(dense.astype(np.float32)) == [10] * 5
+    # One stored value per row of 50 columns: 40 rows a block, by nnz.
+    rows = np.arange(200)
+    csr = sp.csr_matrix((np.ones(200), (rows, rows % 50)), shape=(200, 50))
+    assert blocks(csr.astype(np.float32)) == [40] * 5
+    assert blocks(csr) == [200]
+    # Rows wider than a block: one row at a time.
+    assert blocks(rng.normal(size=(3, 100)).astype(np.float32)) == [1, 1, 1]

@@ -8,6 +8,7 @@ probability > 0.999).
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -174,3 +175,127 @@ def test_a_replaced_record_moves_the_clipped_gram_by_at_most_the_sensitivity():
         X2[7], y2[7] = rng.standard_normal(3) * 1e3, rng.standard_normal(1) * 1e3
         move = np.linalg.norm(clipped_gram(X2, y2, **kwargs) - base)
         assert move <= gram_sensitivity(R) * (1 + 1e-9)
+
+
+# --------------------------------------------------------------------------
+# Gaps found by mutation testing of skdp/_gram.py
+# --------------------------------------------------------------------------
+
+
+def _reference_gram(X, Y, x_clip, constant, y_clip, y_weight):
+    """Σ_i w_i w_iᵀ written out row by row, in float64 (oracle)."""
+    parts = []
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1)
+    parts.append(X * np.minimum(1.0, x_clip / np.maximum(norms, 1e-300))[:, None])
+    if constant is not None:
+        parts.append(np.full((X.shape[0], 1), constant))
+    if Y is not None:
+        Y = np.asarray(Y, dtype=np.float64)
+        y_norms = np.linalg.norm(Y, axis=1)
+        factor = y_weight * np.minimum(1.0, y_clip / np.maximum(y_norms, 1e-300))
+        parts.append(Y * factor[:, None])
+    W = np.hstack(parts)
+    return W.T @ W
+
+
+def test_row_norm_bound_is_the_norm_of_its_parts_with_neutral_defaults():
+    # The sensitivity of every Gram release is computed from this bound:
+    # x_clip² (not 2·x_clip, equal at 2 only), and defaults that add nothing
+    # (no constant, no target, y_weight 1). Oracle: math.hypot.
+    assert row_norm_bound(1.5) == pytest.approx(1.5, rel=1e-15)
+    assert row_norm_bound(1.5, 0.8) == pytest.approx(math.hypot(1.5, 0.8), rel=1e-15)
+    assert row_norm_bound(1.5, 0.8, 2.0) == pytest.approx(
+        math.hypot(1.5, 0.8, 2.0), rel=1e-15
+    )
+    assert row_norm_bound(1.5, 0.8, 2.0, 0.3) == pytest.approx(
+        math.hypot(1.5, 0.8, 0.6), rel=1e-15
+    )
+
+
+@pytest.mark.parametrize("constant", [None, 0.5])
+@pytest.mark.parametrize("with_y", [False, True])
+def test_clipped_gram_sums_every_block_of_rows(monkeypatch, constant, with_y):
+    # Blocks of a few rows (the default block holds ~10⁵ rows, more than any
+    # test's n): every block is added once, from its own rows, and the result
+    # is (m, m) with m = d + (constant given) + k. Rows far out so that most
+    # are clipped; y_weight left at its default (1).
+    import skdp._gram
+
+    monkeypatch.setattr(skdp._gram, "_BLOCK_VALUES", 40)
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((101, 4)) * 3
+    Y = rng.standard_normal((101, 2)) * 2 if with_y else None
+    y_clip = 1.5 if with_y else None
+    G = clipped_gram(X, Y, x_clip=2.0, constant=constant, y_clip=y_clip)
+    expected = _reference_gram(X, Y, 2.0, constant, y_clip, 1.0)
+    assert G.shape == expected.shape
+    np.testing.assert_allclose(G, expected, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(G, G.T)
+
+
+def test_rows_beyond_the_float_range_and_zero_rows_hold_the_bound_silently():
+    # A finite row whose norm exceeds float64's range contributes nothing
+    # (factor 0; factor 1 would release it unclipped), a zero row needs no
+    # clip; neither may raise a floating-point warning (a warning that only
+    # some records trigger tells who is in the data).
+    X = np.array(
+        [
+            [1.5e308, 1.5e308, 0.0],  # norm 2.1e308 > float64 max
+            [0.0, 0.0, 0.0],
+            [3.0, 4.0, 0.0],
+        ]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = clipped_rows(X, 2.0)
+        G = clipped_gram(X, x_clip=2.0, constant=1.0)
+    np.testing.assert_array_equal(out[:2], 0.0)
+    np.testing.assert_allclose(out[2], [1.2, 1.6, 0.0], rtol=1e-15)
+    expected = np.zeros((4, 4))
+    expected[:3, :3] = np.outer(out[2], out[2])
+    expected[:3, 3] = expected[3, :3] = out[2]
+    expected[3, 3] = 3.0  # n·constant²
+    np.testing.assert_allclose(G, expected, rtol=1e-15, atol=0)
+
+
+def test_float32_rows_are_clipped_in_float64():
+    # Norms of float32 rows are taken in float64: a row near float32's
+    # largest value is clipped to the bound (not dropped as overflowing),
+    # and every clipped row has norm <= clip to a few float64 ulps (a
+    # float32 norm is only good to ~1e-7).
+    rng = np.random.default_rng(6)
+    top = float(np.finfo(np.float32).max)
+    directions = rng.standard_normal((200, 2))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    ordinary = directions * rng.uniform(2.0, 1e4, 200)[:, None]  # all clipped
+    X32 = np.vstack([[top, top], [top / 2, -top / 3], ordinary]).astype(np.float32)
+    out = clipped_rows(X32, 1.3)
+    assert out.dtype == np.float64
+    norms = np.linalg.norm(out, axis=1)
+    assert norms.max() <= 1.3 * (1 + 4 * np.finfo(np.float64).eps)
+    np.testing.assert_allclose(norms, 1.3, rtol=1e-14)
+    X64 = X32.astype(np.float64)
+    np.testing.assert_allclose(
+        out, X64 * (1.3 / np.linalg.norm(X64, axis=1))[:, None], rtol=1e-14
+    )
+
+
+def test_dask_clipped_gram_matches_in_memory():
+    # The Dask path runs the same per-block code on each row chunk (tree
+    # sum): with targets as columns, a constant and a target weight, it
+    # equals the in-memory Gram matrix; an empty chunk adds zeros.
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((90, 3)) * 3
+    Y = rng.standard_normal((90, 2)) * 2
+    kwargs = dict(x_clip=2.0, constant=0.5, y_clip=1.5, y_weight=0.7)
+    expected = clipped_gram(X, Y, **kwargs)
+    rows = (25, 0, 40, 25)
+    Xd = da.from_array(X, chunks=(rows, 3))
+    columns = tuple(da.from_array(Y[:, j], chunks=(rows,)) for j in range(2))
+    got = clipped_gram(Xd, columns, **kwargs)
+    assert got.shape == (6, 6)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    alone = clipped_gram(Xd, x_clip=2.0)  # no target, no constant
+    np.testing.assert_allclose(alone, clipped_gram(X, x_clip=2.0), rtol=1e-12)
