@@ -307,6 +307,9 @@ def private_fit(fit):
       in ``privacy_spent_.caveats``.
     * ``sample_weight`` is refused with a TypeError that says why (a weight
       scales a record's sensitivity), before any work.
+    * Silent arithmetic: numpy's floating-point events (warnings, or errors
+      under the caller's ``np.errstate``) are off during the fit: they depend
+      on the data.
     * The sampler is visible: ``privacy_spent_.sampler`` says which one drew
       the noise (``noise="fast"`` or ``"secure"``); ``noise="secure"`` with a
       ``random_state`` other than None raises a ValueError before any work.
@@ -322,7 +325,13 @@ def private_fit(fit):
         if seed is not None:
             _warn_seeded(self)
         try:
-            result = fit(self, *args, **kwargs)
+            # numpy's floating-point events depend on the data (finite
+            # records of ±1e308 make scikit-learn's finiteness check sum to
+            # inf - inf), and a warning one record can trigger is a release
+            # (an error under -W error, or under the caller's
+            # np.errstate(all="raise")): none may escape a DP fit.
+            with np.errstate(all="ignore"):
+                result = fit(self, *args, **kwargs)
             budget = self.privacy_budget()
             spent = self.privacy_spent_
             _check_within_budget(spent, budget, type(self).__name__)

@@ -166,6 +166,37 @@ def test_every_estimator_declares_and_keeps_its_budget(cls):
 
 
 @mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_no_floating_point_warning_escapes_a_fit(cls):
+    """Two finite records at ±1e308 make scikit-learn's finiteness check sum
+    to inf - inf ("invalid value encountered in reduce"): a warning one
+    record triggers, an error under -W error where the neighbour data set
+    fits; the same under the caller's np.errstate(all="raise"), where an
+    underflow raises too. Every DP fit must stay silent (it may refuse the
+    input, never warn)."""
+    import warnings
+
+    import numpy as np
+
+    from skdp import PrivacyLeakWarning
+
+    estimator = cls(epsilon=2.0, delta=1e-6)
+    if "classes" in estimator.get_params():
+        estimator.set_params(classes=[0, 1])
+    X, y = small_fit_data(estimator)
+    X = np.array(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
+    X[0], X[1] = 1e308, -1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        for strict in (False, True):  # the caller's errstate: raise on anything
+            with np.errstate(all="raise" if strict else "warn"):
+                try:
+                    estimator.fit(X, y)
+                except ValueError:
+                    pass  # a refusal of the input's kind, not a warning
+
+
+@mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
 def test_every_estimator_in_a_search_over_epsilon_is_totalled_exactly(cls):
     """GridSearchCV over epsilon: the ledger composes each candidate once per
     training part that holds a record (2 of 3 folds) plus the refit, recounted
