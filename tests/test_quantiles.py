@@ -144,6 +144,176 @@ def test_search_grid_is_sorted_and_covers_the_public_range():
 
 
 # --------------------------------------------------------------------------
+# Public grids and bin assignment, against independent formulas and oracles
+# --------------------------------------------------------------------------
+
+
+def test_public_grids_match_their_formulas():
+    """The grids are public constants of data_range alone: the magnitude grid
+    0, R·10**(-k/4) for k = 48..0, and the signed grid ±R·10**(-k/2) for
+    k = 24..0 (R·10**(-k/4) at per_decade=4), recomputed here term by term."""
+    for R in (1.0, 1e6, 3.5e-3):
+        magnitude = [0.0] + [R * 10.0 ** (-k / 4) for k in range(48, -1, -1)]
+        np.testing.assert_allclose(_quantiles.magnitude_grid(R), magnitude, rtol=1e-13)
+        assert _quantiles.magnitude_grid(R)[[0, -1]].tolist() == [0.0, R]
+        for per_decade in (2, 4):
+            top = 12 * per_decade
+            positive = [R * 10.0 ** (-k / per_decade) for k in range(top, -1, -1)]
+            signed = [-v for v in positive[::-1]] + positive
+            grid = signed_grid(R, per_decade)
+            np.testing.assert_allclose(grid, signed, rtol=1e-13)
+            assert grid.size == 2 * top + 2 and grid[-1] == R and grid[0] == -R
+    # The zero bin of the default grid: [-R·1e-12, R·1e-12], in the middle.
+    grid = signed_grid(1e6)
+    zero = (grid.size - 1) // 2
+    np.testing.assert_allclose(grid[[zero, zero + 1]], [-1e-6, 1e-6], rtol=1e-13)
+
+
+def _on_and_off_the_edges(edges, rng, n):
+    """Values exactly on every edge, between edges, and far beyond both ends."""
+    inner = rng.uniform(edges[0], edges[-1], n)
+    return np.concatenate(
+        [edges, -edges, inner, [0.0, -0.0, 1e300, -1e300, edges[-1] * 2]]
+    )
+
+
+def test_bounds_search_counts_match_np_histogram():
+    """Every round of private_bounds bins each value as np.histogram (an
+    independent oracle) bins the value clipped to the grid: a value on an
+    edge goes to the bin it opens, the ends collect everything beyond."""
+    rng = np.random.default_rng(20)
+    R = 1e6
+    edges = _quantiles.magnitude_grid(R)
+    x = _on_and_off_the_edges(edges, rng, 300)
+    X = np.column_stack([x, x[::-1] * 1e-6])
+    counts = _quantiles._magnitude_counts(X, edges=edges, data_range=R)
+    for j in range(2):
+        expected = np.histogram(np.abs(np.clip(X[:, j], -R, R)), edges)[0]
+        np.testing.assert_array_equal(counts[j], expected)
+    # A zoom round: 16 and 64 equal bins on [-3, 5] and [0, 1e-3].
+    lower, width = np.array([-3.0, 0.0]), np.array([8.0, 1e-3])
+    n_bins = np.array([16, 64])
+    X = np.column_stack([rng.uniform(-5, 7, 500), rng.uniform(-1e-3, 2e-3, 500)])
+    X[:4] = [[-3.0, 0.0], [5.0, 1e-3], [-1e300, -1e300], [1e300, 1e300]]
+    counts = _quantiles._zoom_counts(
+        X, data_range=R, lower=lower, width=width, n_bins=n_bins
+    )
+    assert counts.shape == (2, 64) and not counts[0, 16:].any()
+    for j in range(2):
+        grid = np.linspace(lower[j], lower[j] + width[j], n_bins[j] + 1)
+        expected = np.histogram(np.clip(X[:, j], grid[0], grid[-1]), grid)[0]
+        np.testing.assert_array_equal(counts[j, : n_bins[j]], expected)
+
+
+def test_signed_counts_match_np_histogram():
+    rng = np.random.default_rng(21)
+    edges = signed_grid(1e6)
+    X = _on_and_off_the_edges(edges, rng, 300)[:, None] * [1.0, -1e-3]
+    counts = _quantiles._signed_counts(X, edges=edges)
+    for j in range(2):
+        clipped = np.clip(X[:, j], edges[0], edges[-1])
+        np.testing.assert_array_equal(counts[j], np.histogram(clipped, edges)[0])
+
+
+def test_search_grid_edges_strictly_increase_when_bounds_sit_on_log_edges():
+    """Bounds exactly on edges of the signed grid (-1 and 1000), and log edges
+    inside the end bins of the equal grid: every feature's own edges strictly
+    increase (no duplicated edge, no log edge inside the equal bins)."""
+    log = signed_grid(1e6)
+    lower, upper = np.array([-1.0, -3e5]), np.array([1e3, 2.0])
+    assert np.isin([-1.0, 1e3], log).all()
+    edges, sizes, equal = search_grid(lower, upper, 4, 1e6)
+    for j in range(2):
+        e = edges[j, : sizes[j] + 1]
+        assert np.all(np.diff(e) > 0)
+        outside = np.sum(log < lower[j]) + np.sum(log > upper[j])
+        assert sizes[j] == 4 + outside
+        np.testing.assert_array_equal(
+            e[np.r_[False, equal[j, : sizes[j]]]][[0, -1]],
+            [lower[j] + (upper[j] - lower[j]) / 4, upper[j]],
+        )
+
+
+def test_final_counts_clip_to_the_public_range_and_count_every_record_once():
+    """grid_counts bins clip(x, lower, upper) as np.histogram does, also when
+    the grid reaches beyond the clip (private bounds up to 1.5·data_range),
+    and puts every record in one of its own feature's bins even when the
+    clip is wider than the grid."""
+    R = 1e6
+    edges, sizes, _ = search_grid(
+        np.array([-1.5 * R, -1.0]), np.array([1.5 * R, 1.0]), 8, R
+    )
+    X = np.array([[1e9, 1e9], [-1e9, -1e9], [0.3, 0.3], [-1.2e6, 5e5], [R, -R]])
+    counts = grid_counts(X, edges=edges, sizes=sizes, lower=-R, upper=R)
+    for j in range(2):
+        e = edges[j, : sizes[j] + 1]
+        np.testing.assert_array_equal(
+            counts[j, : sizes[j]], np.histogram(np.clip(X[:, j], -R, R), e)[0]
+        )
+    wide = grid_counts(X, edges=edges, sizes=sizes, lower=-1e300, upper=1e300)
+    np.testing.assert_array_equal(wide.sum(axis=1), len(X))
+    for j in range(2):  # beyond the grid: in its end bins
+        e = edges[j, : sizes[j] + 1]
+        np.testing.assert_array_equal(
+            wide[j, : sizes[j]], np.histogram(np.clip(X[:, j], e[0], e[-1]), e)[0]
+        )
+
+
+def test_cdf_ignores_padding_and_handles_degenerate_grids():
+    """Bins beyond a feature's size weigh nothing, even with large counts; a
+    count equal to its threshold weighs nothing; a total weight below 1 is
+    still seen; an unseen feature is uniform over its own grid's width, or
+    over its bins when the grid has no width; the CDF is exactly 1 from the
+    right edge of the last bin with weight (so q = 1 lands there)."""
+    edges = np.array(
+        [
+            [0.0, 1.0, 2.0, 3.0, 3.0, 3.0],  # 3 bins, then padding
+            [0.0, 0.1, 0.3, 0.6, 0.6, 0.6],  # unseen, total width 0.6 < 1
+            [5.0, 5.0, 5.0, 5.0, 5.0, 5.0],  # unseen, no width at all
+            [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
+        ]
+    )
+    sizes = np.array([3, 3, 5, 5])
+    counts = np.array(
+        [
+            [0.6, 0.0, 2.0, 1e6, 1e6],  # 2.0: at the threshold
+            [-1.0, 1.0, 0.0, 1e6, 1e6],
+            [0.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 0.0, 1.0, 0.0, 0.0],
+        ]
+    )
+    threshold = np.array([[0.5, 2.0, 2.0, 0.5, 0.5]] * 3 + [[0.5] * 5])
+    cdf, seen = cdf_from_counts(counts, edges, sizes, threshold)
+    assert seen.tolist() == [True, False, False, True]
+    np.testing.assert_array_equal(cdf[0], [0, 1, 1, 1, 1, 1])
+    np.testing.assert_allclose(cdf[1], [0, 1 / 6, 0.5, 1, 1, 1], rtol=1e-12)
+    np.testing.assert_allclose(cdf[2], [0, 0.2, 0.4, 0.6, 0.8, 1], rtol=1e-12)
+    np.testing.assert_array_equal(cdf[3], [0, 0.5, 0.5, 1, 1, 1])
+    values, _ = inverse_cdf(edges, cdf, [-0.5, 0.0, 0.5, 1.0, 1.5])
+    # q is clipped to [0, 1]; the median of weights [1, 0, 1] is the
+    # generalised inverse inf{x: F(x) >= 1/2}, the end of the first bin.
+    np.testing.assert_array_equal(values[:, 3], [0.0, 0.0, 1.0, 3.0, 3.0])
+    np.testing.assert_array_equal(values[:, 0], [0.0, 0.0, 0.5, 1.0, 1.0])
+    # Rounding: cumulative sums of many weights need not reach the total
+    # exactly; the right edge of the last bin with weight is exactly 1.
+    rng = np.random.default_rng(23)  # a cumulative sum 1.1e-16 short of 1
+    k = 200
+    weights = np.r_[rng.uniform(1, 10, 150), np.zeros(50)][None, :]
+    grid = np.arange(k + 1.0)[None, :]
+    cdf, _ = cdf_from_counts(weights, grid, np.array([k]), np.zeros((1, k)))
+    assert np.all(cdf[0, 150:] == 1.0)
+    assert inverse_cdf(grid, cdf, [1.0])[0][0, 0] == 150.0
+
+
+def test_n_equal_bins_is_its_public_formula():
+    """clip(floor(n / (z·sqrt(2d)) / 8), 8, 1024), at both clips and between."""
+    for n, d, z in [(100, 5, 3.0), (10, 1, 40.0), (10000, 2, 1.0), (10**7, 3, 0.5)]:
+        expected = min(max(math.floor(n / (z * math.sqrt(2 * d)) / 8), 8), 1024)
+        assert n_equal_bins(n, d, z) == expected
+    assert n_equal_bins(100, 5, 3.0) == 8 and n_equal_bins(10**7, 3, 0.5) == 1024
+
+
+# --------------------------------------------------------------------------
 # Noise: std = sensitivity × calibrated multiplier, checked independently
 # --------------------------------------------------------------------------
 
