@@ -397,6 +397,44 @@ def test_transformer_histogram_noise_has_the_calibrated_std(cls):
     assert np.std(residuals) == pytest.approx(z * math.sqrt(2 * d), rel=0.04)
 
 
+@pytest.mark.parametrize("schedule", ["search", "histogram"])
+def test_final_release_noise_has_the_calibrated_std_in_every_schedule(schedule):
+    """Without bounds: histogram_ minus the exact counts of the data clipped
+    to [-data_range, data_range] on each feature's own n_bins_ bins of
+    bin_edges_ (np.histogram) has std z_f·sqrt(2d) over seeded fits (to 4%),
+    z_f computed here: z·sqrt(1/(1 - bounds_share)) after the search (a
+    share of 0.3, so a share not passed on would fail), z with one release;
+    the logarithmic schedule has all 49 bins of the signed grid."""
+    R, share, eps = 1e6, 0.3, 1.0
+    if schedule == "search":
+        n, d, fits = 20000, 3, 4
+        z_f = gaussian_noise_multiplier(eps, DELTA) / math.sqrt(1.0 - share)
+    else:
+        n, d, fits = 300, 30, 10
+        z_f = gaussian_noise_multiplier(eps, DELTA)
+    rng = np.random.default_rng(24)
+    X = rng.normal(3.0, 2.0, size=(n, d))
+    X[:5] = np.array([[2e6], [-3e6], [R], [-R], [5e5]])  # beyond and at the range
+    residuals = []
+    for seed in range(fits):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            est = DPQuantileTransformer(
+                epsilon=eps, delta=DELTA, bounds_share=share, random_state=seed
+            ).fit(X)
+        assert est.n_iter_ == (N_BOUND_RELEASES + 1 if schedule == "search" else 1)
+        if schedule == "histogram":
+            assert est.n_bins_.tolist() == [signed_grid(R).size - 1] * d
+        for j in range(d):
+            e = est.bin_edges_[j, : est.n_bins_[j] + 1]
+            exact = np.histogram(np.clip(X[:, j], -R, R), e)[0]
+            residuals.append(est.histogram_[j, : est.n_bins_[j]] - exact)
+            assert not est.histogram_[j, est.n_bins_[j] :].any()  # padding
+    residuals = np.concatenate(residuals)
+    assert residuals.size > 1400
+    assert np.std(residuals) == pytest.approx(z_f * math.sqrt(2 * d), rel=0.04)
+
+
 @pytest.mark.parametrize("bounds", [None, (-4.0, 4.0)])
 @pytest.mark.parametrize("epsilon", [0.3, 2.0])
 def test_privacy_spent_matches_independent_accountant(monkeypatch, bounds, epsilon):
@@ -461,18 +499,34 @@ def test_schedule_is_chosen_from_public_values_only(monkeypatch):
 
 
 @pytest.mark.parametrize("cls", TRANSFORMERS)
-def test_secure_noise_fits_within_budget(cls):
+def test_secure_noise_fits_within_budget(monkeypatch, cls):
     X = np.random.default_rng(8).normal(size=(5000, 2))
     est = cls(epsilon=1.0, delta=DELTA, noise="secure").fit(X)
     assert est.privacy_spent_.rho is not None
     assert "CSPRNG" in est.privacy_spent_.sampler or "secure" in (
         est.privacy_spent_.sampler.lower()
     )
+    # Calibrated for the secure sampler (zCDP with its grid slack), with or
+    # without bounds: within the budget, at the secure multiplier.
+    given = cls(epsilon=1.0, delta=DELTA, bounds=(-3, 3), noise="secure").fit(X)
+    for fitted, n_iter in ((est, N_BOUND_RELEASES + 1), (given, 1)):
+        assert fitted.n_iter_ == n_iter
+        assert fitted.noise_multiplier_ == pytest.approx(
+            gaussian_noise_multiplier(1.0, DELTA, n_iter, noise="secure"), rel=1e-12
+        )
+        assert fitted.privacy_spent_.epsilon <= 1.0 + 1e-9
     assert np.all(np.isfinite(est.transform(X)))
     with pytest.raises(ValueError, match="cannot be seeded"):
         cls(noise="secure", random_state=0).fit(X)
     q = dp_quantiles(X, 0.5, delta=DELTA, noise="secure")
     assert q.privacy_spent.rho is not None and q.quantiles.shape == (2,)
+    calls = _spy(monkeypatch, _stats)
+    hist = dp_histogram(X, 4, bounds=(-3, 3), delta=DELTA, noise="secure")
+    assert hist.privacy_spent.epsilon <= 1.0 + 1e-9
+    [(_, _, z)] = calls
+    assert z == pytest.approx(
+        gaussian_noise_multiplier(1.0, DELTA, noise="secure"), rel=1e-12
+    )
 
 
 # --------------------------------------------------------------------------
