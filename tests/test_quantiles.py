@@ -414,6 +414,7 @@ def test_final_release_noise_has_the_calibrated_std_in_every_schedule(schedule):
         z_f = gaussian_noise_multiplier(eps, DELTA)
     rng = np.random.default_rng(24)
     X = rng.normal(3.0, 2.0, size=(n, d))
+    X[:, 0] *= 1e3  # other bounds, so other grid sizes (padding) after a search
     X[:5] = np.array([[2e6], [-3e6], [R], [-R], [5e5]])  # beyond and at the range
     residuals = []
     for seed in range(fits):
@@ -425,6 +426,8 @@ def test_final_release_noise_has_the_calibrated_std_in_every_schedule(schedule):
         assert est.n_iter_ == (N_BOUND_RELEASES + 1 if schedule == "search" else 1)
         if schedule == "histogram":
             assert est.n_bins_.tolist() == [signed_grid(R).size - 1] * d
+        else:
+            assert est.n_bins_.min() < est.n_bins_.max()
         for j in range(d):
             e = est.bin_edges_[j, : est.n_bins_[j] + 1]
             exact = np.histogram(np.clip(X[:, j], -R, R), e)[0]
