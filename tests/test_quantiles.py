@@ -517,6 +517,8 @@ def test_secure_noise_fits_within_budget(monkeypatch, cls):
         assert fitted.noise_multiplier_ == pytest.approx(
             gaussian_noise_multiplier(1.0, DELTA, n_iter, noise="secure"), rel=1e-12
         )
+        # Reported by the secure (zCDP) accountant: the whole budget, no less.
+        assert fitted.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
         assert fitted.privacy_spent_.epsilon <= 1.0 + 1e-9
     assert np.all(np.isfinite(est.transform(X)))
     with pytest.raises(ValueError, match="cannot be seeded"):
@@ -526,6 +528,8 @@ def test_secure_noise_fits_within_budget(monkeypatch, cls):
     calls = _spy(monkeypatch, _stats)
     hist = dp_histogram(X, 4, bounds=(-3, 3), delta=DELTA, noise="secure")
     assert hist.privacy_spent.epsilon <= 1.0 + 1e-9
+    assert hist.privacy_spent.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert hist.privacy_spent.rho is not None
     [(_, _, z)] = calls
     assert z == pytest.approx(
         gaussian_noise_multiplier(1.0, DELTA, noise="secure"), rel=1e-12
