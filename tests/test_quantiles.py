@@ -470,6 +470,10 @@ def test_privacy_spent_matches_independent_accountant(monkeypatch, bounds, epsil
         assert mu_bounds == pytest.approx(mu / math.sqrt(2), rel=1e-9)
     assert spent.epsilon <= epsilon * (1 + 1e-12)
     assert _pld_epsilon(multipliers, DELTA) == pytest.approx(epsilon, rel=2e-3)
+    # The ledger's description names the releaser and its releases.
+    assert spent.mechanism.startswith("DPRobustScaler: ")
+    assert ("4 noisy histograms (bounds)" in spent.mechanism) == (bounds is None)
+    assert ("on the given bounds" in spent.mechanism) == (bounds is not None)
 
 
 def test_small_data_makes_one_coarse_release(monkeypatch):
@@ -482,6 +486,8 @@ def test_small_data_makes_one_coarse_release(monkeypatch):
     assert sensitivity == pytest.approx(math.sqrt(60))
     assert z == pytest.approx(gaussian_noise_multiplier(0.5, DELTA), rel=1e-12)
     assert est.n_iter_ == 1
+    assert est.privacy_spent_.mechanism.startswith("DPQuantileTransformer: ")
+    assert "(logarithmic grid)" in est.privacy_spent_.mechanism
 
 
 def test_schedule_is_chosen_from_public_values_only(monkeypatch):
