@@ -873,6 +873,26 @@ def test_dp_histogram_shapes_and_refusals():
         dp_quantiles(X, [[0.5]])
 
 
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda X, delta: dp_histogram(X, 4, bounds=(-2, 2), delta=delta),
+        lambda X, delta: dp_quantiles(X, 0.5, delta=delta),
+    ],
+)
+def test_delta_of_at_least_one_over_n_warns(release):
+    """delta >= 1/n warns (a PrivacyLeakWarning: such a delta allows releasing
+    a record outright); just below 1/n does not."""
+    X = np.random.default_rng(25).normal(size=(100, 2))
+    for delta in (0.01, 0.015):
+        with pytest.warns(PrivacyLeakWarning, match=r"is at least 1/n_samples = 0\.01"):
+            release(X, delta)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        release(X, 0.0099)
+    assert not [w for w in caught if "1/n_samples" in str(w.message)]
+
+
 def test_seeded_release_warns_and_is_stamped_for_the_ledger():
     X = np.random.default_rng(20).normal(size=(2000, 2))
     with pytest.warns(PrivacyLeakWarning, match="random_state=3 seeds"):
