@@ -893,6 +893,33 @@ def test_delta_of_at_least_one_over_n_warns(release):
     assert not [w for w in caught if "1/n_samples" in str(w.message)]
 
 
+def _release_here(release, *args, **kwargs):
+    return release(*args, **kwargs)  # the line every warning must point at
+
+
+@pytest.mark.parametrize(
+    "release, args",
+    [(dp_histogram, (4,)), (dp_quantiles, (0.5,))],
+    ids=["dp_histogram", "dp_quantiles"],
+)
+def test_warnings_point_at_the_caller(release, args):
+    """The seeded-noise and large-delta PrivacyLeakWarnings, and the
+    small-data UserWarning of dp_quantiles, point at the line that called
+    the function (not into it, nor into scikit-learn's validate_params)."""
+    X = np.random.default_rng(26).normal(size=(100, 40))
+    kwargs = {"bounds": (-2, 2)} if release is dp_histogram else {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _release_here(release, X, *args, delta=0.02, random_state=1, **kwargs)
+    messages = {str(w.message).split(" ")[0] for w in caught}
+    assert {"delta=0.02", "random_state=1"} <= messages
+    if release is dp_quantiles:
+        assert any(w.category is UserWarning for w in caught)
+    line = _release_here.__code__.co_firstlineno + 1
+    for w in caught:
+        assert (w.filename, w.lineno) == (__file__, line), str(w.message)
+
+
 def test_seeded_release_warns_and_is_stamped_for_the_ledger():
     X = np.random.default_rng(20).normal(size=(2000, 2))
     with pytest.warns(PrivacyLeakWarning, match="random_state=3 seeds"):
