@@ -865,6 +865,11 @@ def test_dp_histogram_shapes_and_refusals():
         dp_histogram(X, 4)
     with pytest.raises(ValueError, match="strictly increasing"):
         dp_histogram(X, [0.0, 0.0, 1.0])
+    for bad in ([1.0], [[0.0, 1.0], [1.0, 2.0]], [0.0, np.inf], [np.nan, 1.0]):
+        with pytest.raises(ValueError, match="1-D array of >= 2 finite edges"):
+            dp_histogram(X, bad)
+    one_bin = dp_histogram(X, [0, 1], delta=DELTA)  # int edges: float edges out
+    assert one_bin.counts.shape == (2, 1) and one_bin.edges.dtype == np.float64
     with pytest.raises(ValueError, match="not both"):
         dp_histogram(X, [0.0, 1.0], bounds=(0, 1))
     with pytest.raises(InvalidParameterError):
