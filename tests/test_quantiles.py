@@ -353,15 +353,39 @@ def test_dp_histogram_noise_has_the_calibrated_std():
     edges = np.broadcast_to(np.linspace(-1, 2, bins + 1), (d, bins + 1))
     residuals = []
     for seed in range(20):
-        hist = dp_histogram(
-            X, bins, bounds=(-1, 2), epsilon=eps, delta=DELTA, random_state=seed
-        )
+        if seed % 2:  # the given-edges path
+            hist = dp_histogram(
+                X, edges[0], epsilon=eps, delta=DELTA, random_state=seed
+            )
+        else:
+            hist = dp_histogram(
+                X, bins, bounds=(-1, 2), epsilon=eps, delta=DELTA, random_state=seed
+            )
         np.testing.assert_allclose(hist.edges, edges, atol=1e-12)
         exact = _exact_counts(X, hist.edges, -1.0, 2.0)
         residuals.append(hist.counts - exact)
     expected = gaussian_noise_multiplier(eps, DELTA) * math.sqrt(2 * d)
     assert np.std(residuals) == pytest.approx(expected, rel=0.03)
     assert abs(np.mean(residuals)) < 4 * expected / math.sqrt(20 * d * bins)
+
+
+def test_dp_histogram_counts_the_clipped_data_in_every_bin():
+    """Given edges or int bins, at a large budget: every noisy count is within
+    6 noise standard deviations (z·sqrt(2d), z computed here) of the exact
+    count of the data clipped to the grid (np.histogram), the end bins
+    included (values beyond the grid, in the first and the last bin)."""
+    rng = np.random.default_rng(27)
+    X = np.column_stack([rng.uniform(-5, 5, 300), rng.uniform(0, 1, 300)])
+    X[:40] = [-0.99, -0.99]  # the first bin
+    X[40:60] = [-1e9, -1e9]
+    X[60:80] = [1e9, 1e9]
+    eps = 50.0
+    std = gaussian_noise_multiplier(eps, DELTA) * math.sqrt(4)
+    for bins, bounds in (([-1.0, -0.5, 0.0, 0.5, 1.0], None), (4, (-1.0, 1.0))):
+        hist = dp_histogram(X, bins, bounds=bounds, epsilon=eps, delta=DELTA)
+        exact = _exact_counts(X, hist.edges, -1.0, 1.0)
+        assert exact[:, 0].min() >= 40 and exact[:, -1].min() >= 20
+        assert np.abs(hist.counts - exact).max() < 6 * std
 
 
 def test_dp_histogram_cost_matches_an_independent_accountant(monkeypatch):
@@ -529,6 +553,10 @@ def test_secure_noise_fits_within_budget(monkeypatch, cls):
     assert np.all(np.isfinite(est.transform(X)))
     with pytest.raises(ValueError, match="cannot be seeded"):
         cls(noise="secure", random_state=0).fit(X)
+    with pytest.raises(ValueError, match="cannot be seeded"):
+        dp_histogram(X, 4, bounds=(-3, 3), noise="secure", random_state=0)
+    with pytest.raises(ValueError, match="cannot be seeded"):
+        dp_quantiles(X, 0.5, noise="secure", random_state=0)
     q = dp_quantiles(X, 0.5, delta=DELTA, noise="secure")
     assert q.privacy_spent.rho is not None and q.quantiles.shape == (2,)
     calls = _spy(monkeypatch, _stats)
