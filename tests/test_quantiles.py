@@ -926,6 +926,41 @@ def test_delta_of_at_least_one_over_n_warns(release):
     assert not [w for w in caught if "1/n_samples" in str(w.message)]
 
 
+def test_secure_noise_is_drawn_by_the_secure_sampler(monkeypatch):
+    """noise="secure": every release of dp_histogram and dp_quantiles (the
+    bounds search included) draws from a SecureNoise source."""
+    from skdp.mechanisms import SecureNoise
+
+    sources = []
+    for module in (_stats, _quantiles):
+        real = module.gaussian_mechanism
+
+        def spy(value, *, sensitivity, noise_multiplier, rng, real=real):
+            sources.append(type(rng))
+            return real(
+                value,
+                sensitivity=sensitivity,
+                noise_multiplier=noise_multiplier,
+                rng=rng,
+            )
+
+        monkeypatch.setattr(module, "gaussian_mechanism", spy)
+    X = np.random.default_rng(28).normal(size=(5000, 2))
+    dp_histogram(X, 4, bounds=(-3, 3), delta=DELTA, noise="secure")
+    dp_quantiles(X, 0.5, delta=DELTA, noise="secure")
+    assert sources == [SecureNoise] * (2 + N_BOUND_RELEASES)
+
+
+def test_seeded_noise_is_reproducible():
+    X = np.random.default_rng(29).normal(size=(2000, 2))
+    for release in (
+        lambda seed: dp_histogram(X, 4, bounds=(-2, 2), random_state=seed).counts,
+        lambda seed: dp_quantiles(X, [0.2, 0.7], random_state=seed).quantiles,
+    ):
+        np.testing.assert_array_equal(release(5), release(5))
+        assert not np.array_equal(release(5), release(6))
+
+
 def _release_here(release, *args, **kwargs):
     return release(*args, **kwargs)  # the line every warning must point at
 
