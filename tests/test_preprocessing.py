@@ -252,6 +252,48 @@ def test_bulk_window_finds_the_bulk_and_ignores_noise():
     assert (a[1], b[1]) == (0, 64)
 
 
+def _window(rows, target, noise_std, n_bins=64, **kwargs):
+    """bulk_window on rows given as {bin: count} (zeros elsewhere)."""
+    noisy = np.zeros((len(rows), n_bins))
+    for i, row in enumerate(rows):
+        for k, v in row.items():
+            noisy[i, k] = v
+    a, b = bulk_window(noisy, target, noise_std, **kwargs)
+    return list(zip(a.tolist(), b.tolist(), strict=True))
+
+
+def test_bulk_window_follows_its_rule_exactly():
+    """Hand-made noisy counts on which every comparison of the rule is
+    decided at (or next to) its boundary: the signal threshold (and its
+    override), the stopping rule target - noise_std·sqrt(b - a) with >=,
+    the order of growth (the larger neighbour, the left one on a tie), the
+    ends of the grid, and a run that needs the whole grid."""
+    # No signal up to 4 noise sds (20 <= 4·5): the whole grid; 25 is signal,
+    # unless the threshold is raised to 5.5 sds (a fine round's).
+    assert _window([{3: 20.0}, {3: 25.0}], 20.0, 5.0) == [(0, 64), (3, 4)]
+    assert _window([{3: 25.0}], 20.0, 5.0, signal_sds=5.5) == [(0, 64)]
+    # One bin is enough when its count is within one sd of the target
+    # (995 and exactly 990 for a target of 1000, sd 10); a run of three bins
+    # stops at 985 >= 1000 - 10·sqrt(3), not at 960 < 1000 - 10·sqrt(2).
+    rows = [{5: 995.0}, {5: 990.0}, {9: 25.0, 10: 600.0, 11: 360.0, 12: 5.0}]
+    assert _window(rows, 1000.0, 10.0) == [(5, 6), (5, 6), (9, 12)]
+    # Growth toward the larger neighbour; -inf beyond the ends of the grid.
+    rows = [
+        {0: 100.0, 1: 60.0, 2: 30.0},
+        {0: 60.0, 1: 100.0, 2: 30.0},
+        {61: 30.0, 62: 100.0, 63: 60.0},
+    ]
+    assert _window(rows, 185.0, 1.0) == [(0, 3), (0, 3), (61, 64)]
+    # A tie goes left; 98 is exactly 100 - 1·sqrt(4).
+    assert _window([{4: 50.0, 5: 100.0, 6: 50.0}], 151.0, 1.0) == [(4, 6)]
+    rows = [{4: 10.0, 5: 50.0, 6: 30.0, 7: 8.0}]
+    assert _window(rows, 100.0, 1.0) == [(4, 8)]
+    # A run that needs every bin of the grid, grown from its last bin.
+    assert _window([{**dict.fromkeys(range(7), 100.0), 7: 101.0}], 800.0, 1.0, 8) == [
+        (0, 8)
+    ]
+
+
 # --------------------------------------------------------------------------
 # Privacy report
 # --------------------------------------------------------------------------
