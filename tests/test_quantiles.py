@@ -397,6 +397,7 @@ def test_dp_histogram_cost_matches_an_independent_accountant(monkeypatch):
     assert hist.privacy_spent.epsilon == pytest.approx(0.8, rel=1e-9)
     assert hist.privacy_spent.mu == pytest.approx(1 / z, rel=1e-12)
     assert hist.privacy_spent.adjacency == "replace one record"
+    assert hist.privacy_spent.mechanism.startswith("dp_histogram: ")
     assert _pld_epsilon([z], DELTA) == pytest.approx(0.8, rel=2e-3)
 
 
@@ -885,8 +886,9 @@ def test_dp_quantiles_shapes_follow_numpy_quantile():
 
 def test_dp_histogram_shapes_and_refusals():
     X = np.random.default_rng(19).normal(size=(2000, 2))
-    counts, edges, _ = dp_histogram(X[:, 0], 4, bounds=(-2, 2), delta=DELTA)
+    counts, edges, cost = dp_histogram(X[:, 0], 4, bounds=(-2, 2), delta=DELTA)
     assert counts.shape == (4,) and edges.tolist() == [-2, -1, 0, 1, 2]
+    assert cost.epsilon == pytest.approx(1.0, rel=1e-9)
     per_feature = dp_histogram(X, 3, bounds=([0, -1], [3, 5]), delta=DELTA)
     np.testing.assert_allclose(per_feature.edges[1], [-1, 1, 3, 5])
     with pytest.raises(ValueError, match="needs public bounds"):
@@ -990,9 +992,9 @@ def test_warnings_point_at_the_caller(release, args):
 
 def test_seeded_release_warns_and_is_stamped_for_the_ledger():
     X = np.random.default_rng(20).normal(size=(2000, 2))
-    with pytest.warns(PrivacyLeakWarning, match="random_state=3 seeds"):
+    with pytest.warns(PrivacyLeakWarning, match="random_state=3 seeds .* dp_quant"):
         a = dp_quantiles(X, 0.5, delta=DELTA, random_state=3)
-    with pytest.warns(PrivacyLeakWarning):
+    with pytest.warns(PrivacyLeakWarning, match="seeds the privacy noise of dp_histo"):
         b = dp_histogram(X, 4, bounds=(-2, 2), delta=DELTA, random_state=3)
     assert a.privacy_spent.noise_seeds == b.privacy_spent.noise_seeds != ()
     with pytest.raises(ValueError, match="share"):
