@@ -882,6 +882,18 @@ def test_dp_quantiles_shapes_follow_numpy_quantile():
     values, cost = dp_quantiles(X, [0.25, 0.5, 0.75], **kw)
     assert np.all(np.diff(values, axis=0) >= 0)
     assert cost.epsilon == pytest.approx(1.0, rel=1e-9)
+    # The given bounds are used (one release on them, data clipped to them):
+    # the extreme quantiles lie within them.
+    ends, cost = dp_quantiles(X * 10, [0.0, 1.0], **kw)
+    assert "on the given bounds" in cost.mechanism
+    assert np.all(ends >= -4) and np.all(ends <= 4)
+    # q: 0 and 1 included, anything outside [0, 1] (or NaN) refused.
+    assert dp_quantiles(X, [0, 1], **kw).quantiles.shape == (2, 3)
+    for bad in ([0.5, 1.5], [-0.1], [np.nan]):
+        with pytest.raises(ValueError, match="q must be"):
+            dp_quantiles(X, bad, **kw)
+    with pytest.raises(InvalidParameterError):
+        dp_quantiles(X, 2.0, **kw)
 
 
 def test_dp_histogram_shapes_and_refusals():
