@@ -885,6 +885,7 @@ def test_dp_quantiles_shapes_follow_numpy_quantile():
     # The given bounds are used (one release on them, data clipped to them):
     # the extreme quantiles lie within them.
     ends, cost = dp_quantiles(X * 10, [0.0, 1.0], **kw)
+    assert cost.mechanism.startswith("dp_quantiles: ")
     assert "on the given bounds" in cost.mechanism
     assert np.all(ends >= -4) and np.all(ends <= 4)
     # q: 0 and 1 included, anything outside [0, 1] (or NaN) refused.
@@ -945,12 +946,13 @@ def test_secure_noise_is_drawn_by_the_secure_sampler(monkeypatch):
     bounds search included) draws from a SecureNoise source."""
     from skdp.mechanisms import SecureNoise
 
-    sources = []
+    sources, multipliers = [], []
     for module in (_stats, _quantiles):
         real = module.gaussian_mechanism
 
         def spy(value, *, sensitivity, noise_multiplier, rng, real=real):
             sources.append(type(rng))
+            multipliers.append(noise_multiplier)
             return real(
                 value,
                 sensitivity=sensitivity,
@@ -963,6 +965,16 @@ def test_secure_noise_is_drawn_by_the_secure_sampler(monkeypatch):
     dp_histogram(X, 4, bounds=(-3, 3), delta=DELTA, noise="secure")
     dp_quantiles(X, 0.5, delta=DELTA, noise="secure")
     assert sources == [SecureNoise] * (2 + N_BOUND_RELEASES)
+    # ... with multipliers calibrated for it: 1 release, then 5 sharing μ.
+    z_hist, *z_quantiles = multipliers
+    assert z_hist == pytest.approx(
+        gaussian_noise_multiplier(1.0, DELTA, noise="secure"), rel=1e-12
+    )
+    n = N_BOUND_RELEASES + 1
+    assert math.sqrt(sum(1 / z**2 for z in z_quantiles)) == pytest.approx(
+        math.sqrt(n) / gaussian_noise_multiplier(1.0, DELTA, n, noise="secure"),
+        rel=1e-12,
+    )
 
 
 def test_seeded_noise_is_reproducible():
