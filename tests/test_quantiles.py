@@ -1007,8 +1007,10 @@ def test_warnings_point_at_the_caller(release, args):
         _release_here(release, X, *args, delta=0.02, random_state=1, **kwargs)
     messages = {str(w.message).split(" ")[0] for w in caught}
     assert {"delta=0.02", "random_state=1"} <= messages
-    if release is dp_quantiles:
-        assert any(w.category is UserWarning for w in caught)
+    if release is dp_quantiles:  # says who, and what happens to an unseen feature
+        [small] = [str(w.message) for w in caught if w.category is UserWarning]
+        assert small.startswith("dp_quantiles: n_samples=100 is small for 40")
+        assert "a feature not seen is treated as spread evenly over" in small
     line = _release_here.__code__.co_firstlineno + 1
     for w in caught:
         assert (w.filename, w.lineno) == (__file__, line), str(w.message)
