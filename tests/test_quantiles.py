@@ -28,6 +28,7 @@ from skdp import (
     PrivacyLedger,
 )
 from skdp.accounting import gaussian_noise_multiplier, mu_from_epsilon
+from skdp.mechanisms import NOISE_SAMPLERS
 from skdp.pipeline import make_private_pipeline, set_privacy_budget
 from skdp.preprocessing import _quantiles, _stats, dp_histogram, dp_quantiles
 from skdp.preprocessing._quantiles import (
@@ -565,7 +566,11 @@ def test_secure_noise_fits_within_budget(monkeypatch, cls):
     assert hist.privacy_spent.epsilon <= 1.0 + 1e-9
     assert hist.privacy_spent.epsilon == pytest.approx(1.0, rel=1e-6)
     assert hist.privacy_spent.rho is not None
-    [(_, _, z)] = calls
+    assert hist.privacy_spent.sampler == NOISE_SAMPLERS["secure"]
+    assert q.privacy_spent.sampler == NOISE_SAMPLERS["secure"]
+    fast = dp_histogram(X, 4, bounds=(-3, 3), delta=DELTA).privacy_spent.sampler
+    assert fast == NOISE_SAMPLERS["fast"] != NOISE_SAMPLERS["secure"]
+    [(_, _, z)] = calls[:1]
     assert z == pytest.approx(
         gaussian_noise_multiplier(1.0, DELTA, noise="secure"), rel=1e-12
     )
