@@ -1101,6 +1101,13 @@ def _check_dask_fit(cls, da):
     np.testing.assert_allclose(
         q.quantiles, dp_quantiles(X, 0.5, random_state=0).quantiles
     )
+    for bins, bounds in ((5, (-5.0, 10.0)), ([-1.0, 0.0, 3.0, 4.0], None)):
+        lazy, memory = (
+            dp_histogram(data, bins, bounds=bounds, random_state=0)
+            for data in (da.from_array(X, chunks=(1000, 3)), X)
+        )
+        np.testing.assert_allclose(lazy.counts, memory.counts)
+        np.testing.assert_array_equal(lazy.edges, memory.edges)
 
 
 # --------------------------------------------------------------------------
