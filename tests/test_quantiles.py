@@ -924,6 +924,11 @@ def test_dp_histogram_shapes_and_refusals():
         dp_histogram(X, 4, bounds=(0, 1), epsilon=-1)
     with pytest.raises(ValueError, match="q must be"):
         dp_quantiles(X, [[0.5]])
+    nan = np.where(X > 2, np.nan, X)
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        dp_histogram(nan, 4, bounds=(0, 1))
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        dp_quantiles(nan, 0.5)
 
 
 @pytest.mark.parametrize(
