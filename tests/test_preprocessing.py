@@ -458,6 +458,34 @@ def test_a_fine_round_adds_no_sensitivity():
     assert worst == pytest.approx(histogram_sensitivity(d))
 
 
+def test_every_round_reads_its_counts_with_its_own_rule(monkeypatch):
+    """White box of private_bounds' post-processing: the magnitude round asks
+    bulk_window for (1 - 0.02)·n of its 49 log bins, every zoom round for
+    (1 - 2·0.02)·n; a round after a narrow run reads its 4096 fine bins with
+    the 5.5-sd threshold, the 64-bin rounds with the default (4 sds)."""
+    calls = []
+    real = _quantiles.bulk_window
+
+    def spy(noisy, target, noise_std, signal_sds=None):
+        calls.append((noisy.shape[1], target, signal_sds))
+        return real(noisy, target, noise_std, signal_sds=signal_sds)
+
+    monkeypatch.setattr(_quantiles, "bulk_window", spy)
+    n = 10000
+    X = np.random.default_rng(6).normal(1e5, 1e-3, size=(n, 2))
+    X[:, 1] = np.random.default_rng(7).normal(0.0, 1.0, size=n)
+    _quantiles.private_bounds(
+        X, data_range=1e6, noise_multiplier=1.0, rng=np.random.default_rng(8)
+    )
+    assert calls[0] == (magnitude_grid(1e6).size - 1, pytest.approx(0.98 * n), None)
+    zoom = calls[1:]
+    assert all(target == pytest.approx(0.96 * n) for _, target, _ in zoom)
+    fine = [sds for bins, _, sds in zoom if bins == 4096]
+    coarse = [sds for bins, _, sds in zoom if bins == 64]
+    assert fine and coarse and len(fine) + len(coarse) == len(zoom)
+    assert set(fine) == {5.5} and set(coarse) == {4.0}
+
+
 def test_given_bounds_match_the_non_private_scaler():
     rng = np.random.default_rng(7)
     X = rng.uniform(-1, 3, size=(20000, 3))
