@@ -486,6 +486,30 @@ def test_every_round_reads_its_counts_with_its_own_rule(monkeypatch):
     assert set(fine) == {5.5} and set(coarse) == {4.0}
 
 
+def test_a_heavy_tail_widens_the_bounds_to_its_highest_bin(monkeypatch):
+    """The widening rule of private_bounds, noise switched off (exact counts,
+    a tiny multiplier): a 3% tail at ~10³ beyond a spike at 0 widens the
+    bounds of its feature symmetrically to the top of the highest magnitude
+    bin it fills (1000·10**0.25); a 1.5% tail (below the 2% allowed) does
+    not widen them."""
+
+    def exact(counts, *, sensitivity, noise_multiplier, rng):
+        return counts.astype(float)
+
+    monkeypatch.setattr(_quantiles, "gaussian_mechanism", exact)
+    n = 10000
+    rng = np.random.default_rng(9)
+    X = np.zeros((n, 2))
+    X[:300, 0] = rng.uniform(900, 1100, 300)
+    X[:150, 1] = rng.uniform(900, 1100, 150)
+    lower, upper = _quantiles.private_bounds(
+        X, data_range=1e6, noise_multiplier=1e-6, rng=None
+    )
+    top = 1e3 * 10**0.25
+    np.testing.assert_allclose([lower[0], upper[0]], [-top, top], rtol=1e-12)
+    assert -1.0 < lower[1] < upper[1] < 1.0
+
+
 def test_given_bounds_match_the_non_private_scaler():
     rng = np.random.default_rng(7)
     X = rng.uniform(-1, 3, size=(20000, 3))
