@@ -751,6 +751,49 @@ def test_histogram_scale_is_sane_on_awkward_columns(column, sd, factor):
         assert np.abs(Z).max() < 20 * largest + 20
 
 
+def test_histogram_scale_reads_the_significant_bins_exactly():
+    """histogram_scale on hand-made noisy counts (noise sd 1, so a bin counts
+    from 3.5): the weighted mean of the bin centres, the variance of the
+    centres plus width²/12 per bin, the span of the significant bins; a count
+    of exactly 3.5 is not significant; any positive total weight is seen;
+    a feature with nothing significant is not seen; one whose only bin is
+    the zero bin is zero if that bin holds n (within 3 sds), else not seen."""
+    edges = _quantiles.signed_grid(1e6)
+    n_bins, zero_bin = edges.size - 1, (edges.size - 1) // 2
+    counts = np.zeros((5, n_bins))
+    counts[0, [30, 31]] = [60.0, 40.0]
+    counts[0, 10] = 3.5  # at the threshold: ignored
+    counts[1, :] = 3.4  # noise only
+    counts[2, zero_bin] = 97.0  # n - 3 sds: all the data
+    counts[3, zero_bin] = 96.9  # a spike at 0 whose tail was not seen
+    counts[4, 33] = 3.6  # a total weight of 3.6, seen
+    mean, scale, lower, upper, seen, zero = _quantiles.histogram_scale(
+        counts, edges, 1.0, zero_bin=zero_bin, n_samples=100
+    )
+    assert seen.tolist() == [True, False, True, False, True]
+    assert zero.tolist() == [False, False, True, False, False]
+    left, right = edges[[30, 31]], edges[[31, 32]]
+    centre, width = (left + right) / 2, right - left
+    expected_mean = (60 * centre[0] + 40 * centre[1]) / 100
+    second = (60 * (centre[0] ** 2 + width[0] ** 2 / 12)) + (
+        40 * (centre[1] ** 2 + width[1] ** 2 / 12)
+    )
+    assert mean[0] == pytest.approx(expected_mean, rel=1e-12)
+    assert scale[0] == pytest.approx(
+        math.sqrt(second / 100 - expected_mean**2), rel=1e-9
+    )
+    assert (lower[0], upper[0]) == (edges[30], edges[32])
+    assert mean[4] == pytest.approx((edges[33] + edges[34]) / 2, rel=1e-12)
+    assert scale[4] == pytest.approx((edges[34] - edges[33]) / math.sqrt(12))
+    assert mean[2] == 0.0 and (lower[2], upper[2]) == (-1e-6, 1e-6)
+    assert scale[2] == pytest.approx(2e-6 / math.sqrt(12), rel=1e-9)
+    # A total weight below 1 (noise sd 0.1: a bin counts from 0.35) is seen.
+    small = np.zeros((1, n_bins))
+    small[0, 33] = 0.5
+    out = _quantiles.histogram_scale(small, edges, 0.1, zero_bin=zero_bin, n_samples=1)
+    assert out[4].tolist() == [True]
+
+
 def test_digits_transform_is_finite_and_sane():
     """Issue 30: constant-zero pixel columns got a scale near 0 and values
     up to 3.6e16. Now (ε = 1, n = 1797): every scale > 0.1, every value
