@@ -792,6 +792,7 @@ def test_histogram_scale_reads_the_significant_bins_exactly():
     small[0, 33] = 0.5
     out = _quantiles.histogram_scale(small, edges, 0.1, zero_bin=zero_bin, n_samples=1)
     assert out[4].tolist() == [True]
+    assert (out[2][0], out[3][0]) == (edges[33], edges[34])
 
 
 def test_digits_transform_is_finite_and_sane():
