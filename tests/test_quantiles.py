@@ -1020,7 +1020,10 @@ def test_warnings_point_at_the_caller(release, args):
     if release is dp_quantiles:  # says who, and what happens to an unseen feature
         [small] = [str(w.message) for w in caught if w.category is UserWarning]
         assert small.startswith("dp_quantiles: n_samples=100 is small for 40")
-        assert "a feature not seen is treated as spread evenly over" in small
+        assert (
+            "a feature not seen is treated as spread evenly over "
+            "[-data_range, data_range] (in effect dropped)" in small
+        )
     line = _release_here.__code__.co_firstlineno + 1
     for w in caught:
         assert (w.filename, w.lineno) == (__file__, line), str(w.message)
