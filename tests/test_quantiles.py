@@ -464,6 +464,30 @@ def test_final_release_noise_has_the_calibrated_std_in_every_schedule(schedule):
     assert np.std(residuals) == pytest.approx(z_f * math.sqrt(2 * d), rel=0.04)
 
 
+def test_searched_grid_counts_values_clipped_to_the_public_range(monkeypatch):
+    """When the searched bounds reach beyond data_range (here forced to
+    ±1.5·data_range), the final release still counts every value clipped to
+    [-data_range, data_range]: at a large budget each noisy count is within
+    6 noise sds (z_f·sqrt(2), z_f computed here) of np.histogram's count of
+    the clipped data, the bins holding ±data_range included."""
+    R = 1e6
+
+    def wide(X, *, data_range, noise_multiplier, rng):
+        return np.full(X.shape[1], -1.5 * R), np.full(X.shape[1], 1.5 * R)
+
+    monkeypatch.setattr(_stats, "private_bounds", wide)
+    X = np.random.default_rng(30).normal(0.0, 1e5, size=(20000, 1))
+    X[:500], X[500:1000] = 1.4e6, -1.3e6
+    eps = 20.0
+    est = DPQuantileTransformer(epsilon=eps, delta=DELTA, random_state=0).fit(X)
+    assert est.n_iter_ == N_BOUND_RELEASES + 1
+    e = est.bin_edges_[0, : est.n_bins_[0] + 1]
+    exact = np.histogram(np.clip(X[:, 0], -R, R), e)[0]
+    assert exact.max() >= 500
+    std = gaussian_noise_multiplier(eps, DELTA) / math.sqrt(0.5) * math.sqrt(2)
+    assert np.abs(est.histogram_[0, : est.n_bins_[0]] - exact).max() < 6 * std
+
+
 @pytest.mark.parametrize("bounds", [None, (-4.0, 4.0)])
 @pytest.mark.parametrize("epsilon", [0.3, 2.0])
 def test_privacy_spent_matches_independent_accountant(monkeypatch, bounds, epsilon):
