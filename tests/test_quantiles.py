@@ -1026,14 +1026,13 @@ def _release_here(release, *args, **kwargs):
 
 
 @pytest.mark.parametrize(
-    "release, args",
-    [(dp_histogram, (4,)), (dp_quantiles, (0.5,))],
-    ids=["dp_histogram", "dp_quantiles"],
+    "name, args", [("dp_histogram", (4,)), ("dp_quantiles", (0.5,))]
 )
-def test_warnings_point_at_the_caller(release, args):
+def test_warnings_point_at_the_caller(name, args):
     """The seeded-noise and large-delta PrivacyLeakWarnings, and the
     small-data UserWarning of dp_quantiles, point at the line that called
     the function (not into it, nor into scikit-learn's validate_params)."""
+    release = {"dp_histogram": dp_histogram, "dp_quantiles": dp_quantiles}[name]
     X = np.random.default_rng(26).normal(size=(100, 40))
     kwargs = {"bounds": (-2, 2)} if release is dp_histogram else {}
     with warnings.catch_warnings(record=True) as caught:
