@@ -1054,8 +1054,18 @@ def test_warnings_point_at_the_caller(name, args):
 
 def test_seeded_release_warns_and_is_stamped_for_the_ledger():
     X = np.random.default_rng(20).normal(size=(2000, 2))
-    with pytest.warns(PrivacyLeakWarning, match="random_state=3 seeds .* dp_quant"):
+    with pytest.warns(
+        PrivacyLeakWarning, match="random_state=3 seeds .* dp_quant"
+    ) as w:
         a = dp_quantiles(X, 0.5, delta=DELTA, random_state=3)
+    # The only notice of the leak: what it is and what to do.
+    for words in (
+        "every call given this seed draws the same noise, and releases that share "
+        "noise can be combined to cancel it.",
+        "Leave random_state=None for anything you release; PrivacyLedger refuses "
+        "to total releases that share a seed.",
+    ):
+        assert words in str(w[0].message)
     with pytest.warns(PrivacyLeakWarning, match="seeds the privacy noise of dp_histo"):
         b = dp_histogram(X, 4, bounds=(-2, 2), delta=DELTA, random_state=3)
     assert a.privacy_spent.noise_seeds == b.privacy_spent.noise_seeds != ()
