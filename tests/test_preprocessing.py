@@ -252,6 +252,48 @@ def test_bulk_window_finds_the_bulk_and_ignores_noise():
     assert (a[1], b[1]) == (0, 64)
 
 
+def _window(rows, target, noise_std, n_bins=64, **kwargs):
+    """bulk_window on rows given as {bin: count} (zeros elsewhere)."""
+    noisy = np.zeros((len(rows), n_bins))
+    for i, row in enumerate(rows):
+        for k, v in row.items():
+            noisy[i, k] = v
+    a, b = bulk_window(noisy, target, noise_std, **kwargs)
+    return list(zip(a.tolist(), b.tolist(), strict=True))
+
+
+def test_bulk_window_follows_its_rule_exactly():
+    """Hand-made noisy counts on which every comparison of the rule is
+    decided at (or next to) its boundary: the signal threshold (and its
+    override), the stopping rule target - noise_std·sqrt(b - a) with >=,
+    the order of growth (the larger neighbour, the left one on a tie), the
+    ends of the grid, and a run that needs the whole grid."""
+    # No signal up to 4 noise sds (20 <= 4·5): the whole grid; 25 is signal,
+    # unless the threshold is raised to 5.5 sds (a fine round's).
+    assert _window([{3: 20.0}, {3: 25.0}], 20.0, 5.0) == [(0, 64), (3, 4)]
+    assert _window([{3: 25.0}], 20.0, 5.0, signal_sds=5.5) == [(0, 64)]
+    # One bin is enough when its count is within one sd of the target
+    # (995 and exactly 990 for a target of 1000, sd 10); a run of three bins
+    # stops at 985 >= 1000 - 10·sqrt(3), not at 960 < 1000 - 10·sqrt(2).
+    rows = [{5: 995.0}, {5: 990.0}, {9: 25.0, 10: 600.0, 11: 360.0, 12: 5.0}]
+    assert _window(rows, 1000.0, 10.0) == [(5, 6), (5, 6), (9, 12)]
+    # Growth toward the larger neighbour; -inf beyond the ends of the grid.
+    rows = [
+        {0: 100.0, 1: 60.0, 2: 30.0},
+        {0: 60.0, 1: 100.0, 2: 30.0},
+        {61: 30.0, 62: 100.0, 63: 60.0},
+    ]
+    assert _window(rows, 185.0, 1.0) == [(0, 3), (0, 3), (61, 64)]
+    # A tie goes left; 98 is exactly 100 - 1·sqrt(4).
+    assert _window([{4: 50.0, 5: 100.0, 6: 50.0}], 151.0, 1.0) == [(4, 6)]
+    rows = [{4: 10.0, 5: 50.0, 6: 30.0, 7: 8.0}]
+    assert _window(rows, 100.0, 1.0) == [(4, 8)]
+    # A run that needs every bin of the grid, grown from its last bin.
+    assert _window([{**dict.fromkeys(range(7), 100.0), 7: 101.0}], 800.0, 1.0, 8) == [
+        (0, 8)
+    ]
+
+
 # --------------------------------------------------------------------------
 # Privacy report
 # --------------------------------------------------------------------------
@@ -435,6 +477,58 @@ def test_a_fine_round_adds_no_sensitivity():
         worst = max(worst, np.linalg.norm(counts(X2) - base))
     assert worst <= histogram_sensitivity(d) * (1 + 1e-12)
     assert worst == pytest.approx(histogram_sensitivity(d))
+
+
+def test_every_round_reads_its_counts_with_its_own_rule(monkeypatch):
+    """White box of private_bounds' post-processing: the magnitude round asks
+    bulk_window for (1 - 0.02)·n of its 49 log bins, every zoom round for
+    (1 - 2·0.02)·n; a round after a narrow run reads its 4096 fine bins with
+    the 5.5-sd threshold, the 64-bin rounds with the default (4 sds)."""
+    calls = []
+    real = _quantiles.bulk_window
+
+    def spy(noisy, target, noise_std, signal_sds=None):
+        calls.append((noisy.shape[1], target, signal_sds))
+        return real(noisy, target, noise_std, signal_sds=signal_sds)
+
+    monkeypatch.setattr(_quantiles, "bulk_window", spy)
+    n = 10000
+    X = np.random.default_rng(6).normal(1e5, 1e-3, size=(n, 2))
+    X[:, 1] = np.random.default_rng(7).normal(0.0, 1.0, size=n)
+    _quantiles.private_bounds(
+        X, data_range=1e6, noise_multiplier=1.0, rng=np.random.default_rng(8)
+    )
+    assert calls[0] == (magnitude_grid(1e6).size - 1, pytest.approx(0.98 * n), None)
+    zoom = calls[1:]
+    assert all(target == pytest.approx(0.96 * n) for _, target, _ in zoom)
+    fine = [sds for bins, _, sds in zoom if bins == 4096]
+    coarse = [sds for bins, _, sds in zoom if bins == 64]
+    assert fine and coarse and len(fine) + len(coarse) == len(zoom)
+    assert set(fine) == {5.5} and set(coarse) == {4.0}
+
+
+def test_a_heavy_tail_widens_the_bounds_to_its_highest_bin(monkeypatch):
+    """The widening rule of private_bounds, noise switched off (exact counts,
+    a tiny multiplier): a 3% tail at ~10³ beyond a spike at 0 widens the
+    bounds of its feature symmetrically to the top of the highest magnitude
+    bin it fills (1000·10**0.25); a 1.5% tail (below the 2% allowed) does
+    not widen them."""
+
+    def exact(counts, *, sensitivity, noise_multiplier, rng):
+        return counts.astype(float)
+
+    monkeypatch.setattr(_quantiles, "gaussian_mechanism", exact)
+    n = 10000
+    rng = np.random.default_rng(9)
+    X = np.zeros((n, 2))
+    X[:300, 0] = rng.uniform(900, 1100, 300)
+    X[:150, 1] = rng.uniform(900, 1100, 150)
+    lower, upper = _quantiles.private_bounds(
+        X, data_range=1e6, noise_multiplier=1e-6, rng=None
+    )
+    top = 1e3 * 10**0.25
+    np.testing.assert_allclose([lower[0], upper[0]], [-top, top], rtol=1e-12)
+    assert -1.0 < lower[1] < upper[1] < 1.0
 
 
 def test_given_bounds_match_the_non_private_scaler():
@@ -676,6 +770,50 @@ def test_histogram_scale_is_sane_on_awkward_columns(column, sd, factor):
         # No blow-up: at most 20 times StandardScaler's largest value, plus 20.
         largest = np.abs(X[:, j] - X[:, j].mean()).max() / (std if std > 0 else 1.0)
         assert np.abs(Z).max() < 20 * largest + 20
+
+
+def test_histogram_scale_reads_the_significant_bins_exactly():
+    """histogram_scale on hand-made noisy counts (noise sd 1, so a bin counts
+    from 3.5): the weighted mean of the bin centres, the variance of the
+    centres plus width²/12 per bin, the span of the significant bins; a count
+    of exactly 3.5 is not significant; any positive total weight is seen;
+    a feature with nothing significant is not seen; one whose only bin is
+    the zero bin is zero if that bin holds n (within 3 sds), else not seen."""
+    edges = _quantiles.signed_grid(1e6)
+    n_bins, zero_bin = edges.size - 1, (edges.size - 1) // 2
+    counts = np.zeros((5, n_bins))
+    counts[0, [30, 31]] = [60.0, 40.0]
+    counts[0, 10] = 3.5  # at the threshold: ignored
+    counts[1, :] = 3.4  # noise only
+    counts[2, zero_bin] = 97.0  # n - 3 sds: all the data
+    counts[3, zero_bin] = 96.9  # a spike at 0 whose tail was not seen
+    counts[4, 33] = 3.6  # a total weight of 3.6, seen
+    mean, scale, lower, upper, seen, zero = _quantiles.histogram_scale(
+        counts, edges, 1.0, zero_bin=zero_bin, n_samples=100
+    )
+    assert seen.tolist() == [True, False, True, False, True]
+    assert zero.tolist() == [False, False, True, False, False]
+    left, right = edges[[30, 31]], edges[[31, 32]]
+    centre, width = (left + right) / 2, right - left
+    expected_mean = (60 * centre[0] + 40 * centre[1]) / 100
+    second = (60 * (centre[0] ** 2 + width[0] ** 2 / 12)) + (
+        40 * (centre[1] ** 2 + width[1] ** 2 / 12)
+    )
+    assert mean[0] == pytest.approx(expected_mean, rel=1e-12)
+    assert scale[0] == pytest.approx(
+        math.sqrt(second / 100 - expected_mean**2), rel=1e-9
+    )
+    assert (lower[0], upper[0]) == (edges[30], edges[32])
+    assert mean[4] == pytest.approx((edges[33] + edges[34]) / 2, rel=1e-12)
+    assert scale[4] == pytest.approx((edges[34] - edges[33]) / math.sqrt(12))
+    assert mean[2] == 0.0 and (lower[2], upper[2]) == (-1e-6, 1e-6)
+    assert scale[2] == pytest.approx(2e-6 / math.sqrt(12), rel=1e-9)
+    # A total weight below 1 (noise sd 0.1: a bin counts from 0.35) is seen.
+    small = np.zeros((1, n_bins))
+    small[0, 33] = 0.5
+    out = _quantiles.histogram_scale(small, edges, 0.1, zero_bin=zero_bin, n_samples=1)
+    assert out[4].tolist() == [True]
+    assert (out[2][0], out[3][0]) == (edges[33], edges[34])
 
 
 def test_digits_transform_is_finite_and_sane():

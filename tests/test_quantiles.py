@@ -28,6 +28,7 @@ from skdp import (
     PrivacyLedger,
 )
 from skdp.accounting import gaussian_noise_multiplier, mu_from_epsilon
+from skdp.mechanisms import NOISE_SAMPLERS
 from skdp.pipeline import make_private_pipeline, set_privacy_budget
 from skdp.preprocessing import _quantiles, _stats, dp_histogram, dp_quantiles
 from skdp.preprocessing._quantiles import (
@@ -144,6 +145,176 @@ def test_search_grid_is_sorted_and_covers_the_public_range():
 
 
 # --------------------------------------------------------------------------
+# Public grids and bin assignment, against independent formulas and oracles
+# --------------------------------------------------------------------------
+
+
+def test_public_grids_match_their_formulas():
+    """The grids are public constants of data_range alone: the magnitude grid
+    0, R·10**(-k/4) for k = 48..0, and the signed grid ±R·10**(-k/2) for
+    k = 24..0 (R·10**(-k/4) at per_decade=4), recomputed here term by term."""
+    for R in (1.0, 1e6, 3.5e-3):
+        magnitude = [0.0] + [R * 10.0 ** (-k / 4) for k in range(48, -1, -1)]
+        np.testing.assert_allclose(_quantiles.magnitude_grid(R), magnitude, rtol=1e-13)
+        assert _quantiles.magnitude_grid(R)[[0, -1]].tolist() == [0.0, R]
+        for per_decade in (2, 4):
+            top = 12 * per_decade
+            positive = [R * 10.0 ** (-k / per_decade) for k in range(top, -1, -1)]
+            signed = [-v for v in positive[::-1]] + positive
+            grid = signed_grid(R, per_decade)
+            np.testing.assert_allclose(grid, signed, rtol=1e-13)
+            assert grid.size == 2 * top + 2 and grid[-1] == R and grid[0] == -R
+    # The zero bin of the default grid: [-R·1e-12, R·1e-12], in the middle.
+    grid = signed_grid(1e6)
+    zero = (grid.size - 1) // 2
+    np.testing.assert_allclose(grid[[zero, zero + 1]], [-1e-6, 1e-6], rtol=1e-13)
+
+
+def _on_and_off_the_edges(edges, rng, n):
+    """Values exactly on every edge, between edges, and far beyond both ends."""
+    inner = rng.uniform(edges[0], edges[-1], n)
+    return np.concatenate(
+        [edges, -edges, inner, [0.0, -0.0, 1e300, -1e300, edges[-1] * 2]]
+    )
+
+
+def test_bounds_search_counts_match_np_histogram():
+    """Every round of private_bounds bins each value as np.histogram (an
+    independent oracle) bins the value clipped to the grid: a value on an
+    edge goes to the bin it opens, the ends collect everything beyond."""
+    rng = np.random.default_rng(20)
+    R = 1e6
+    edges = _quantiles.magnitude_grid(R)
+    x = _on_and_off_the_edges(edges, rng, 300)
+    X = np.column_stack([x, x[::-1] * 1e-6])
+    counts = _quantiles._magnitude_counts(X, edges=edges, data_range=R)
+    for j in range(2):
+        expected = np.histogram(np.abs(np.clip(X[:, j], -R, R)), edges)[0]
+        np.testing.assert_array_equal(counts[j], expected)
+    # A zoom round: 16 and 64 equal bins on [-3, 5] and [0, 1e-3].
+    lower, width = np.array([-3.0, 0.0]), np.array([8.0, 1e-3])
+    n_bins = np.array([16, 64])
+    X = np.column_stack([rng.uniform(-5, 7, 500), rng.uniform(-1e-3, 2e-3, 500)])
+    X[:4] = [[-3.0, 0.0], [5.0, 1e-3], [-1e300, -1e300], [1e300, 1e300]]
+    counts = _quantiles._zoom_counts(
+        X, data_range=R, lower=lower, width=width, n_bins=n_bins
+    )
+    assert counts.shape == (2, 64) and not counts[0, 16:].any()
+    for j in range(2):
+        grid = np.linspace(lower[j], lower[j] + width[j], n_bins[j] + 1)
+        expected = np.histogram(np.clip(X[:, j], grid[0], grid[-1]), grid)[0]
+        np.testing.assert_array_equal(counts[j, : n_bins[j]], expected)
+
+
+def test_signed_counts_match_np_histogram():
+    rng = np.random.default_rng(21)
+    edges = signed_grid(1e6)
+    X = _on_and_off_the_edges(edges, rng, 300)[:, None] * [1.0, -1e-3]
+    counts = _quantiles._signed_counts(X, edges=edges)
+    for j in range(2):
+        clipped = np.clip(X[:, j], edges[0], edges[-1])
+        np.testing.assert_array_equal(counts[j], np.histogram(clipped, edges)[0])
+
+
+def test_search_grid_edges_strictly_increase_when_bounds_sit_on_log_edges():
+    """Bounds exactly on edges of the signed grid (-1 and 1000), and log edges
+    inside the end bins of the equal grid: every feature's own edges strictly
+    increase (no duplicated edge, no log edge inside the equal bins)."""
+    log = signed_grid(1e6)
+    lower, upper = np.array([-1.0, -3e5]), np.array([1e3, 2.0])
+    assert np.isin([-1.0, 1e3], log).all()
+    edges, sizes, equal = search_grid(lower, upper, 4, 1e6)
+    for j in range(2):
+        e = edges[j, : sizes[j] + 1]
+        assert np.all(np.diff(e) > 0)
+        outside = np.sum(log < lower[j]) + np.sum(log > upper[j])
+        assert sizes[j] == 4 + outside
+        np.testing.assert_array_equal(
+            e[np.r_[False, equal[j, : sizes[j]]]][[0, -1]],
+            [lower[j] + (upper[j] - lower[j]) / 4, upper[j]],
+        )
+
+
+def test_final_counts_clip_to_the_public_range_and_count_every_record_once():
+    """grid_counts bins clip(x, lower, upper) as np.histogram does, also when
+    the grid reaches beyond the clip (private bounds up to 1.5·data_range),
+    and puts every record in one of its own feature's bins even when the
+    clip is wider than the grid."""
+    R = 1e6
+    edges, sizes, _ = search_grid(
+        np.array([-1.5 * R, -1.0]), np.array([1.5 * R, 1.0]), 8, R
+    )
+    X = np.array([[1e9, 1e9], [-1e9, -1e9], [0.3, 0.3], [-1.2e6, 5e5], [R, -R]])
+    counts = grid_counts(X, edges=edges, sizes=sizes, lower=-R, upper=R)
+    for j in range(2):
+        e = edges[j, : sizes[j] + 1]
+        np.testing.assert_array_equal(
+            counts[j, : sizes[j]], np.histogram(np.clip(X[:, j], -R, R), e)[0]
+        )
+    wide = grid_counts(X, edges=edges, sizes=sizes, lower=-1e300, upper=1e300)
+    np.testing.assert_array_equal(wide.sum(axis=1), len(X))
+    for j in range(2):  # beyond the grid: in its end bins
+        e = edges[j, : sizes[j] + 1]
+        np.testing.assert_array_equal(
+            wide[j, : sizes[j]], np.histogram(np.clip(X[:, j], e[0], e[-1]), e)[0]
+        )
+
+
+def test_cdf_ignores_padding_and_handles_degenerate_grids():
+    """Bins beyond a feature's size weigh nothing, even with large counts; a
+    count equal to its threshold weighs nothing; a total weight below 1 is
+    still seen; an unseen feature is uniform over its own grid's width, or
+    over its bins when the grid has no width; the CDF is exactly 1 from the
+    right edge of the last bin with weight (so q = 1 lands there)."""
+    edges = np.array(
+        [
+            [0.0, 1.0, 2.0, 3.0, 3.0, 3.0],  # 3 bins, then padding
+            [0.0, 0.1, 0.3, 0.6, 0.6, 0.6],  # unseen, total width 0.6 < 1
+            [5.0, 5.0, 5.0, 5.0, 5.0, 5.0],  # unseen, no width at all
+            [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
+        ]
+    )
+    sizes = np.array([3, 3, 5, 5])
+    counts = np.array(
+        [
+            [0.6, 0.0, 2.0, 1e6, 1e6],  # 2.0: at the threshold
+            [-1.0, 1.0, 0.0, 1e6, 1e6],
+            [0.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 0.0, 1.0, 0.0, 0.0],
+        ]
+    )
+    threshold = np.array([[0.5, 2.0, 2.0, 0.5, 0.5]] * 3 + [[0.5] * 5])
+    cdf, seen = cdf_from_counts(counts, edges, sizes, threshold)
+    assert seen.tolist() == [True, False, False, True]
+    np.testing.assert_array_equal(cdf[0], [0, 1, 1, 1, 1, 1])
+    np.testing.assert_allclose(cdf[1], [0, 1 / 6, 0.5, 1, 1, 1], rtol=1e-12)
+    np.testing.assert_allclose(cdf[2], [0, 0.2, 0.4, 0.6, 0.8, 1], rtol=1e-12)
+    np.testing.assert_array_equal(cdf[3], [0, 0.5, 0.5, 1, 1, 1])
+    values, _ = inverse_cdf(edges, cdf, [-0.5, 0.0, 0.5, 1.0, 1.5])
+    # q is clipped to [0, 1]; the median of weights [1, 0, 1] is the
+    # generalised inverse inf{x: F(x) >= 1/2}, the end of the first bin.
+    np.testing.assert_array_equal(values[:, 3], [0.0, 0.0, 1.0, 3.0, 3.0])
+    np.testing.assert_array_equal(values[:, 0], [0.0, 0.0, 0.5, 1.0, 1.0])
+    # Rounding: cumulative sums of many weights need not reach the total
+    # exactly; the right edge of the last bin with weight is exactly 1.
+    rng = np.random.default_rng(23)  # a cumulative sum 1.1e-16 short of 1
+    k = 200
+    weights = np.r_[rng.uniform(1, 10, 150), np.zeros(50)][None, :]
+    grid = np.arange(k + 1.0)[None, :]
+    cdf, _ = cdf_from_counts(weights, grid, np.array([k]), np.zeros((1, k)))
+    assert np.all(cdf[0, 150:] == 1.0)
+    assert inverse_cdf(grid, cdf, [1.0])[0][0, 0] == 150.0
+
+
+def test_n_equal_bins_is_its_public_formula():
+    """clip(floor(n / (z·sqrt(2d)) / 8), 8, 1024), at both clips and between."""
+    for n, d, z in [(100, 5, 3.0), (10, 1, 40.0), (10000, 2, 1.0), (10**7, 3, 0.5)]:
+        expected = min(max(math.floor(n / (z * math.sqrt(2 * d)) / 8), 8), 1024)
+        assert n_equal_bins(n, d, z) == expected
+    assert n_equal_bins(100, 5, 3.0) == 8 and n_equal_bins(10**7, 3, 0.5) == 1024
+
+
+# --------------------------------------------------------------------------
 # Noise: std = sensitivity × calibrated multiplier, checked independently
 # --------------------------------------------------------------------------
 
@@ -183,15 +354,39 @@ def test_dp_histogram_noise_has_the_calibrated_std():
     edges = np.broadcast_to(np.linspace(-1, 2, bins + 1), (d, bins + 1))
     residuals = []
     for seed in range(20):
-        hist = dp_histogram(
-            X, bins, bounds=(-1, 2), epsilon=eps, delta=DELTA, random_state=seed
-        )
+        if seed % 2:  # the given-edges path
+            hist = dp_histogram(
+                X, edges[0], epsilon=eps, delta=DELTA, random_state=seed
+            )
+        else:
+            hist = dp_histogram(
+                X, bins, bounds=(-1, 2), epsilon=eps, delta=DELTA, random_state=seed
+            )
         np.testing.assert_allclose(hist.edges, edges, atol=1e-12)
         exact = _exact_counts(X, hist.edges, -1.0, 2.0)
         residuals.append(hist.counts - exact)
     expected = gaussian_noise_multiplier(eps, DELTA) * math.sqrt(2 * d)
     assert np.std(residuals) == pytest.approx(expected, rel=0.03)
     assert abs(np.mean(residuals)) < 4 * expected / math.sqrt(20 * d * bins)
+
+
+def test_dp_histogram_counts_the_clipped_data_in_every_bin():
+    """Given edges or int bins, at a large budget: every noisy count is within
+    6 noise standard deviations (z·sqrt(2d), z computed here) of the exact
+    count of the data clipped to the grid (np.histogram), the end bins
+    included (values beyond the grid, in the first and the last bin)."""
+    rng = np.random.default_rng(27)
+    X = np.column_stack([rng.uniform(-5, 5, 300), rng.uniform(0, 1, 300)])
+    X[:40] = [-0.99, -0.99]  # the first bin
+    X[40:60] = [-1e9, -1e9]
+    X[60:80] = [1e9, 1e9]
+    eps = 50.0
+    std = gaussian_noise_multiplier(eps, DELTA) * math.sqrt(4)
+    for bins, bounds in (([-1.0, -0.5, 0.0, 0.5, 1.0], None), (4, (-1.0, 1.0))):
+        hist = dp_histogram(X, bins, bounds=bounds, epsilon=eps, delta=DELTA)
+        exact = _exact_counts(X, hist.edges, -1.0, 1.0)
+        assert exact[:, 0].min() >= 40 and exact[:, -1].min() >= 20
+        assert np.abs(hist.counts - exact).max() < 6 * std
 
 
 def test_dp_histogram_cost_matches_an_independent_accountant(monkeypatch):
@@ -203,6 +398,7 @@ def test_dp_histogram_cost_matches_an_independent_accountant(monkeypatch):
     assert hist.privacy_spent.epsilon == pytest.approx(0.8, rel=1e-9)
     assert hist.privacy_spent.mu == pytest.approx(1 / z, rel=1e-12)
     assert hist.privacy_spent.adjacency == "replace one record"
+    assert hist.privacy_spent.mechanism.startswith("dp_histogram: ")
     assert _pld_epsilon([z], DELTA) == pytest.approx(0.8, rel=2e-3)
 
 
@@ -225,6 +421,71 @@ def test_transformer_histogram_noise_has_the_calibrated_std(cls):
     assert est.n_bins_[0] == n_equal_bins(n, d, z)
     assert est.noise_multiplier_ == pytest.approx(z, rel=1e-12)
     assert np.std(residuals) == pytest.approx(z * math.sqrt(2 * d), rel=0.04)
+
+
+@pytest.mark.parametrize("schedule", ["search", "histogram"])
+def test_final_release_noise_has_the_calibrated_std_in_every_schedule(schedule):
+    """Without bounds: histogram_ minus the exact counts of the data clipped
+    to [-data_range, data_range] on each feature's own n_bins_ bins of
+    bin_edges_ (np.histogram) has std z_f·sqrt(2d) over seeded fits (to 4%),
+    z_f computed here: z·sqrt(1/(1 - bounds_share)) after the search (a
+    share of 0.3, so a share not passed on would fail), z with one release;
+    the logarithmic schedule has all 49 bins of the signed grid."""
+    R, share, eps = 1e6, 0.3, 1.0
+    if schedule == "search":
+        n, d, fits = 20000, 3, 4
+        z_f = gaussian_noise_multiplier(eps, DELTA) / math.sqrt(1.0 - share)
+    else:
+        n, d, fits = 300, 30, 10
+        z_f = gaussian_noise_multiplier(eps, DELTA)
+    rng = np.random.default_rng(24)
+    X = rng.normal(3.0, 2.0, size=(n, d))
+    X[:, 0] *= 1e3  # other bounds, so other grid sizes (padding) after a search
+    X[:5] = np.array([[2e6], [-3e6], [R], [-R], [5e5]])  # beyond and at the range
+    residuals = []
+    for seed in range(fits):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            est = DPQuantileTransformer(
+                epsilon=eps, delta=DELTA, bounds_share=share, random_state=seed
+            ).fit(X)
+        assert est.n_iter_ == (N_BOUND_RELEASES + 1 if schedule == "search" else 1)
+        if schedule == "histogram":
+            assert est.n_bins_.tolist() == [signed_grid(R).size - 1] * d
+        else:
+            assert est.n_bins_.min() < est.n_bins_.max()
+        for j in range(d):
+            e = est.bin_edges_[j, : est.n_bins_[j] + 1]
+            exact = np.histogram(np.clip(X[:, j], -R, R), e)[0]
+            residuals.append(est.histogram_[j, : est.n_bins_[j]] - exact)
+            assert not est.histogram_[j, est.n_bins_[j] :].any()  # padding
+    residuals = np.concatenate(residuals)
+    assert residuals.size > 1400
+    assert np.std(residuals) == pytest.approx(z_f * math.sqrt(2 * d), rel=0.04)
+
+
+def test_searched_grid_counts_values_clipped_to_the_public_range(monkeypatch):
+    """When the searched bounds reach beyond data_range (here forced to
+    ±1.5·data_range), the final release still counts every value clipped to
+    [-data_range, data_range]: at a large budget each noisy count is within
+    6 noise sds (z_f·sqrt(2), z_f computed here) of np.histogram's count of
+    the clipped data, the bins holding ±data_range included."""
+    R = 1e6
+
+    def wide(X, *, data_range, noise_multiplier, rng):
+        return np.full(X.shape[1], -1.5 * R), np.full(X.shape[1], 1.5 * R)
+
+    monkeypatch.setattr(_stats, "private_bounds", wide)
+    X = np.random.default_rng(30).normal(0.0, 1e5, size=(20000, 1))
+    X[:500], X[500:1000] = 1.4e6, -1.3e6
+    eps = 20.0
+    est = DPQuantileTransformer(epsilon=eps, delta=DELTA, random_state=0).fit(X)
+    assert est.n_iter_ == N_BOUND_RELEASES + 1
+    e = est.bin_edges_[0, : est.n_bins_[0] + 1]
+    exact = np.histogram(np.clip(X[:, 0], -R, R), e)[0]
+    assert exact.max() >= 500
+    std = gaussian_noise_multiplier(eps, DELTA) / math.sqrt(0.5) * math.sqrt(2)
+    assert np.abs(est.histogram_[0, : est.n_bins_[0]] - exact).max() < 6 * std
 
 
 @pytest.mark.parametrize("bounds", [None, (-4.0, 4.0)])
@@ -259,6 +520,10 @@ def test_privacy_spent_matches_independent_accountant(monkeypatch, bounds, epsil
         assert mu_bounds == pytest.approx(mu / math.sqrt(2), rel=1e-9)
     assert spent.epsilon <= epsilon * (1 + 1e-12)
     assert _pld_epsilon(multipliers, DELTA) == pytest.approx(epsilon, rel=2e-3)
+    # The ledger's description names the releaser and its releases.
+    assert spent.mechanism.startswith("DPRobustScaler: ")
+    assert ("4 noisy histograms (bounds)" in spent.mechanism) == (bounds is None)
+    assert ("on the given bounds" in spent.mechanism) == (bounds is not None)
 
 
 def test_small_data_makes_one_coarse_release(monkeypatch):
@@ -271,6 +536,8 @@ def test_small_data_makes_one_coarse_release(monkeypatch):
     assert sensitivity == pytest.approx(math.sqrt(60))
     assert z == pytest.approx(gaussian_noise_multiplier(0.5, DELTA), rel=1e-12)
     assert est.n_iter_ == 1
+    assert est.privacy_spent_.mechanism.startswith("DPQuantileTransformer: ")
+    assert "(logarithmic grid)" in est.privacy_spent_.mechanism
 
 
 def test_schedule_is_chosen_from_public_values_only(monkeypatch):
@@ -291,18 +558,46 @@ def test_schedule_is_chosen_from_public_values_only(monkeypatch):
 
 
 @pytest.mark.parametrize("cls", TRANSFORMERS)
-def test_secure_noise_fits_within_budget(cls):
+def test_secure_noise_fits_within_budget(monkeypatch, cls):
     X = np.random.default_rng(8).normal(size=(5000, 2))
     est = cls(epsilon=1.0, delta=DELTA, noise="secure").fit(X)
     assert est.privacy_spent_.rho is not None
     assert "CSPRNG" in est.privacy_spent_.sampler or "secure" in (
         est.privacy_spent_.sampler.lower()
     )
+    # Calibrated for the secure sampler (zCDP with its grid slack), with or
+    # without bounds: within the budget, at the secure multiplier.
+    given = cls(epsilon=1.0, delta=DELTA, bounds=(-3, 3), noise="secure").fit(X)
+    for fitted, n_iter in ((est, N_BOUND_RELEASES + 1), (given, 1)):
+        assert fitted.n_iter_ == n_iter
+        assert fitted.noise_multiplier_ == pytest.approx(
+            gaussian_noise_multiplier(1.0, DELTA, n_iter, noise="secure"), rel=1e-12
+        )
+        # Reported by the secure (zCDP) accountant: the whole budget, no less.
+        assert fitted.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+        assert fitted.privacy_spent_.epsilon <= 1.0 + 1e-9
     assert np.all(np.isfinite(est.transform(X)))
     with pytest.raises(ValueError, match="cannot be seeded"):
         cls(noise="secure", random_state=0).fit(X)
+    with pytest.raises(ValueError, match="cannot be seeded"):
+        dp_histogram(X, 4, bounds=(-3, 3), noise="secure", random_state=0)
+    with pytest.raises(ValueError, match="cannot be seeded"):
+        dp_quantiles(X, 0.5, noise="secure", random_state=0)
     q = dp_quantiles(X, 0.5, delta=DELTA, noise="secure")
     assert q.privacy_spent.rho is not None and q.quantiles.shape == (2,)
+    calls = _spy(monkeypatch, _stats)
+    hist = dp_histogram(X, 4, bounds=(-3, 3), delta=DELTA, noise="secure")
+    assert hist.privacy_spent.epsilon <= 1.0 + 1e-9
+    assert hist.privacy_spent.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert hist.privacy_spent.rho is not None
+    assert hist.privacy_spent.sampler == NOISE_SAMPLERS["secure"]
+    assert q.privacy_spent.sampler == NOISE_SAMPLERS["secure"]
+    fast = dp_histogram(X, 4, bounds=(-3, 3), delta=DELTA).privacy_spent.sampler
+    assert fast == NOISE_SAMPLERS["fast"] != NOISE_SAMPLERS["secure"]
+    [(_, _, z)] = calls[:1]
+    assert z == pytest.approx(
+        gaussian_noise_multiplier(1.0, DELTA, noise="secure"), rel=1e-12
+    )
 
 
 # --------------------------------------------------------------------------
@@ -616,31 +911,162 @@ def test_dp_quantiles_shapes_follow_numpy_quantile():
     values, cost = dp_quantiles(X, [0.25, 0.5, 0.75], **kw)
     assert np.all(np.diff(values, axis=0) >= 0)
     assert cost.epsilon == pytest.approx(1.0, rel=1e-9)
+    # The given bounds are used (one release on them, data clipped to them):
+    # the extreme quantiles lie within them.
+    ends, cost = dp_quantiles(X * 10, [0.0, 1.0], **kw)
+    assert cost.mechanism.startswith("dp_quantiles: ")
+    assert "on the given bounds" in cost.mechanism
+    assert np.all(ends >= -4) and np.all(ends <= 4)
+    # q: 0 and 1 included, anything outside [0, 1] (or NaN) refused.
+    assert dp_quantiles(X, [0, 1], **kw).quantiles.shape == (2, 3)
+    for bad in ([0.5, 1.5], [-0.1], [np.nan]):
+        with pytest.raises(ValueError, match="q must be"):
+            dp_quantiles(X, bad, **kw)
+    with pytest.raises(InvalidParameterError):
+        dp_quantiles(X, 2.0, **kw)
 
 
 def test_dp_histogram_shapes_and_refusals():
     X = np.random.default_rng(19).normal(size=(2000, 2))
-    counts, edges, _ = dp_histogram(X[:, 0], 4, bounds=(-2, 2), delta=DELTA)
+    counts, edges, cost = dp_histogram(X[:, 0], 4, bounds=(-2, 2), delta=DELTA)
     assert counts.shape == (4,) and edges.tolist() == [-2, -1, 0, 1, 2]
+    assert cost.epsilon == pytest.approx(1.0, rel=1e-9)
     per_feature = dp_histogram(X, 3, bounds=([0, -1], [3, 5]), delta=DELTA)
     np.testing.assert_allclose(per_feature.edges[1], [-1, 1, 3, 5])
     with pytest.raises(ValueError, match="needs public bounds"):
         dp_histogram(X, 4)
     with pytest.raises(ValueError, match="strictly increasing"):
         dp_histogram(X, [0.0, 0.0, 1.0])
+    for bad in ([1.0], [[0.0, 1.0], [1.0, 2.0]], [0.0, np.inf], [np.nan, 1.0]):
+        with pytest.raises(ValueError, match="1-D array of >= 2 finite edges"):
+            dp_histogram(X, bad)
+    one_bin = dp_histogram(X, [0, 1], delta=DELTA)  # int edges: float edges out
+    assert one_bin.counts.shape == (2, 1) and one_bin.edges.dtype == np.float64
     with pytest.raises(ValueError, match="not both"):
         dp_histogram(X, [0.0, 1.0], bounds=(0, 1))
     with pytest.raises(InvalidParameterError):
         dp_histogram(X, 4, bounds=(0, 1), epsilon=-1)
     with pytest.raises(ValueError, match="q must be"):
         dp_quantiles(X, [[0.5]])
+    nan = np.where(X > 2, np.nan, X)
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        dp_histogram(nan, 4, bounds=(0, 1))
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        dp_quantiles(nan, 0.5)
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda X, delta: dp_histogram(X, 4, bounds=(-2, 2), delta=delta),
+        lambda X, delta: dp_quantiles(X, 0.5, delta=delta),
+    ],
+)
+def test_delta_of_at_least_one_over_n_warns(release):
+    """delta >= 1/n warns (a PrivacyLeakWarning: such a delta allows releasing
+    a record outright); just below 1/n does not."""
+    X = np.random.default_rng(25).normal(size=(100, 2))
+    for delta in (0.01, 0.015):
+        with pytest.warns(PrivacyLeakWarning, match=r"is at least 1/n_samples = 0\.01"):
+            release(X, delta)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        release(X, 0.0099)
+    assert not [w for w in caught if "1/n_samples" in str(w.message)]
+
+
+def test_secure_noise_is_drawn_by_the_secure_sampler(monkeypatch):
+    """noise="secure": every release of dp_histogram and dp_quantiles (the
+    bounds search included) draws from a SecureNoise source."""
+    from skdp.mechanisms import SecureNoise
+
+    sources, multipliers = [], []
+    for module in (_stats, _quantiles):
+        real = module.gaussian_mechanism
+
+        def spy(value, *, sensitivity, noise_multiplier, rng, real=real):
+            sources.append(type(rng))
+            multipliers.append(noise_multiplier)
+            return real(
+                value,
+                sensitivity=sensitivity,
+                noise_multiplier=noise_multiplier,
+                rng=rng,
+            )
+
+        monkeypatch.setattr(module, "gaussian_mechanism", spy)
+    X = np.random.default_rng(28).normal(size=(5000, 2))
+    dp_histogram(X, 4, bounds=(-3, 3), delta=DELTA, noise="secure")
+    dp_quantiles(X, 0.5, delta=DELTA, noise="secure")
+    assert sources == [SecureNoise] * (2 + N_BOUND_RELEASES)
+    # ... with multipliers calibrated for it: 1 release, then 5 sharing μ.
+    z_hist, *z_quantiles = multipliers
+    assert z_hist == pytest.approx(
+        gaussian_noise_multiplier(1.0, DELTA, noise="secure"), rel=1e-12
+    )
+    n = N_BOUND_RELEASES + 1
+    assert math.sqrt(sum(1 / z**2 for z in z_quantiles)) == pytest.approx(
+        math.sqrt(n) / gaussian_noise_multiplier(1.0, DELTA, n, noise="secure"),
+        rel=1e-12,
+    )
+
+
+def test_seeded_noise_is_reproducible():
+    X = np.random.default_rng(29).normal(size=(2000, 2))
+    for release in (
+        lambda seed: dp_histogram(X, 4, bounds=(-2, 2), random_state=seed).counts,
+        lambda seed: dp_quantiles(X, [0.2, 0.7], random_state=seed).quantiles,
+    ):
+        np.testing.assert_array_equal(release(5), release(5))
+        assert not np.array_equal(release(5), release(6))
+
+
+def _release_here(release, *args, **kwargs):
+    return release(*args, **kwargs)  # the line every warning must point at
+
+
+@pytest.mark.parametrize(
+    "name, args", [("dp_histogram", (4,)), ("dp_quantiles", (0.5,))]
+)
+def test_warnings_point_at_the_caller(name, args):
+    """The seeded-noise and large-delta PrivacyLeakWarnings, and the
+    small-data UserWarning of dp_quantiles, point at the line that called
+    the function (not into it, nor into scikit-learn's validate_params)."""
+    release = {"dp_histogram": dp_histogram, "dp_quantiles": dp_quantiles}[name]
+    X = np.random.default_rng(26).normal(size=(100, 40))
+    kwargs = {"bounds": (-2, 2)} if release is dp_histogram else {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _release_here(release, X, *args, delta=0.02, random_state=1, **kwargs)
+    messages = {str(w.message).split(" ")[0] for w in caught}
+    assert {"delta=0.02", "random_state=1"} <= messages
+    if release is dp_quantiles:  # says who, and what happens to an unseen feature
+        [small] = [str(w.message) for w in caught if w.category is UserWarning]
+        assert small.startswith("dp_quantiles: n_samples=100 is small for 40")
+        assert (
+            "a feature not seen is treated as spread evenly over "
+            "[-data_range, data_range] (in effect dropped)" in small
+        )
+    line = _release_here.__code__.co_firstlineno + 1
+    for w in caught:
+        assert (w.filename, w.lineno) == (__file__, line), str(w.message)
 
 
 def test_seeded_release_warns_and_is_stamped_for_the_ledger():
     X = np.random.default_rng(20).normal(size=(2000, 2))
-    with pytest.warns(PrivacyLeakWarning, match="random_state=3 seeds"):
+    with pytest.warns(
+        PrivacyLeakWarning, match="random_state=3 seeds .* dp_quant"
+    ) as w:
         a = dp_quantiles(X, 0.5, delta=DELTA, random_state=3)
-    with pytest.warns(PrivacyLeakWarning):
+    # The only notice of the leak: what it is and what to do.
+    for words in (
+        "every call given this seed draws the same noise, and releases that share "
+        "noise can be combined to cancel it.",
+        "Leave random_state=None for anything you release; PrivacyLedger refuses "
+        "to total releases that share a seed.",
+    ):
+        assert words in str(w[0].message)
+    with pytest.warns(PrivacyLeakWarning, match="seeds the privacy noise of dp_histo"):
         b = dp_histogram(X, 4, bounds=(-2, 2), delta=DELTA, random_state=3)
     assert a.privacy_spent.noise_seeds == b.privacy_spent.noise_seeds != ()
     with pytest.raises(ValueError, match="share"):
@@ -716,6 +1142,13 @@ def _check_dask_fit(cls, da):
     np.testing.assert_allclose(
         q.quantiles, dp_quantiles(X, 0.5, random_state=0).quantiles
     )
+    for bins, bounds in ((5, (-5.0, 10.0)), ([-1.0, 0.0, 3.0, 4.0], None)):
+        lazy, memory = (
+            dp_histogram(data, bins, bounds=bounds, random_state=0)
+            for data in (da.from_array(X, chunks=(1000, 3)), X)
+        )
+        np.testing.assert_allclose(lazy.counts, memory.counts)
+        np.testing.assert_array_equal(lazy.edges, memory.edges)
 
 
 # --------------------------------------------------------------------------

@@ -325,7 +325,7 @@ def _finish(cost, random_state, noise, name):
             "for anything you release; PrivacyLedger refuses to total releases "
             "that share a seed.",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of dp_* (through validate_params)
         )
     return replace(
         cost,
