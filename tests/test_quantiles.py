@@ -181,7 +181,9 @@ def _on_and_off_the_edges(edges, rng, n):
 def test_bounds_search_counts_match_np_histogram():
     """Every round of private_bounds bins each value as np.histogram (an
     independent oracle) bins the value clipped to the grid: a value on an
-    edge goes to the bin it opens, the ends collect everything beyond."""
+    edge goes to the bin it opens (the top edge to the last bin); the log
+    grid's ends collect everything beyond, a zoom grid counts the values
+    below and above it in two bins of their own."""
     rng = np.random.default_rng(20)
     R = 1e6
     edges = _quantiles.magnitude_grid(R)
@@ -199,11 +201,17 @@ def test_bounds_search_counts_match_np_histogram():
     counts = _quantiles._zoom_counts(
         X, data_range=R, lower=lower, width=width, n_bins=n_bins
     )
-    assert counts.shape == (2, 64) and not counts[0, 16:].any()
+    # Column 0 counts the values below the grid, the last one of a feature's
+    # own the values above it; the columns past that are padding.
+    assert counts.shape == (2, 66) and not counts[0, 18:].any()
     for j in range(2):
         grid = np.linspace(lower[j], lower[j] + width[j], n_bins[j] + 1)
-        expected = np.histogram(np.clip(X[:, j], grid[0], grid[-1]), grid)[0]
-        np.testing.assert_array_equal(counts[j, : n_bins[j]], expected)
+        v = np.clip(X[:, j], -R, R)
+        inside = (v >= grid[0]) & (v <= grid[-1])
+        assert counts[j, 0] == np.sum(v < grid[0]) > 0
+        expected = np.histogram(v[inside], grid)[0]
+        np.testing.assert_array_equal(counts[j, 1 : n_bins[j] + 1], expected)
+        assert counts[j, n_bins[j] + 1] == np.sum(v > grid[-1]) > 0
 
 
 def test_signed_counts_match_np_histogram():
