@@ -1408,9 +1408,12 @@ def test_auto_warns_on_data_too_small_before_reading_it():
         with pytest.raises(AssertionError, match="X was read"):
             DPGaussianSampler().fit(Untouchable())
     X = np.random.default_rng(0).standard_normal((200, 5))
-    with pytest.warns(UserWarning, match="too small"):
+    with pytest.warns(UserWarning, match="too small") as caught:
         est = DPGaussianSampler(random_state=0).fit(X)
     assert est.n_iter_ == 5 and est.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
+    # It points at the line that called fit, not into skdp.
+    small = [w for w in caught if "too small" in str(w.message)]
+    assert small and all(w.filename == __file__ for w in small)
     # Enough rows, or a public ball: no warning.
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)

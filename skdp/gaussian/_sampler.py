@@ -692,7 +692,7 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
                 "may be far too large and the released model mostly noise. "
                 "Give a public center and radius, or more budget.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=5,  # the caller of fit (through its two decorators)
             )
 
     def _budget_split(self):
