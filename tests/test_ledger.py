@@ -588,8 +588,8 @@ def test_cross_validate_results_are_recorded_with_their_splitter(data):
 
 def test_cross_validate_of_a_regressor_and_of_a_leaking_pipeline(data):
     # An integer cv is KFold for a regressor (not refused), and a plain
-    # scaler in the fold pipelines is named once; the totals honour the
-    # ledger's delta, per adjacency too.
+    # scaler in the fold pipelines is named once per fold model; the totals
+    # honour the ledger's delta, per adjacency too.
     X, y = data
     reg = DPRandomFeaturesRegressor(50, delta=DELTA)
     folds = cross_validate(reg, X, y.astype(float), cv=3, return_estimator=True)
@@ -604,8 +604,18 @@ def test_cross_validate_of_a_regressor_and_of_a_leaking_pipeline(data):
     leaky = make_pipeline(StandardScaler(), dp_model())
     kfold = KFold(3, shuffle=True, random_state=0)
     folds = cross_validate(leaky, X, y, cv=kfold, return_estimator=True)
-    with pytest.warns(PrivacyLeakWarning, match="standardscaler \\(StandardScaler\\)"):
+    with pytest.warns(PrivacyLeakWarning) as record:
         PrivacyLedger().record(folds, cv=kfold)
+    # Each fold's scaler is named by its own path, so none hides another.
+    named = {
+        str(w.message).split(" reads the training data")[0]
+        for w in record
+        if w.category is PrivacyLeakWarning
+    }
+    assert named == {
+        f"cross_validate/estimator[{i}]/standardscaler (StandardScaler)"
+        for i in range(3)
+    }
 
 
 # --------------------------------------------------------------------------
@@ -719,6 +729,42 @@ def test_a_users_own_wrapper_holding_dp_fits_is_refused(data):
     fitted = _TwoFits(dp_model()).fit(X, y)
     with pytest.raises(ValueError, match="cannot count"):
         PrivacyLedger(delta=DELTA).record(fitted)
+
+
+class _SpentWithoutBudget(ClassifierMixin, BaseEstimator):
+    """A third-party DP model: reports what it spent, declares no budget."""
+
+    def __init__(self, epsilon=1.0):
+        self.epsilon = epsilon
+
+    def fit(self, X, y):
+        self.model_ = dp_model(self.epsilon).fit(X, y)
+        self.privacy_spent_ = self.model_.privacy_spent_
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
+def test_a_search_over_a_step_without_a_declared_budget_is_refused(data):
+    # The search keeps only the refit: the other fits are charged from the
+    # steps' declared budgets, so a step that reports a cost but declares
+    # none leaves them unbounded. Refused, naming the step by its path.
+    X, y = data
+    search = GridSearchCV(
+        Pipeline([("model", _SpentWithoutBudget())]),
+        {"model__epsilon": [0.5, 1.0]},
+        cv=KFold(3, shuffle=True, random_state=0),
+    ).fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    with pytest.raises(
+        ValueError,
+        match=r"^GridSearchCV/model \(_SpentWithoutBudget\) reports privacy_spent_ "
+        r"but declares no privacy_budget\(\)",
+    ):
+        ledger.record(search)
+    assert len(ledger) == 0
 
 
 def test_searches_over_known_wrappers_are_charged_or_refused(data):
@@ -1518,6 +1564,18 @@ def test_bagging_that_seeds_its_dp_models_is_named(data):
     seeded = [m for m in messages if "seeded the privacy noise" in m]
     assert len(seeded) == 1
     assert "3 DP fit(s)" in seeded[0] and "global random state" in seeded[0]
+    assert "estimators_[2] (DPLogisticRegression)) from NumPy's" in seeded[0]
+    # More than three seeded fits: the first three are named, then "...".
+    bagging = BaggingClassifier(dp_model(), n_estimators=4, bootstrap=False)
+    with pytest.warns(PrivacyLeakWarning):
+        bagging.fit(X, y)
+    messages = record_quietly(PrivacyLedger(delta=DELTA), bagging)
+    shown = ", ".join(f"estimators_[{i}] (DPLogisticRegression)" for i in range(3))
+    assert any(
+        f"seeded the privacy noise of 4 DP fit(s) it holds ({shown}, ...) from "
+        "NumPy's global random state" in m
+        for m in messages
+    )
     # A seed given to the bagging is still not one given to the DP models.
     bagging = BaggingClassifier(
         dp_model(), n_estimators=2, bootstrap=False, random_state=0
