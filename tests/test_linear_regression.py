@@ -469,8 +469,9 @@ def test_dask_fit_matches_in_memory(k):
     memory = DPLinearRegression(random_state=0).fit(X, y)
     Xd = da.from_array(X, chunks=(700, 3))
     yd = da.from_array(y, chunks=(700,) if k == 1 else (700, k))
-    for target in (y, yd):
-        dask_fit = DPLinearRegression(random_state=0).fit(Xd, target)
+    one = yd.rechunk({0: len(X)})  # numpy X: one chunk of rows
+    for X_fit, target in ((Xd, y), (Xd, yd), (X, one)):
+        dask_fit = DPLinearRegression(random_state=0).fit(X_fit, target)
         np.testing.assert_allclose(dask_fit.coef_, memory.coef_, rtol=1e-8)
         np.testing.assert_allclose(dask_fit.intercept_, memory.intercept_, rtol=1e-8)
         assert dask_fit.privacy_spent_ == memory.privacy_spent_
