@@ -85,6 +85,8 @@ def test_sensitivity_and_multiplier_match_an_independent_accountant(
     assert spent.mu == pytest.approx(mu_from_epsilon(epsilon, 1e-6), rel=1e-9)
     assert spent.epsilon <= epsilon * (1 + 1e-12)
     assert spent.adjacency == "replace one record"
+    assert "DPPCA" in spent.mechanism
+    assert ("centring" in spent.mechanism) == with_mean
     accountant = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
     accountant.compose(dp_accounting.GaussianDpEvent(z))
     assert accountant.get_epsilon(1e-6) == pytest.approx(epsilon, rel=2e-3)
@@ -228,8 +230,33 @@ def test_huge_and_float32_inputs_give_finite_results():
 
 
 def test_verbose_states_the_guarantee(capsys):
+    """The printed noise std on the covariance's diagonal is z·sqrt(2)·R²/n,
+    R² = C² + (C/2)², C = sqrt(3) (recomputed from the docstring)."""
     DPPCA(verbose=1, random_state=0).fit(np.ones((100, 3)))
-    assert "[DPPCA]" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[DPPCA]" in out
+    sigma = gaussian_noise_multiplier(1.0, 1e-5) * math.sqrt(2) * (3 + 3 / 4)
+    assert f"noise std {sigma / 100:.4g} on the" in out
+
+
+def test_explained_variance_ratio_and_n_samples(monkeypatch):
+    """The ratio sums to 1 however small the total variance (a clip of 0.01
+    makes it about 1e-4), and is 0, not NaN, when every eigenvalue is
+    floored at 0 (here a release of zeros); n_samples_ is the public n."""
+    X = np.random.default_rng(0).normal(size=(1000, 3))
+    pca = DPPCA(clip_norm=0.01, random_state=0).fit(X)
+    assert 0 < pca.explained_variance_.sum() < 1
+    assert pca.explained_variance_ratio_.sum() == pytest.approx(1.0, rel=1e-12)
+    assert pca.n_samples_ == 1000
+    monkeypatch.setattr(
+        _pca,
+        "gram_mechanism",
+        lambda value, *, row_norm_bound, noise_multiplier, rng: np.zeros_like(value),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        pca = DPPCA(2, random_state=0).fit(X)
+    np.testing.assert_array_equal(pca.explained_variance_ratio_, np.zeros(2))
 
 
 # --------------------------------------------------------------------------
@@ -246,6 +273,28 @@ def test_secure_noise_fits_within_budget_and_refuses_a_seed():
     assert largest_angle(PCA(3).fit(X).components_, pca.components_) < 30
     with pytest.raises(ValueError, match="cannot be seeded"):
         DPPCA(noise="secure", random_state=0).fit(X)
+
+
+def test_secure_noise_reaches_the_release(monkeypatch):
+    """noise="secure" must reach the sampler, not only the accounting: the
+    one Gram release draws from a SecureNoise source."""
+    from skdp.mechanisms import SecureNoise
+
+    sources = []
+    real = _pca.gram_mechanism
+
+    def spy(value, *, row_norm_bound, noise_multiplier, rng):
+        sources.append(rng)
+        return real(
+            value,
+            row_norm_bound=row_norm_bound,
+            noise_multiplier=noise_multiplier,
+            rng=rng,
+        )
+
+    monkeypatch.setattr(_pca, "gram_mechanism", spy)
+    DPPCA(2, noise="secure").fit(spiked(0, n=500, d=6, spikes=(5.0,)))
+    assert len(sources) == 1 and isinstance(sources[0], SecureNoise)
 
 
 def test_dask_fit_matches_in_memory_and_transform_is_lazy():
@@ -315,12 +364,12 @@ def test_secure_audit_does_not_refute_the_claim():
 
 def test_gram_canary_pair_attains_the_sensitivity():
     X = np.random.default_rng(0).normal(size=(20, 4))
-    for with_mean in (True, False):
-        est = DPPCA(with_mean=with_mean)
+    for with_mean, clip_norm in [(True, "auto"), (False, "auto"), (True, 3.0)]:
+        est = DPPCA(with_mean=with_mean, clip_norm=clip_norm)
         canary = GramCanary()
         canary.build(est, X)
-        C = 2.0
-        c = 1.0 if with_mean else 0.0
+        C = 2.0 if clip_norm == "auto" else clip_norm  # sqrt(d), d = 4
+        c = C / 2 if with_mean else 0.0
         assert np.linalg.norm(canary.delta_) == pytest.approx(
             gram_sensitivity(math.sqrt(C * C + c * c)), rel=1e-12
         )

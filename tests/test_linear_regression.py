@@ -9,6 +9,7 @@ with margin on the seeds used.
 """
 
 import math
+import re
 import warnings
 
 import dp_accounting
@@ -112,6 +113,8 @@ def test_sensitivities_and_multipliers_match_an_independent_accountant(
     multipliers = [c[2] for c in calls]
     spent = reg.privacy_spent_
     assert spent.adjacency == "replace one record"
+    assert "DPLinearRegression" in spent.mechanism
+    assert ("AdaSSP" in spent.mechanism) == (alpha == "auto")
     assert spent.epsilon == pytest.approx(epsilon, rel=1e-9)
     assert spent.epsilon <= epsilon * (1 + 1e-12)
     assert spent.mu == pytest.approx(
@@ -188,6 +191,99 @@ def test_adassp_ridge_is_zero_when_the_data_dominates_and_large_when_not():
     R2 = 2 + 1 + math.sqrt(3) / 2 * 4
     sigma = z * math.sqrt(2) * R2
     assert reg.alpha_ >= sigma * math.sqrt(2 * 2) and np.all(np.isfinite(reg.coef_))
+
+
+def test_private_eigenvalue_lower_bound_is_the_noisy_minimum_less_its_tail(
+    monkeypatch,
+):
+    """With the noise off (the mechanism returns its input) the bound is
+    exactly max(0, λ_min - z·C²·sqrt(2 log(1/ρ))), ρ = 0.05 (Wang 2018,
+    Algorithm 2), from one release of sensitivity C² and multiplier z."""
+    calls = []
+
+    def exact(value, *, sensitivity, noise_multiplier, rng):
+        calls.append((sensitivity, noise_multiplier))
+        return np.asarray(value, dtype=float)
+
+    monkeypatch.setattr(_linear, "gaussian_mechanism", exact)
+    A = np.random.default_rng(0).standard_normal((50, 3))
+    gram = A.T @ A
+    z, C = 0.5, 2.0
+    expected = np.linalg.eigvalsh(gram)[0] - z * C * C * math.sqrt(2 * math.log(20))
+    assert expected > 1
+    bound = _linear._private_eigenvalue_lower_bound(gram, C, z, None)
+    assert bound == pytest.approx(expected, rel=1e-9)
+    assert calls == [(C * C, z)]
+    assert _linear._private_eigenvalue_lower_bound(gram, C, 100.0, None) == 0.0
+
+
+@pytest.mark.parametrize("column", [3.0, 0.01])
+def test_adassp_ridge_is_the_stated_noise_bound_less_the_curvature(column):
+    """The docstring's bound recomputed: σ·(sqrt(2d) + sqrt(2 log(1/ρ))), plus
+    with an intercept (2·||c||·e + e²)/(n·c²), e = σ·sqrt(d/2),
+    ||c||² = max(0, ||ĉ||² - e²), less the curvature, floored at 0; a large
+    noisy column (3 per entry) and one below its noise (0.01: ||c|| = 0)."""
+    n, d, sigma, lower = 100, 3, 0.7, 0.2
+    noisy = np.zeros((d + 2, d + 2))
+    noisy[:d, d] = noisy[d, :d] = column
+    base = sigma * (math.sqrt(2 * d) + math.sqrt(2 * math.log(20)))
+    assert _linear._adassp_ridge(noisy, n, d, None, sigma, lower) == pytest.approx(
+        base - lower, rel=1e-12
+    )
+    e = sigma * math.sqrt(d / 2)
+    c_norm = math.sqrt(max(0.0, d * column**2 - e**2))
+    assert (c_norm > 0) == (column > 1)
+    for constant in (1.0, 2.0):
+        expected = base + (2 * c_norm * e + e**2) / (n * constant**2) - lower
+        got = _linear._adassp_ridge(noisy, n, d, constant, sigma, lower)
+        assert got == pytest.approx(expected, rel=1e-12)
+    assert _linear._adassp_ridge(noisy, n, d, None, sigma, 1e9) == 0.0
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_solve_is_ridge_for_any_target_weight_and_intercept_constant(fit_intercept):
+    """From the exact Gram matrix of rows (x, c, β·y), with c = 2 and β = 0.5
+    (not 1, so that a weight or constant applied the wrong way shows),
+    _solve is scikit-learn's Ridge."""
+    rng = np.random.default_rng(0)
+    n, d, c, beta, alpha = 200, 3, 2.0, 0.5, 1.5
+    X = rng.standard_normal((n, d)) + 1.0
+    y = X @ [1.0, -2.0, 0.5] + 3.0 + 0.1 * rng.standard_normal(n)
+    parts = [X] + ([np.full((n, 1), c)] if fit_intercept else []) + [beta * y[:, None]]
+    W = np.hstack(parts)
+    coef, intercept = _linear._solve(
+        W.T @ W, n, d, c if fit_intercept else None, beta, alpha
+    )
+    ref = Ridge(alpha=alpha, fit_intercept=fit_intercept).fit(X, y)
+    np.testing.assert_allclose(coef[0], ref.coef_, rtol=1e-9)
+    assert intercept[0] == pytest.approx(ref.intercept_, rel=1e-9, abs=1e-12)
+
+
+def test_solve_falls_back_to_least_squares_on_a_singular_system():
+    """Two identical columns and no ridge: the system is singular, the
+    answer is the minimum-norm least-squares solution (finite)."""
+    x = np.random.default_rng(1).standard_normal(100)
+    W = np.column_stack([x, x, 2.0 * x])
+    coef, _ = _linear._solve(W.T @ W, 100, 2, None, 1.0, 0.0)
+    np.testing.assert_allclose(coef[0], [1.0, 1.0], rtol=1e-9)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_fit_hands_the_intercept_constant_to_the_ridge(monkeypatch, fit_intercept):
+    """The ridge's centring term is there exactly when the Gram matrix has
+    the intercept column (constant 1)."""
+    seen = []
+    real = _linear._adassp_ridge
+
+    def spy(noisy, n, d, constant, sigma, lower):
+        seen.append(constant)
+        return real(noisy, n, d, constant, sigma, lower)
+
+    monkeypatch.setattr(_linear, "_adassp_ridge", spy)
+    DPLinearRegression(fit_intercept=fit_intercept, random_state=0).fit(
+        *_data(n=500, d=3)[:2]
+    )
+    assert seen == [1.0 if fit_intercept else None]
 
 
 # --------------------------------------------------------------------------
@@ -299,6 +395,11 @@ def test_verbose_states_the_guarantee(capsys):
     DPLinearRegression(verbose=1, random_state=0).fit(*_data(n=100, d=2)[:2])
     out = capsys.readouterr().out
     assert "[DPLinearRegression]" in out and "replace one record" in out
+    # The Gram release's std z_gram·sqrt(2)·R², 90% of μ² on it, d = 2.
+    z = gaussian_noise_multiplier(1.0, 1e-5, 2) / math.sqrt(2) / math.sqrt(0.9)
+    R2 = 2 + 1 + math.sqrt(3) / 2 * 4
+    printed = float(re.search(r"Gram noise std (\S+) ", out).group(1))
+    assert printed == pytest.approx(z * math.sqrt(2) * R2, rel=1e-3)
 
 
 # --------------------------------------------------------------------------
@@ -340,6 +441,27 @@ def test_secure_noise_fits_within_budget_and_refuses_a_seed():
         DPLinearRegression(noise="secure", random_state=0).fit(X, y)
 
 
+def test_secure_noise_reaches_both_releases(monkeypatch):
+    """noise="secure" must reach the samplers, not only the accounting: the
+    eigenvalue's and the Gram matrix's releases draw from a SecureNoise."""
+    sources = []
+    real_gram, real_gauss = _linear.gram_mechanism, _linear.gaussian_mechanism
+
+    def gram(value, *, rng, **kwargs):
+        sources.append(("gram", rng))
+        return real_gram(value, rng=rng, **kwargs)
+
+    def gauss(value, *, rng, **kwargs):
+        sources.append(("eigenvalue", rng))
+        return real_gauss(value, rng=rng, **kwargs)
+
+    monkeypatch.setattr(_linear, "gram_mechanism", gram)
+    monkeypatch.setattr(_linear, "gaussian_mechanism", gauss)
+    DPLinearRegression(noise="secure").fit(*_data(n=500, d=3)[:2])
+    assert [kind for kind, _ in sources] == ["eigenvalue", "gram"]
+    assert all(isinstance(rng, mech.SecureNoise) for _, rng in sources)
+
+
 @pytest.mark.parametrize("k", [1, 2])
 def test_dask_fit_matches_in_memory(k):
     da = pytest.importorskip("dask.array")
@@ -347,8 +469,9 @@ def test_dask_fit_matches_in_memory(k):
     memory = DPLinearRegression(random_state=0).fit(X, y)
     Xd = da.from_array(X, chunks=(700, 3))
     yd = da.from_array(y, chunks=(700,) if k == 1 else (700, k))
-    for target in (y, yd):
-        dask_fit = DPLinearRegression(random_state=0).fit(Xd, target)
+    one = yd.rechunk({0: len(X)})  # numpy X: one chunk of rows
+    for X_fit, target in ((Xd, y), (Xd, yd), (X, one)):
+        dask_fit = DPLinearRegression(random_state=0).fit(X_fit, target)
         np.testing.assert_allclose(dask_fit.coef_, memory.coef_, rtol=1e-8)
         np.testing.assert_allclose(dask_fit.intercept_, memory.intercept_, rtol=1e-8)
         assert dask_fit.privacy_spent_ == memory.privacy_spent_
