@@ -278,13 +278,16 @@ def _block_gradient_sum(
         g[skip] = 0.0  # the canary takes this record's place
     d, k = coef.shape
     total = np.empty((d + 1, k))
-    if sp.issparse(block):
-        total[:d] = block.T @ g
-    else:
-        # np.dot, not @: numpy's matmul held the GIL for this product, so two
-        # Dask task threads ran it one after the other (speed-up 1.0 against
-        # 1.8 with np.dot, blocks of 2·10⁴ x 50 rows, one BLAS thread each).
+    if not sp.issparse(block) and block.flags.c_contiguous:
+        # A row-major block (a Dask chunk as stored): np.dot, not @. numpy's
+        # matmul held the GIL for this product, so two Dask task threads ran
+        # it one after the other (speed-up 1.0 against 1.8 with np.dot,
+        # blocks of 2·10⁴ x 50 rows, one BLAS thread each). A block of the
+        # in-memory engine's column-major X is strided, which np.dot would
+        # copy: @ hands the strides to BLAS.
         total[:d] = np.dot(block.T, g)
+    else:
+        total[:d] = block.T @ g
     total[d] = g.sum(axis=0)
     return total
 
