@@ -12,6 +12,17 @@ from sklearn.utils import check_array
 from ._canary import Canary, _replace_row, _unit
 
 
+def _bounds_or_range(estimator, d):
+    """Per-feature ``(lower, upper)``: a scaler's public bounds, or its
+    public search range ``±data_range`` when it finds them privately."""
+    if estimator.bounds is None:
+        lower = np.full(d, -float(estimator.data_range))
+        return lower, -lower
+    return tuple(
+        np.broadcast_to(np.asarray(b, dtype=float), (d,)) for b in estimator.bounds
+    )
+
+
 class BallCanary(Canary):
     """Worst-case canary for a clipped mean and second moment (DPGaussianSampler).
 
@@ -215,14 +226,7 @@ class ExtremeRecordCanary(Canary):
     def build(self, estimator, X, y=None):
         X = check_array(X, dtype=np.float64)
         d = X.shape[1]
-        if estimator.bounds is None:
-            lower = np.full(d, -float(estimator.data_range))
-            upper = -lower
-        else:
-            lower, upper = (
-                np.broadcast_to(np.asarray(b, dtype=float), (d,))
-                for b in estimator.bounds
-            )
+        lower, upper = _bounds_or_range(estimator, d)
         self.n_samples_ = X.shape[0]
         return (
             (_replace_row(X, self.index, upper), y),
@@ -297,14 +301,7 @@ class HistogramCanary(Canary):
     def build(self, estimator, X, y=None):
         X = check_array(X, dtype=np.float64)
         d = X.shape[1]
-        if estimator.bounds is None:
-            lower = np.full(d, -float(estimator.data_range))
-            upper = -lower
-        else:
-            lower, upper = (
-                np.broadcast_to(np.asarray(b, dtype=float), (d,))
-                for b in estimator.bounds
-            )
+        lower, upper = _bounds_or_range(estimator, d)
         return (
             (_replace_row(X, self.index, upper), y),
             (_replace_row(X, self.index, lower), y),
