@@ -483,22 +483,20 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
     time depends on the data (peeling rounds). Every fit on the same data
     spends the budget again (see :class:`skdp.PrivacyLedger`). The unbounded
     output's TV guarantee is over fresh data: given one data set, the draws
-    are not N(μ, Σ). **Known open issue** (unbounded mode): the PTR score's
-    stability (Lemma 3.5, "moves by at most 2 between neighbours") is proved
-    in exact arithmetic; in float64 it is tested for rows up to 1e300 and for
-    duplicated rows, but it fails for data whose covariance-half differences
-    fall into two groups of near-equal size, one at least ~1e17 times smaller
-    than the other (beyond float64's precision), the larger group on a line
-    or in a hyperplane: one row moved from one group to the other then moves
-    the numerical rank decision and the score by up to 5
-    (``tests/test_gaussian_sampler.py``,
-    ``test_tiny_rows_do_not_set_the_rank_scale``, an expected failure until
-    fixed; gaps of 1e-17 to 1e-300 all fail, 1e-14 does not). Data with such
-    a gap is not protected by the stated guarantee. Closing it needs the
-    rank decision in exact arithmetic (or a scale released privately): any
-    tolerance relative to an order statistic of the rows' sizes can be moved
-    across such a gap by one row, and a tolerance relative to the largest row
-    lets one huge row make every point an outlier.
+    are not N(μ, Σ).
+
+    **Floating point** (unbounded mode): the PTR score's stability (Lemma
+    3.5, "moves by at most 2 between neighbours") is proved in exact
+    arithmetic; in float64 the rank decision uses a tolerance that reads a
+    different order statistic of the rows' sizes at each level, so that one
+    row can move it only as far as the proof's next level allows, and pair
+    differences below 2^-290 (≈ 5e-88) count as 0 so that every QR fits in
+    float64's range (data at that scale should be rescaled). The computed
+    leverages are assumed to keep the exact ones' inequalities within the
+    levels' margin (Householder QR of row-sorted rows is row-wise backward
+    stable). Tested for rows up to 1e300, duplicated rows, and adversarial
+    data whose pairs fall into groups 1e14 to 1e250 apart in size, one of
+    them in a hyperplane (see :mod:`skdp.gaussian._subroutines`).
 
     **Dask.** With ``method="bounded"``, ``fit`` also takes a
     ``dask.array.Array``: the clipped sum and sum of outer products are one

@@ -18,15 +18,30 @@ but finite row must not break that in float64. So (issue 29, item 10):
   power of two (exact): no ``YᵀY`` is formed (which squares the condition
   number and overflows at 1e154), and sorted rows make Householder QR
   row-wise backward stable (Cox & Higham 1998), so one huge row gets
-  leverage ≈ 1 and the others keep theirs. ``A(S)`` counts as singular
-  (every point an outlier, Algorithm 4) only when a pivot of R is below
-  ``max(|S|, d)·eps`` times the *median* size of the non-zero rows of
-  ``Y_S``, a scale one row cannot move, not relative to the largest row
-  (which would call every matrix with one huge row singular). Zero rows
-  (duplicated pairs) add nothing to ``A(S)`` and are left out of the
-  median: counted, they would set the scale to 0 once half the pairs are
-  duplicates, and one row more or less would switch a numerically singular
-  ``Y_S`` between "singular" (Score k) and "full rank".
+  leverage ≈ 1 and the others keep theirs.
+* ``A(S)`` counts as singular (every point an outlier, Algorithm 4) at
+  level ℓ when ``σ_min(Y_S) <= τ_ℓ = m·eps·e^{-ℓ/(2k)}·s_[j0+ℓ]``, where
+  ``s_[j]`` is the j-th largest row size of all m rows (zero rows
+  included, 0 beyond m) and ``j0 ≈ m/2 - k``. A tolerance relative to the
+  largest row would let one huge row make every point an outlier; one
+  relative to a fixed order statistic (the median) can be moved across a
+  gap in the rows' sizes by one row (two groups of rows ~1e17 apart, one
+  on a line: the score moved by 5). With the level-indexed order
+  statistic the proof of Lemma 3.5 goes through: for neighbours Y, Y'
+  (one row replaced) ``s'_[j+1] <= s_[j]``, and a λ_ℓ-good S keeps
+  ``σ_min(Y_{S∖i})² >= (1 - λ_ℓ/m)·σ_min(Y_S)² >= e^{-1/k}·σ_min(Y_S)²``
+  (``yyᵀ ⪯ (λ_ℓ/m)·Y_SᵀY_S`` for every y in S; ``λ_{2k}/m <= 1/(16k)`` by
+  Lemma 3.1's condition ``n2 >= 16e²λ0k``), so ``S∖{i}`` is non-singular
+  for Y' at level ℓ+1, where ``τ'_{ℓ+1} <= e^{-1/(2k)}·τ_ℓ``; the
+  thresholds grow as ℓ falls, so the sets stay nested, and within one data
+  set the singular decision is monotone in S (σ_min is). ``σ_min`` is
+  ``1/||R^{-1}||₂`` of the QR's R, relatively accurate for a graded R.
+  What remains assumed is that the computed leverages keep the exact
+  ones' inequalities within the levels' margin (a factor e^{1/k} against
+  at most ``1/(1 - 1/(16k))``), which row-wise backward stability gives
+  unless ``Y_S`` is within a few orders of magnitude of the rank
+  threshold; a seeded fuzz test (``tests/test_gaussian_sampler.py``)
+  checks the score's sensitivity on such data.
 * StableMean's distances ``||x_i - x_j||²_{Σ̂}`` are expanded as
   ``||a||² + ||b||² - 2aᵀb`` around the coordinate-wise median of the
   whitened reference set (a translation, exact in real arithmetic), which
@@ -38,6 +53,10 @@ but finite row must not break that in float64. So (issue 29, item 10):
   origin; a distance that overflows is +inf ("far", its exact-arithmetic
   outcome), and one that is undefined (inf - inf, two huge rows) is
   recomputed directly from the difference of the two rows.
+* Σ̂ is factored by a pivoted QR of the weighted, row-sorted pairs, not by
+  a Cholesky of ``Σ̂`` (which fails at a condition number near 1/eps,
+  long before the rank threshold above: the run would Fail on data whose
+  score passed).
 * The covariance half is paired as ``(X_a/2 - X_b/2)`` (never overflows;
   the scores are invariant to the scale of Y), numerics run under
   ``np.errstate(all="ignore")`` with every non-finite result handled
@@ -71,63 +90,124 @@ _BLOCK_ROWS = 10_000
 _EPS = float(np.finfo(np.float64).eps)
 
 
-# A(S) is singular when a pivot of R is at most this many ulps (times
-# max(|S|, d)) of the median size of the non-zero rows of Y_S.
+# Pair differences below this magnitude count as 0, and every QR scales its
+# largest entry to 2^_TOP_EXPONENT: the non-zero entries then lie in
+# [2^-714, 2^600], inside float64's normal range with room for the QR's
+# products, whatever finite data comes in (module docstring).
+_FLUSH = 2.0**-290
+_TOP_EXPONENT = 600
+
+# A(S) is singular at level ℓ when the smallest singular value of Y_S is at
+# most this many ulps, times m, of the level's scale (see _rank_tolerances).
 _RANK_ULPS = 1.0
+_LOG2_E = math.log2(math.e)
+
+
+def _flush_tiny(Y):
+    """Entries of magnitude below 2^-290 (≈ 5e-88) set to 0 (row-local)."""
+    return np.where(np.abs(Y) < _FLUSH, 0.0, Y)
+
+
+def _rank_tolerances(Y, k):
+    """log2 of the singularity threshold of A(S) at each level ℓ = 0..2k.
+
+    Level ℓ calls ``Y_S`` singular when ``σ_min(Y_S) <= τ_ℓ`` with
+    ``τ_ℓ = m·eps·e^{-ℓ/(2k)}·s_[j0 + ℓ]``, where ``s_[j]`` is the j-th
+    largest row size (max-abs) of *all* m rows of Y (0 beyond m) and
+    ``j0 = max(1, (m - 2k + 1)//2)``, so the levels read the order
+    statistics around the median. The index grows with the level, so
+    for neighbours Y, Y' (one row replaced) ``s'_[j+1] <= s_[j]``, and
+    ``τ'_{ℓ+1} <= e^{-1/(2k)}·τ_ℓ``: level ℓ+1 of the neighbour is at least
+    as permissive as level ℓ shrunk by the factor a good set's σ_min can
+    lose with one row (module docstring). Zero rows count (size 0); a scale
+    of 0 means "singular only if σ_min is 0".
+    """
+    m, d = Y.shape
+    levels = np.arange(2 * k + 1)
+    j = max(1, (m - 2 * k + 1) // 2) + levels  # 1-based, descending order
+    size = np.max(np.abs(Y), axis=1) if d else np.zeros(m)
+    inside = j <= m
+    scale = np.zeros(levels.size)
+    if inside.any():
+        kth = m - j[inside]  # the j-th largest is the (m - j)-th smallest
+        scale[inside] = np.partition(size, kth)[kth]
+    with np.errstate(divide="ignore"):
+        log2_scale = np.log2(scale)
+    decay = levels / (2 * max(k, 1)) * _LOG2_E
+    return math.log2(_RANK_ULPS * max(m, d) * _EPS) - decay + log2_scale
 
 
 def _good_set_norms(Y, mask):
-    """``m·Y_iᵀ(Σ_{j∈S} Y_j Y_jᵀ)^{-1}Y_i`` for every i in S, or None if singular.
+    """``m·Y_iᵀ(Σ_{j∈S} Y_j Y_jᵀ)^{-1}Y_i`` on S and ``log2 σ_min(Y_S)``.
 
     The leverages of ``Y_S`` times m = ``len(Y)`` (Algorithm 4 normalises
     A by m): the squared row norms of Q in a pivoted QR of ``Y_S``. Rows
     are sorted by decreasing max-abs (leverages do not depend on the row
     order) and scaled by one power of two, so that the largest entry is
-    2^300: exact, free of overflow, and leaving 10^-210 of headroom below
-    for the smallest rows. Returns an array of length m (entries outside S
-    are 0) or None when ``Y_S`` has rank < d (module docstring).
+    2^600: exact, free of overflow, and (entries below 2^-290 flushed to 0)
+    keeping every non-zero entry above 2^-714. ``σ_min(Y_S)`` is
+    ``1/||R^{-1}||₂`` (relatively accurate for a graded R, unlike an SVD of
+    R, whose small singular values carry an error of eps times the
+    largest). Returns ``(q, log2_sigma)``:
+    q of length m (0 outside S), or ``(None, -inf)`` when ``Y_S`` has fewer
+    rows than columns or no finite non-zero row. The caller compares
+    ``log2_sigma`` with the level's :func:`_rank_tolerances`.
     """
     m, d = Y.shape
     Ys = Y[mask]
     if Ys.shape[0] < d:
-        return None
+        return None, -np.inf
     size = np.max(np.abs(Ys), axis=1)
     top = size.max()
     if not np.isfinite(top) or top == 0.0:
-        return None
-    shift = 300 - np.frexp(top)[1]
+        return None, -np.inf
+    shift = _TOP_EXPONENT - int(np.frexp(top)[1])
     order = np.argsort(-size, kind="stable")
     Z = np.ldexp(Ys[order], shift)
     Q, R, _ = qr(Z, mode="economic", pivoting=True, check_finite=False)
-    pivots = np.abs(np.diag(R))
-    # Zero rows (duplicated pairs) add nothing to A(S): they are not a scale.
-    scale = np.median(size[size > 0])
-    tol = _RANK_ULPS * max(Z.shape[0], d) * _EPS * np.ldexp(scale, shift)
-    if not (np.all(np.isfinite(pivots)) and pivots.min() > tol):
-        return None
     q = np.zeros(m)
     rows = np.flatnonzero(mask)[order]
     q[rows] = m * np.einsum("ij,ij->i", Q, Q)
-    return q
+    return q, _log2_smallest_singular_value(R) - shift
 
 
-def largest_good_subset(Y, lam, start=None):
+def _log2_smallest_singular_value(R):
+    """``log2 σ_min`` of a square upper-triangular R (-inf if singular)."""
+    if not np.all(np.diag(R) != 0.0):
+        return -np.inf
+    R_inv = solve_triangular(R, np.eye(R.shape[0]), check_finite=False)
+    if not np.all(np.isfinite(R_inv)):
+        return -np.inf
+    largest = np.linalg.norm(R_inv, 2)
+    return -math.log2(largest) if np.isfinite(largest) and largest > 0 else -np.inf
+
+
+def _singular(q, log2_sigma, log2_tol):
+    return q is None or not log2_sigma > log2_tol
+
+
+def largest_good_subset(Y, lam, start=None, log2_tol=None):
     """Algorithm 4: the largest set S with ``Y_iᵀ A(S)^{-1} Y_i <= λ`` on S.
 
     Iterates ``S <- {i ∈ S : Y_iᵀ A(S)^{-1} Y_i <= λ}`` with
     ``A(S) = (1/m)·Σ_{j∈S} Y_j Y_jᵀ`` until nothing is removed; a singular A
     makes every point an outlier. The map is monotone and deflationary, so
     the iteration from [m] (or from any superset ``start`` of the answer that
-    the map shrinks) reaches the greatest fixed point.
+    the map shrinks) reaches the greatest fixed point. ``log2_tol``: the
+    singularity threshold (:func:`_rank_tolerances`; default: its level 0
+    with k = 0, the median row size).
 
     Returns a boolean mask of length m.
     """
+    Y = _flush_tiny(Y)
     m = Y.shape[0]
+    if log2_tol is None:
+        log2_tol = _rank_tolerances(Y, 0)[0]
     S = np.ones(m, dtype=bool) if start is None else start.copy()
     while S.any():
         with np.errstate(all="ignore"):
-            q = _good_set_norms(Y, S)
-        if q is None:
+            q, log2_sigma = _good_set_norms(Y, S)
+        if _singular(q, log2_sigma, log2_tol):
             S[:] = False
             break
         out = S & (q > lam)
@@ -140,11 +220,12 @@ def largest_good_subset(Y, lam, start=None):
 def stable_cov(Y, lambda0, k):
     """Algorithm 3 (StableCov) on paired rows ``Y`` (m x d), with early exit.
 
-    Levels ℓ = 2k, ..., 0 with thresholds ``e^{ℓ/k}·λ0`` are processed from
-    the top, each warm-started from the previous level's set (exact: the
-    sets are nested). The scores ``t_ℓ = m - |S_ℓ| + ℓ`` enter
-    ``Score = min(k, min_{ℓ<=k} t_ℓ)``. Once the running set has lost k
-    points at level ℓ0, every t_ℓ with ℓ <= ℓ0 is >= k, so the remaining
+    Levels ℓ = 2k, ..., 0 with thresholds ``e^{ℓ/k}·λ0`` (and singularity
+    thresholds :func:`_rank_tolerances`, which grow as ℓ falls) are
+    processed from the top, each warm-started from the previous level's
+    set (exact: the sets are nested). The scores ``t_ℓ = m - |S_ℓ| + ℓ``
+    enter ``Score = min(k, min_{ℓ<=k} t_ℓ)``. Once the running set has lost
+    k points at level ℓ0, every t_ℓ with ℓ <= ℓ0 is >= k, so the remaining
     levels cannot lower the score and are skipped (the score is computed
     from the levels already seen; the spec review's corrected rule).
 
@@ -160,27 +241,32 @@ def stable_cov(Y, lambda0, k):
 
 
 def _stable_cov(Y, lambda0, k):
+    Y = _flush_tiny(Y)
     m = Y.shape[0]
     S = np.ones(m, dtype=bool)
     # out_level[i]: the level at which i was removed (-1: never).
     out_level = np.full(m, -1, dtype=np.int64)
     score = k
-    q = _good_set_norms(Y, S)
-    q_max = -np.inf if q is None else q.max()
+    log2_tol = _rank_tolerances(Y, k)
+    q, log2_sigma = _good_set_norms(Y, S)
     n_in = m
     for level in range(2 * k, -1, -1):
         lam = math.exp(level / k) * lambda0
         lost_k = False
-        while n_in > 0 and (q is None or q_max > lam):
-            out = S.copy() if q is None else S & (q > lam)
+        while n_in > 0:
+            if _singular(q, log2_sigma, log2_tol[level]):
+                out = S.copy()
+            else:
+                out = S & (q > lam)
+                if not out.any():
+                    break
             S &= ~out
             out_level[out] = level
             n_in = int(S.sum())
             if m - n_in >= k:
                 lost_k = True
                 break
-            q = _good_set_norms(Y, S)
-            q_max = -np.inf if q is None else q[S].max(initial=-np.inf)
+            q, log2_sigma = _good_set_norms(Y, S)
         if lost_k:
             # t_ℓ >= k for every ℓ <= level: the score is settled.
             if level >= k:
@@ -351,10 +437,13 @@ def run_sampler(X, n1, n2, lambda0, k, n_ref, epsilon_p, ptr_bound, rng, rows=No
 
 
 def _half_pairs(X, rows, n1, n2):
-    """``Y_i/sqrt(2) = X_a/2 - X_b/2`` for the covariance half: never overflows."""
+    """``Y_i/sqrt(2) = X_a/2 - X_b/2`` for the covariance half: never overflows.
+
+    Entries below 2^-290 are flushed to 0 (:func:`_flush_tiny`).
+    """
     Yh = X[rows[n1 : n1 + n2]] * 0.5
     Yh -= X[rows[n1 + n2 : n1 + 2 * n2]] * 0.5
-    return Yh
+    return _flush_tiny(Yh)
 
 
 def ptr_score(X, n1, n2, lambda0, k, ref, rows=None):
@@ -372,16 +461,29 @@ def ptr_score(X, n1, n2, lambda0, k, ref, rows=None):
 
 
 def _covariance_factor(Yh, w):
-    """Cholesky factor of ``Σ̂ = Σ_i w_i Y_i Y_iᵀ`` (rows of weight 0 skipped)."""
+    """A factor of ``Σ̂ = Σ_i w_i Y_i Y_iᵀ`` (rows of weight 0 skipped), or None.
+
+    Returns ``(L, perm)`` with lower-triangular L and
+    ``Σ̂[perm][:, perm] = L·Lᵀ``, from a pivoted QR of the row-sorted,
+    power-of-two-scaled rows ``sqrt(2 w_i)·Y_i`` (no ``Σ̂`` is formed: a
+    Cholesky of it fails at a condition number near 1/eps, far below the
+    rank threshold of the good sets Σ̂ is built from). None only when a
+    diagonal of L is 0 or not finite.
+    """
     used = w > 0
-    Yu = Yh[used]
-    Sigma_hat = 2.0 * ((Yu * w[used, None]).T @ Yu)
-    if not np.all(np.isfinite(Sigma_hat)):
+    B = Yh[used] * np.sqrt(2.0 * w[used])[:, None]
+    size = np.max(np.abs(B), axis=1)
+    top = size.max(initial=0.0)
+    if B.shape[0] < B.shape[1] or not np.isfinite(top) or top == 0.0:
         return None
-    try:
-        return np.linalg.cholesky(Sigma_hat)
-    except np.linalg.LinAlgError:
+    shift = _TOP_EXPONENT - int(np.frexp(top)[1])
+    B = np.ldexp(B[np.argsort(-size, kind="stable")], shift)
+    R, perm = qr(B, mode="r", pivoting=True, check_finite=False)
+    L = np.ldexp(R[: B.shape[1]].T, -shift)
+    diagonal = np.diag(L)
+    if not (np.all(np.isfinite(L)) and np.all(diagonal != 0.0)):
         return None
+    return L, perm
 
 
 def _stable_statistics(Xm, Yh, lambda0, k, reference):
@@ -394,11 +496,12 @@ def _stable_statistics(Xm, Yh, lambda0, k, reference):
     w, score1 = stable_cov(Yh, lambda0, k)
     if w is None:
         return None
-    L = _covariance_factor(Yh, w)
-    if L is None:
+    factor = _covariance_factor(Yh, w)
+    if factor is None:
         return None
+    L, perm = factor
     ref = reference()
-    Xw = solve_triangular(L, Xm.T, lower=True, check_finite=False).T
+    Xw = solve_triangular(L, Xm[:, perm].T, lower=True, check_finite=False).T
     v, score2 = stable_mean(Xw, ref, lambda0, k)
     if v is None:
         return None
