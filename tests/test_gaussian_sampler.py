@@ -1806,3 +1806,25 @@ def test_rows_beyond_the_range_of_one_qr_do_not_make_every_point_an_outlier():
     score = stable_cov(Y, lambda0, k)[1]
     assert score < k
     assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
+
+
+def test_run_is_affine_equivariant_beyond_a_cholesky_condition_number():
+    """Algorithm 2 is affine equivariant: with the same coins, the run on
+    ``X·A`` releases the run on X mapped by A. With A = diag(1, 1e-9)·rotation
+    Σ̂ has condition number ~1e15-1e18, where a Cholesky of Σ̂ failed (the
+    run used to Fail on such data although its score passed: at 1e-9); the
+    factor now comes from a QR of the weighted rows. Tolerance: rounding
+    amplified by the condition number of A (1e9)."""
+    n1, n2, d, k, lambda0, M = 400, 600, 2, 4, 40.0, 60
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((n1 + 2 * n2, d)) @ np.array([[2.0, 0.0], [1.8, 0.5]]).T
+    args = (n1, n2, lambda0, k, M, 0.5, 30.0)
+    plain = run_sampler(X, *args, np.random.default_rng(10))
+    assert plain is not None
+    turn = np.array([[math.cos(0.5), -math.sin(0.5)], [math.sin(0.5), math.cos(0.5)]])
+    for small in (1e-6, 1e-9):
+        A = np.diag([1.0, small]) @ turn
+        got = run_sampler(X @ A, *args, np.random.default_rng(10))
+        assert got is not None, small
+        error = np.abs(got @ np.linalg.inv(A) - plain).max() / np.abs(plain).max()
+        assert error < 1e-6, small

@@ -103,9 +103,19 @@ _RANK_ULPS = 1.0
 _LOG2_E = math.log2(math.e)
 
 
-def _flush_tiny(Y):
-    """Entries of magnitude below 2^-290 (≈ 5e-88) set to 0 (row-local)."""
-    return np.where(np.abs(Y) < _FLUSH, 0.0, Y)
+def _flush_tiny(Y, copy=True):
+    """Entries of magnitude below 2^-290 (≈ 5e-88) set to 0 (row-local).
+
+    ``copy=False`` flushes ``Y`` in place (a fresh array of the caller's).
+    """
+    tiny = np.abs(Y) < _FLUSH
+    tiny &= Y != 0.0
+    if not tiny.any():
+        return Y
+    if copy:
+        Y = Y.copy()
+    Y[tiny] = 0.0
+    return Y
 
 
 def _rank_tolerances(Y, k):
@@ -237,11 +247,10 @@ def stable_cov(Y, lambda0, k):
     score : int
     """
     with np.errstate(all="ignore"):
-        return _stable_cov(Y, lambda0, k)
+        return _stable_cov(_flush_tiny(Y), lambda0, k)
 
 
 def _stable_cov(Y, lambda0, k):
-    Y = _flush_tiny(Y)
     m = Y.shape[0]
     S = np.ones(m, dtype=bool)
     # out_level[i]: the level at which i was removed (-1: never).
@@ -443,7 +452,7 @@ def _half_pairs(X, rows, n1, n2):
     """
     Yh = X[rows[n1 : n1 + n2]] * 0.5
     Yh -= X[rows[n1 + n2 : n1 + 2 * n2]] * 0.5
-    return _flush_tiny(Yh)
+    return _flush_tiny(Yh, copy=False)
 
 
 def ptr_score(X, n1, n2, lambda0, k, ref, rows=None):
@@ -464,14 +473,22 @@ def _covariance_factor(Yh, w):
     """A factor of ``Σ̂ = Σ_i w_i Y_i Y_iᵀ`` (rows of weight 0 skipped), or None.
 
     Returns ``(L, perm)`` with lower-triangular L and
-    ``Σ̂[perm][:, perm] = L·Lᵀ``, from a pivoted QR of the row-sorted,
-    power-of-two-scaled rows ``sqrt(2 w_i)·Y_i`` (no ``Σ̂`` is formed: a
-    Cholesky of it fails at a condition number near 1/eps, far below the
-    rank threshold of the good sets Σ̂ is built from). None only when a
+    ``Σ̂[perm][:, perm] = L·Lᵀ``. A Cholesky of ``Σ̂`` when Σ̂ is finite and
+    its condition number below 1e8 (where the two factors whiten alike up
+    to rounding); otherwise a pivoted QR of the row-sorted,
+    power-of-two-scaled rows ``sqrt(2 w_i)·Y_i``, which forms no Σ̂ (a
+    Cholesky fails at a condition number near 1/eps, far below the rank
+    threshold of the good sets Σ̂ is built from). None only when a
     diagonal of L is 0 or not finite.
     """
     used = w > 0
     B = Yh[used] * np.sqrt(2.0 * w[used])[:, None]
+    Sigma_hat = B.T @ B
+    if np.all(np.isfinite(Sigma_hat)) and np.linalg.cond(Sigma_hat) < 1e8:
+        try:
+            return np.linalg.cholesky(Sigma_hat), np.arange(B.shape[1])
+        except np.linalg.LinAlgError:  # not reached for a condition below 1e8
+            pass
     size = np.max(np.abs(B), axis=1)
     top = size.max(initial=0.0)
     if B.shape[0] < B.shape[1] or not np.isfinite(top) or top == 0.0:
@@ -493,7 +510,7 @@ def _stable_statistics(Xm, Yh, lambda0, k, reference):
     positive definite in float64 (not with exact arithmetic when Score1 < k:
     S_ℓ is a good set). ``reference()`` draws R, only once StableCov passed.
     """
-    w, score1 = stable_cov(Yh, lambda0, k)
+    w, score1 = _stable_cov(Yh, lambda0, k)  # Yh is flushed (_half_pairs)
     if w is None:
         return None
     factor = _covariance_factor(Yh, w)
