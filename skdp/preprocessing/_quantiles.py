@@ -91,6 +91,13 @@ _SIGNAL_SDS = 4.0
 #: noise alone does so with probability below 1.3e-3 per side and round.
 _END_SDS = 3.0
 
+#: A bin that stands out of the noise and falls visibly short of the run's
+#: target is an isolated spike if each of its neighbours holds less than
+#: this fraction of it (see :func:`isolated_spikes`). Visibly short: by more
+#: than ``_SHORT_SDS`` noise standard deviations.
+_BESIDE = 0.25
+_SHORT_SDS = 2.0
+
 #: The final interval is widened by this fraction of its width on each side.
 _PAD = 0.25
 
@@ -123,10 +130,68 @@ def bulk_window(noisy_counts, target, noise_std, signal_sds=None):
     first), until the run's noisy count is at least
     ``target - _MARGIN_SDS · noise_std · sqrt(b - a)``. A feature whose
     largest count does not exceed ``signal_sds · noise_std`` (default
-    ``_SIGNAL_SDS``) keeps the whole grid. Vectorised over features; the
-    loop is over bins.
+    ``_SIGNAL_SDS``) keeps the whole grid. A feature whose largest bin is an
+    isolated spike (:func:`isolated_spikes`) grows its run over the bins
+    that stand out of the noise only (:func:`_sparse_run`). Vectorised over
+    features; the loops are over bins and over isolated features.
     """
     signal_sds = _SIGNAL_SDS if signal_sds is None else signal_sds
+    a, b = _grow_run(noisy_counts, target, noise_std, signal_sds)
+    isolated = isolated_spikes(noisy_counts, target, noise_std, signal_sds)
+    for j in np.flatnonzero(isolated):  # a loop over features, never over samples
+        a[j], b[j] = _sparse_run(noisy_counts[j], target, noise_std, signal_sds)
+    return a, b
+
+
+def isolated_spikes(noisy_counts, target, noise_std, signal_sds):
+    """Features whose largest bin is a spike with nothing beside it.
+
+    The largest noisy count stands out of the noise (``signal_sds``), falls
+    short of the run's target by more than ``_END_SDS`` noise standard
+    deviations (it visibly does not hold the bulk: ``n`` is public, so the
+    rest of the data is elsewhere), and each of its neighbours holds less
+    than ``_BESIDE`` of it. A point mass (the zeros of a zero-inflated
+    column) looks so at every resolution; the largest bin of a continuous
+    distribution has neighbours of comparable size. Post-processing of one
+    noisy count matrix.
+    """
+    d, n_bins = noisy_counts.shape
+    rows = np.arange(d)
+    a = np.argmax(noisy_counts, axis=1)
+    peak = noisy_counts[rows, a]
+    left = np.where(a > 0, noisy_counts[rows, np.maximum(a - 1, 0)], -np.inf)
+    right = np.where(
+        a < n_bins - 1, noisy_counts[rows, np.minimum(a + 1, n_bins - 1)], -np.inf
+    )
+    return (
+        (peak > signal_sds * noise_std)
+        & (peak < target - _SHORT_SDS * noise_std)
+        & (np.maximum(left, right) < _BESIDE * peak)
+    )
+
+
+def _sparse_run(noisy_counts, target, noise_std, signal_sds):
+    """Run ``[a, b)`` of one feature over its bins that stand out of the noise.
+
+    The bins above ``signal_sds`` noise standard deviations, in order, are
+    grown into a run as by :func:`_grow_run` (neighbours in that list, the
+    empty bins between them skipped: never summed, so their noise cannot
+    close the run). If their run reaches its target, the interval spans it;
+    if not (the rest of the data is spread too thinly to stand out), the
+    whole grid is kept.
+    """
+    n_bins = noisy_counts.size
+    signal = np.flatnonzero(noisy_counts > signal_sds * noise_std)
+    counts = noisy_counts[signal][None, :]
+    a, b = _grow_run(counts, target, noise_std, signal_sds)
+    mass = counts[0, a[0] : b[0]].sum()
+    if mass < target - _MARGIN_SDS * noise_std * math.sqrt(b[0] - a[0]):
+        return 0, n_bins
+    return signal[a[0]], signal[b[0] - 1] + 1
+
+
+def _grow_run(noisy_counts, target, noise_std, signal_sds):
+    """The greedy run of :func:`bulk_window`, on every feature's bins as given."""
     d, n_bins = noisy_counts.shape
     rows = np.arange(d)
     a = np.argmax(noisy_counts, axis=1)
@@ -195,7 +260,8 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     lower = -upper
     fine = np.zeros(d, dtype=bool)  # which features get the fine grid
     # The interval each side returns to if mass turns up beyond it (below).
-    wider_lower, wider_upper = lower, upper
+    wider_lower = np.full(d, -float(data_range))
+    wider_upper = np.full(d, float(data_range))
     for _ in range(_ZOOM_ROUNDS):  # a loop over rounds, never over samples
         width = upper - lower
         n_bins = np.where(fine, _FINE_BINS, _ZOOM_BINS)
