@@ -57,9 +57,15 @@ _MAX_DATA_RANGE = MAX_HALF_WIDTH / 1.5
 #: smallest magnitude bin is ``[0, data_range·1e-12]``. A spread below it is
 #: indistinguishable from 0 and gets scikit-learn's zero-variance scale, 1.
 _RESOLUTION = 1e-12
-#: Public signal-to-noise ratio (see :func:`histogram_snr`) from which the
-#: bounds search and the moments (5 releases) beat one coarse histogram.
-_SEARCH_SNR = 100.0
+#: Public signal-to-noise ratio (see :func:`histogram_snr`) from which
+#: DPStandardScaler's bounds search and moments (5 releases) beat one coarse
+#: histogram: offset columns (a year, a balance) need the search at every
+#: ratio measured, centred bundled tables tie with the histogram from ~30
+#: (docs/benchmarks.md, "Which schedule, when").
+_SEARCH_SNR = 30.0
+#: The same switch for the quantile releases (skdp.preprocessing._stats) and
+#: the base of GaussianNB's subsampling ratio: not re-measured at 30.
+_QUANTILE_SEARCH_SNR = 100.0
 #: Below this ratio, a feature's bulk must hold more than ~1/3 of the records
 #: in one bin of the coarse grid to be seen at all: the fit warns.
 _MIN_SNR = 8.0
@@ -77,18 +83,29 @@ def histogram_snr(n_samples, n_features, epsilon, delta):
 
 
 def bounds_schedule(
-    n_samples, n_features, epsilon, delta, *, given, name, unseen, stacklevel
+    n_samples,
+    n_features,
+    epsilon,
+    delta,
+    *,
+    given,
+    name,
+    unseen,
+    stacklevel,
+    search_snr=None,
 ):
     """How a fit finds its bounds: "given", "search" or "histogram".
 
     "given": the bounds are public, nothing is spent on them; "search": the
     four-round search of :func:`private_bounds`, when ``n·μ/sqrt(2d) >=
-    _SEARCH_SNR``; else "histogram": one coarse histogram. Below ``_MIN_SNR``
-    a feature's bulk is seen only if about a third of the records fall in one
-    bin: a warning says so, ``unseen`` saying what the fit does with a feature
-    it does not see. Public: depends on the given-ness of the bounds, n, d, ε
-    and δ only, so neighbouring data sets get the same schedule (and the same
-    warning). ``stacklevel`` as for :func:`warnings.warn` called by the caller.
+    search_snr`` (a public constant; None: ``_QUANTILE_SEARCH_SNR``, the
+    quantile releases' switch); else "histogram": one coarse histogram.
+    Below ``_MIN_SNR`` a feature's bulk is seen only if about a third of the
+    records fall in one bin: a warning says so, ``unseen`` saying what the
+    fit does with a feature it does not see. Public: depends on the
+    given-ness of the bounds, n, d, ε and δ only, so neighbouring data sets
+    get the same schedule (and the same warning). ``stacklevel`` as for
+    :func:`warnings.warn` called by the caller.
     """
     if given:
         return "given"
@@ -103,7 +120,9 @@ def bounds_schedule(
             UserWarning,
             stacklevel=stacklevel + 1,
         )
-    return "search" if snr >= _SEARCH_SNR else "histogram"
+    if search_snr is None:
+        search_snr = _QUANTILE_SEARCH_SNR
+    return "search" if snr >= search_snr else "histogram"
 
 
 def moment_sensitivity(n_features):
@@ -553,6 +572,7 @@ class DPStandardScaler(
             name="DPStandardScaler",
             unseen="is scaled by data_range (in effect dropped)",
             stacklevel=4,  # the caller of fit (through its two decorators)
+            search_snr=_SEARCH_SNR,
         )
         n_iter = {"given": 1, "search": N_BOUND_RELEASES + 1, "histogram": 1}[schedule]
         if schedule == "search":
