@@ -3,7 +3,7 @@
 Without public bounds, ``DPStandardScaler`` chooses from public values (n, d,
 ε, δ) between one coarse histogram (``"histogram"``) and a four-round search
 for the bounds followed by noisy moments (``"search"``), switching at the
-signal-to-noise ratio ``n·μ/sqrt(2d) = 100`` (``_scaler._SEARCH_SNR``). This
+signal-to-noise ratio ``n·μ/sqrt(2d) = 30`` (``_scaler._SEARCH_SNR``). This
 script forces each schedule on every table and budget and prints the
 accuracy of ``make_private_pipeline(DPStandardScaler(),
 DPLogisticRegression(classes=...), epsilon=ε)`` (ROC AUC on the mixed
