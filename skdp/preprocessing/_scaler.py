@@ -232,7 +232,7 @@ class DPStandardScaler(
     inside the public range ``[-data_range, data_range]`` (see Notes).
 
     With little data for the number of features at the budget (the public
-    ratio ``n·μ/sqrt(2d)`` below 100, e.g. breast cancer at ε = 0.5-1 of a
+    ratio ``n·μ/sqrt(2d)`` below 30, e.g. breast cancer at ε = 0.5-2 of a
     pipeline), five releases would each drown in noise: the fit then makes
     one release, a coarse histogram of every feature, and reads the mean and
     scale from its bins (see Notes). Below a ratio of 8 it warns.
@@ -311,7 +311,7 @@ class DPStandardScaler(
     n_iter_ : int
         Number of Gaussian releases: 1 with given bounds, 5 with
         ``bounds=None`` (4 histograms, then the moments), 1 with
-        ``bounds=None`` when ``n·μ/sqrt(2d) < 100`` (one coarse histogram),
+        ``bounds=None`` when ``n·μ/sqrt(2d) < 30`` (one coarse histogram),
         0 when nothing is released.
     noise_multiplier_ : float
         The releases compose exactly to ``μ = sqrt(n_iter_) /
@@ -355,16 +355,22 @@ class DPStandardScaler(
       (grown from the fullest bin; computed from noisy counts only, so the
       grid sizes are post-processing too); a side whose bin beyond the
       interval holds more than 4% of n (beyond 3 noise standard deviations)
-      returns to the interval of the round before, whose run had cut real
-      mass off (a spike with values beyond it: a discrete, zero-inflated
-      column). The
-      final interval is widened by a quarter of its width on each side. These
-      four rounds get ``μ_b² = bounds_share·μ²``, the moments the rest.
+      returns to the interval of the round before (the public range for
+      the first round's), whose run had cut real mass off (a spike with
+      values beyond it: a discrete, zero-inflated column). A fullest bin
+      that visibly falls short of the 96% (by 2 noise standard deviations)
+      with neighbours under a quarter of it is a spike with nothing beside
+      it (a point mass): its run grows over the bins above the round's
+      signal threshold only, skipping the empty bins whose summed noise
+      would otherwise close it on the spike, or keeps the whole interval
+      if those bins cannot reach the 96%. The final interval is widened by
+      a quarter of its width on each side. These four rounds get ``μ_b² =
+      bounds_share·μ²``, the moments the rest.
       If the first round's noisy counts beyond the final interval add up to
       more than 2% of n (a spike at 0 with a heavy tail, which the zoom
       rounds would otherwise cut away), the interval is widened to the top
       of the highest such bin above the noise (post-processing);
-    * with ``bounds=None`` and ``n·μ/sqrt(2d) < 100`` (public: ``μ =
+    * with ``bounds=None`` and ``n·μ/sqrt(2d) < 30`` (public: ``μ =
       1/z`` of the whole budget), one ``d x 49`` count matrix of x on a
       public signed grid (bins a factor ``sqrt(10)`` wide over
       ``[data_range·1e-12, data_range]`` on each side, and a zero bin
@@ -438,7 +444,7 @@ class DPStandardScaler(
     and offset 10⁵ (5 seeds), the scale is within 2% down to sd = 10⁻⁴
     (``sd/|offset|`` = 10⁻⁹), off by up to 32% at 10⁻⁵ and by a factor 7 at
     10⁻⁶. Beyond ``sd/|offset|`` ≈ 10⁻⁹, give ``bounds``. These numbers are
-    for the search (``n·μ/sqrt(2d) >= 100``).
+    for the search at ratios ``n·μ/sqrt(2d)`` above 100.
 
     **Small data (one histogram).** In a pipeline with
     :class:`~skdp.linear_model.DPLogisticRegression` at total ε = 1
