@@ -106,6 +106,28 @@ def main():
                 f"- seed {seed}: {small.size} of 64 scales below 0.1"
                 + (f" (smallest {small[0]:.1e})" if small.size else "")
             )
+        std = X.std(axis=0)
+        live = std > 0.5
+        print(f"\nOver seeds 0-9, per fit ({live.sum()} columns of std > 0.5):")
+        for epsilon in (1.0, 2.0):
+            stats = []
+            for seed in range(10):
+                fitted = DPStandardScaler(epsilon=epsilon, random_state=seed).fit(X)
+                ratio = fitted.scale_[live] / std[live]
+                stats.append(
+                    [
+                        np.sum(fitted.scale_ < 0.1),
+                        np.sum(ratio < 0.5),
+                        np.median(ratio),
+                        np.abs(fitted.transform(X)).max(),
+                    ]
+                )
+            mean = np.mean(stats, axis=0)
+            print(
+                f"- ε = {epsilon:g}: scales below 0.1 {mean[0]:.1f}, scale/std "
+                f"below 0.5 {mean[1]:.1f}, median scale/std {mean[2]:.2f}, "
+                f"largest |transform(X)| {np.max(np.array(stats)[:, 3]):.1f}"
+            )
     finally:
         scaler_module._SEARCH_SNR = original
 
