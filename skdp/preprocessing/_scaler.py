@@ -357,13 +357,14 @@ class DPStandardScaler(
       interval holds more than 4% of n (beyond 3 noise standard deviations)
       returns to the interval of the round before (the public range for
       the first round's), whose run had cut real mass off (a spike with
-      values beyond it: a discrete, zero-inflated column). A fullest bin
-      that visibly falls short of the 96% (by 2 noise standard deviations)
-      with neighbours under a quarter of it is a spike with nothing beside
-      it (a point mass): its run grows over the bins above the round's
-      signal threshold only, skipping the empty bins whose summed noise
-      would otherwise close it on the spike, or keeps the whole interval
-      if those bins cannot reach the 96%. The final interval is widened by
+      values beyond it: a discrete, zero-inflated column). In every round,
+      a fullest bin that visibly falls short of the round's target (96% of
+      n, 98% in round 1; by 2 noise standard deviations) with neighbours
+      under a quarter of it is a spike with nothing beside it (a point
+      mass): its run grows over the bins above the round's signal
+      threshold only, skipping the empty bins whose summed noise would
+      otherwise close it on the spike, or keeps the whole interval if
+      those bins cannot reach the target. The final interval is widened by
       a quarter of its width on each side. These four rounds get ``μ_b² =
       bounds_share·μ²``, the moments the rest.
       If the first round's noisy counts beyond the final interval add up to
