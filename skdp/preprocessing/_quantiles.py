@@ -169,7 +169,7 @@ def isolated_spikes(noisy_counts, target, noise_std, signal_sds):
     """Features whose largest bin is a spike with nothing beside it.
 
     The largest noisy count stands out of the noise (``signal_sds``), falls
-    short of the run's target by more than ``_END_SDS`` noise standard
+    short of the run's target by more than ``_SHORT_SDS`` noise standard
     deviations (it visibly does not hold the bulk: ``n`` is public, so the
     rest of the data is elsewhere), and each of its neighbours holds less
     than ``_BESIDE`` of it. A point mass (the zeros of a zero-inflated
