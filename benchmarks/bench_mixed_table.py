@@ -8,15 +8,16 @@ generated (seeded) to have every kind of column that broke earlier defaults:
 a year (large offset, small spread), a balance near 1e6, a log-normal income,
 a debt column that is 85% zeros with a log-normal tail, an age, a column of
 scale 1e-3, a constant, and four one-hot columns; the label is logistic in
-them. Rows: ROC AUC (mean over 4 stratified splits, fresh noise per split)
-of the private pipeline with ``clip=True`` (the default) and ``clip=False``,
-and of the free-scaled DP model, for several n.
+them. Rows: ROC AUC (mean ± standard error over 4 stratified splits, fresh
+noise per split) of the private pipeline with ``clip=True`` (the default) and
+``clip=False``, and of the free-scaled DP model, for several n.
 
     python benchmarks/bench_mixed_table.py            # n = 2000, 5000, 20000
     python benchmarks/bench_mixed_table.py 1000 50000
+    python benchmarks/bench_mixed_table.py --splits 10 2000
 """
 
-import sys
+import argparse
 import warnings
 
 import numpy as np
@@ -76,17 +77,20 @@ def models(epsilon):
     }
 
 
-def main(sizes):
+def main(sizes, n_splits=N_SPLITS):
     warnings.simplefilter("ignore")
     epsilon = 1.0
-    print(f"python benchmarks/bench_mixed_table.py {' '.join(map(str, sizes))}")
+    print(
+        f"python benchmarks/bench_mixed_table.py --splits {n_splits} "
+        + " ".join(map(str, sizes))
+    )
     names = list(models(epsilon))
     print("| n | " + " | ".join(names) + " | gap (clip=True) |")
     print("|---" * (len(names) + 2) + "|")
     for n in sizes:
         X, y = mixed_table(n)
         auc = {name: [] for name in names}
-        for split in range(N_SPLITS):
+        for split in range(n_splits):
             X_tr, X_te, y_tr, y_te = train_test_split(
                 X, y, random_state=split, stratify=y
             )
@@ -94,10 +98,20 @@ def main(sizes):
                 model = make().fit(X_tr, y_tr)
                 auc[name].append(roc_auc_score(y_te, model.predict_proba(X_te)[:, 1]))
         means = {name: np.mean(v) for name, v in auc.items()}
-        gap = means["free StandardScaler"] - means["private, clip=True"]
-        cells = " | ".join(f"{means[name]:.3f}" for name in names)
-        print(f"| {n} | {cells} | {gap:+.3f} |", flush=True)
+        errors = {name: np.std(v) / np.sqrt(n_splits) for name, v in auc.items()}
+        # The gap's standard error over the splits (paired: same split).
+        diff = np.subtract(auc["free StandardScaler"], auc["private, clip=True"])
+        cells = " | ".join(f"{means[name]:.3f} ± {errors[name]:.3f}" for name in names)
+        print(
+            f"| {n} | {cells} | {diff.mean():+.3f} ± "
+            f"{diff.std() / np.sqrt(n_splits):.3f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [2000, 5000, 20000])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", type=int, nargs="*", default=[2000, 5000, 20000])
+    parser.add_argument("--splits", type=int, default=N_SPLITS)
+    args = parser.parse_args()
+    main(args.sizes, args.splits)

@@ -3,7 +3,7 @@
 Without public bounds, ``DPStandardScaler`` chooses from public values (n, d,
 ε, δ) between one coarse histogram (``"histogram"``) and a four-round search
 for the bounds followed by noisy moments (``"search"``), switching at the
-signal-to-noise ratio ``n·μ/sqrt(2d) = 100`` (``_scaler._SEARCH_SNR``). This
+signal-to-noise ratio ``n·μ/sqrt(2d) = 30`` (``_scaler._SEARCH_SNR``). This
 script forces each schedule on every table and budget and prints the
 accuracy of ``make_private_pipeline(DPStandardScaler(),
 DPLogisticRegression(classes=...), epsilon=ε)`` (ROC AUC on the mixed
@@ -105,6 +105,28 @@ def main():
             print(
                 f"- seed {seed}: {small.size} of 64 scales below 0.1"
                 + (f" (smallest {small[0]:.1e})" if small.size else "")
+            )
+        std = X.std(axis=0)
+        live = std > 0.5
+        print(f"\nOver seeds 0-9, per fit ({live.sum()} columns of std > 0.5):")
+        for epsilon in (1.0, 2.0):
+            stats = []
+            for seed in range(10):
+                fitted = DPStandardScaler(epsilon=epsilon, random_state=seed).fit(X)
+                ratio = fitted.scale_[live] / std[live]
+                stats.append(
+                    [
+                        np.sum(fitted.scale_ < 0.1),
+                        np.sum(ratio < 0.5),
+                        np.median(ratio),
+                        np.abs(fitted.transform(X)).max(),
+                    ]
+                )
+            mean = np.mean(stats, axis=0)
+            print(
+                f"- ε = {epsilon:g}: scales below 0.1 {mean[0]:.1f}, scale/std "
+                f"below 0.5 {mean[1]:.1f}, median scale/std {mean[2]:.2f}, "
+                f"largest |transform(X)| {np.max(np.array(stats)[:, 3]):.1f}"
             )
     finally:
         scaler_module._SEARCH_SNR = original

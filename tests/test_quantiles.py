@@ -149,6 +149,42 @@ def test_search_grid_is_sorted_and_covers_the_public_range():
 # --------------------------------------------------------------------------
 
 
+def test_a_run_from_an_isolated_spike_skips_the_empty_bins():
+    """Noise-free counts, n = 1000, noise std 20 (target 960, signal 80): a
+    spike of 600 at bin 10 with nothing beside it, bins 11-39 at 25 (noise
+    level, biased upwards as a greedy run's picks are), and the other 400
+    records in bins 40-43. Grown one neighbour at a time the run closes on
+    the noise of bins 11-23, far short of bins 40-43; from an isolated spike
+    it is grown over the bins above the signal threshold only and spans
+    10-43. A continuous bulk (neighbours of comparable size) is grown as
+    before, and an isolated spike whose other bins are all below the signal
+    keeps the whole grid."""
+    counts = np.zeros((1, 64))
+    counts[0, 10] = 600.0
+    counts[0, 11:40] = 25.0
+    counts[0, 40:44] = 100.0
+    target, sd = 960.0, 20.0
+    a, b = _quantiles._grow_run(counts, target, sd, _quantiles._SIGNAL_SDS)
+    assert a[0] == 10 and b[0] < 40  # the greedy run closes on noise
+    assert _quantiles.isolated_spikes(counts, target, sd, _quantiles._SIGNAL_SDS)[0]
+    a, b = _quantiles.bulk_window(counts, target, sd)
+    assert (a[0], b[0]) == (10, 44)
+    # The rest spread too thinly to stand out: the whole grid.
+    thin = counts.copy()
+    thin[0, 40:44] = 0.0
+    thin[0, 44:60] = 25.0
+    a, b = _quantiles.bulk_window(thin, target, sd)
+    assert (a[0], b[0]) == (0, 64)
+    # A continuous bulk: the largest bin's neighbours are of its size.
+    smooth = np.zeros((1, 64))
+    smooth[0, 20:30] = [20, 60, 100, 140, 170, 170, 140, 100, 60, 40]
+    assert not _quantiles.isolated_spikes(smooth, target, sd, 4.0)[0]
+    np.testing.assert_array_equal(
+        _quantiles.bulk_window(smooth, target, sd),
+        _quantiles._grow_run(smooth, target, sd, _quantiles._SIGNAL_SDS),
+    )
+
+
 def test_public_grids_match_their_formulas():
     """The grids are public constants of data_range alone: the magnitude grid
     0, R·10**(-k/4) for k = 48..0, and the signed grid ±R·10**(-k/2) for

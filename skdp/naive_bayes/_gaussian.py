@@ -35,7 +35,7 @@ from ..preprocessing._quantiles import (
 from ..preprocessing._scaler import (
     _MAX_DATA_RANGE,
     _MIN_SNR,
-    _SEARCH_SNR,
+    _QUANTILE_SEARCH_SNR,
     GAMMA,
     _center_half_width,
     _check_bounds,
@@ -54,7 +54,7 @@ SHIFT = 0.125
 #: times the ratio from which the search runs is plenty for bounds, and the
 #: four histograms then cost little next to the one pass of the release
 #: (issue 31: a fit within 2× of scikit-learn's at n = 10⁶).
-_BOUNDS_SNR = 10.0 * _SEARCH_SNR
+_BOUNDS_SNR = 10.0 * _QUANTILE_SEARCH_SNR
 #: Share of μ² spent on the feature histogram of ``select_features=True``:
 #: it only has to tell the features seen at 0 alone. Measured on digits at
 #: ε = 1 with bounds (0, 16) (20 splits × 3 fits): 0.825 at 0.1, 0.826 at
