@@ -211,6 +211,69 @@ def test_fit_on_a_distributed_cluster_matches_in_memory(client):
     _assert_same(memory, fitted, ["coef_", "intercept_"])
 
 
+def _count_calls(monkeypatch, owner, name):
+    """Count the calls of ``owner.name`` (still called)."""
+    calls = []
+    real = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("rows", [(700, 1300), (30,) * 66 + (20,)])
+def test_steps_on_a_cluster_run_on_actors_and_equal_the_threaded_scheduler(
+    client, monkeypatch, rows
+):
+    """X persisted on the cluster: each step is one call to an actor per
+    worker, no task graph; the actors return every chunk's sum and the client
+    adds them in the graph's order (67 chunks: groups of 32 first), so the
+    model is the threaded scheduler's to within a few ulp."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=7)
+    with dask.config.set(scheduler="threads"):
+        threaded = DPLogisticRegression(**params).fit(*_dask(X, rows, y))
+    graphs = _count_calls(monkeypatch, skdp._dask.RowChunks, "_graph_sum")
+    actors = _count_calls(monkeypatch, skdp._dask._ChunkActor, "sums")
+    with client.as_current(), dask.config.set(scheduler=client):
+        Xd, yd = client.persist(list(_dask(X, rows, y)))
+        fitted = DPLogisticRegression(**params).fit(Xd, yd)
+    assert graphs == []
+    assert len(actors) == 7 * len(client.scheduler_info()["workers"])
+    for name in ("coef_", "intercept_"):
+        a, b = getattr(threaded, name), getattr(fitted, name)
+        np.testing.assert_array_max_ulp(a, b, maxulp=4)
+    assert fitted.privacy_spent_ == threaded.privacy_spent_
+
+
+def test_a_lazy_x_on_a_cluster_and_a_failing_actor_use_the_graph(client, monkeypatch):
+    """Chunks not held by the workers (X not persisted) are read by a task
+    graph at each step; so is every step after an actor fails (the failed
+    pass is recomputed before any noise): the model is the same."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=5)
+    memory = DPLogisticRegression(**params).fit(X, y)
+    graphs = _count_calls(monkeypatch, skdp._dask.RowChunks, "_graph_sum")
+    with client.as_current(), dask.config.set(scheduler=client):
+        lazy = DPLogisticRegression(**params).fit(*_dask(X, 500, y))
+    assert len(graphs) == 5
+    _assert_same(memory, lazy, ["coef_", "intercept_"])
+
+    def broken(self, fn, kwargs):
+        raise OSError("worker lost")
+
+    graphs.clear()
+    monkeypatch.setattr(skdp._dask._ChunkActor, "sums", broken)
+    with client.as_current(), dask.config.set(scheduler=client):
+        Xd, yd = client.persist(list(_dask(X, 500, y)))
+        fitted = DPLogisticRegression(**params).fit(Xd, yd)
+    assert len(graphs) == 5
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+
+
 def test_chunks_along_columns_are_merged():
     X, y = _classification()
     params = dict(classes=[0, 1], random_state=0, max_iter=10)
