@@ -371,22 +371,27 @@ def _no_work(X, y, start=0):
 
 
 def scheduler_floor(client, X, y, repeats=40):
-    """Medians (s) of a pass with a step's graph that reads no data, and of
-    one task's round trip: what a step on the cluster costs besides its data
-    pass, whatever the engine does."""
+    """Medians (s) of a pass that reads no data: on the actors (as a step on
+    persisted chunks now runs), as a step's task graph (as it ran before, and
+    still runs on a lazy X), and of one task's round trip: what a step on the
+    cluster costs besides its data pass."""
     from skdp._dask import RowChunks
 
     chunks = RowChunks(X, y)
-    chunks.sum(_no_work)
-    passes, trips = [], []
+    chunks.sum(_no_work)  # starts the actors
+    assert chunks._actors() is not None
+    actors, graphs, trips = [], [], []
     for _ in range(repeats):
         start = time.perf_counter()
         chunks.sum(_no_work)
-        passes.append(time.perf_counter() - start)
+        actors.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        chunks._graph_sum(_no_work, {})
+        graphs.append(time.perf_counter() - start)
         start = time.perf_counter()
         client.submit(np.zeros, 1, pure=False).result()
         trips.append(time.perf_counter() - start)
-    return float(np.median(passes)), float(np.median(trips))
+    return tuple(float(np.median(t)) for t in (actors, graphs, trips))
 
 
 # ---------------------------------------------------------------------------
@@ -577,9 +582,11 @@ def main():
         f"({cluster[1]:.2f}x; target <= 2)."
     )
     print(
-        f"\nLocalCluster floor: a pass with a step's graph ({-(-n // chunk_rows)} "
-        f"tasks) that reads no data took {floor[0] * 1e3:.1f} ms, one task's round "
-        f"trip (client.submit(...).result()) {floor[1] * 1e3:.1f} ms (medians of 40)."
+        f"\nLocalCluster floor, a pass over the {-(-n // chunk_rows)} chunks that "
+        f"reads no data: on the actors (a step now) {floor[0] * 1e3:.1f} ms, as a "
+        f"task graph (a step before; a lazy X) {floor[1] * 1e3:.1f} ms; one task's "
+        f"round trip (client.submit(...).result()) {floor[2] * 1e3:.1f} ms (medians "
+        "of 40)."
     )
     print(
         f"\n## Client memory: LocalCluster of 2 worker processes, data generated "

@@ -38,7 +38,15 @@ distributed cluster: y as the datafit reads it and the row norms of X, 16
 bytes a row (:class:`DaskDesign`).
 
 **Speed.** A step is one small graph (a task per chunk and a tree of
-additions, :class:`RowChunks`) and one ``compute``. Dense chunks are read
+additions, :class:`RowChunks`) and one ``compute``. On a
+``dask.distributed`` cluster whose workers hold X (persisted), a step is
+instead one call to an actor on each worker that holds chunks
+(:class:`_ChunkActor`, started once per fit and given the chunks where they
+are): no task graph, no scheduler in the step's path. A step's graph cost
+17-24 ms on a 2-core ``LocalCluster`` whatever the data (the scheduler's
+round trips), as much as the whole in-memory step at n = 5·10⁵, d = 50; the
+actors' call 3-6 ms. The per-chunk sums are the same, added by the client
+in the same order, so the released model is the same. Dense chunks are read
 in the order they are stored: the in-memory engine copies a row-major X to
 Fortran order once per fit, but a chunk that is not kept between steps
 would be copied at every step, at 3-4 times the cost of the step.
@@ -398,6 +406,21 @@ class RowChunks:
     (threaded scheduler, loaded 2-core machine). Values computed once per
     fit beside each chunk (:meth:`keep`) are persisted where the scheduler
     keeps results: on the chunk's worker, for a distributed cluster.
+
+    On a ``dask.distributed`` client, when every part of every chunk is
+    already held by a worker (X persisted; the kept values are), the first
+    pass starts one :class:`_ChunkActor` on each worker that holds chunks and
+    every pass is a call to each actor (:meth:`_actor_sum`), which returns
+    its chunks' results one by one; the client adds all of them in the
+    graph's order (groups of 32, then the groups' sums): the same float
+    operations, so the same total to the last bit. The client then receives
+    ``(d + 1)·k`` floats per chunk a step instead of per group of 32: 0.8 MB
+    a step at 1000 chunks of d = 100, and no task graph. A lazy X (computed
+    from its graph at every pass) is read by the graph, as is every pass
+    after an actor's failure (a lost worker: the scheduler can recompute
+    what the graph needs; nothing was released, the noise comes after the
+    sum). The actors hold the chunks' arrays (the worker's own, not copies)
+    until the fit ends, so a worker cannot spill them meanwhile.
     """
 
     def __init__(self, X, *rows):
@@ -747,8 +770,10 @@ class DaskDesign:
     chunk (:meth:`RowChunks.keep`; on the worker that holds it, for a
     distributed cluster: 16 bytes a row), and X's graph optimised once.
     Each :meth:`gradient_sum` is then one pass over X, one task per chunk
-    where the chunk lives, and one ``compute``. X and y must have passed
-    :func:`validate` (finite values, matching row chunks).
+    where the chunk lives, and one ``compute`` (on a distributed cluster
+    holding X: one call to an actor per worker, :class:`RowChunks`). X and
+    y must have passed :func:`validate` (finite values, matching row
+    chunks).
     """
 
     def __init__(self, X, y, *, fit_intercept):
