@@ -57,6 +57,7 @@ import copy
 import functools
 import threading
 import uuid
+import weakref
 
 import dask
 import dask.array as da
@@ -521,11 +522,18 @@ class RowChunks:
                 )
             except Exception:  # e.g. a worker lost meanwhile: the graph
                 self._actor_state = False
+            if self._actor_state:
+                # The actors end with this object (at the end of the fit):
+                # their futures are in a reference cycle of distributed's,
+                # which would keep them (and the chunks) until a collection.
+                weakref.finalize(self, _release, *self._actor_state[1:])
         if not self._actor_state or self._actor_state[0] is not client:
             return None
         return self._actor_state[2]
 
     def _drop_actors(self):
+        if self._actor_state:
+            _release(*self._actor_state[1:])
         self._actor_state = False
 
     def _actor_sum(self, actors, fn, kwargs):
@@ -543,6 +551,14 @@ class RowChunks:
                 _add(*parts[i : i + _FAN_IN]) for i in range(0, len(parts), _FAN_IN)
             ]
         return _add(*parts)
+
+
+def _release(handles, actors):
+    """Release the actors' futures (ours and the proxies' own): the workers
+    drop the actors and their references to the chunks."""
+    for future in [*handles, *(getattr(a, "_future", None) for a in actors)]:
+        if future is not None:
+            future.release()
 
 
 def _distributed_client():

@@ -7,6 +7,7 @@ which the per-chunk sums are added); predictions to ``rtol=1e-12``. The
 audits fix their seeds (see tests/test_audit.py for the statistics).
 """
 
+import asyncio
 import subprocess
 import sys
 import warnings
@@ -231,7 +232,8 @@ def test_steps_on_a_cluster_run_on_actors_and_equal_the_threaded_scheduler(
     """X persisted on the cluster: each step is one call to an actor per
     worker, no task graph; the actors return every chunk's sum and the client
     adds them in the graph's order (67 chunks: groups of 32 first), so the
-    model is the threaded scheduler's to within a few ulp."""
+    model is the threaded scheduler's to within a few ulp. The actors end
+    with the fit."""
     X, y = _classification()
     params = dict(classes=[0, 1], random_state=0, max_iter=7)
     with dask.config.set(scheduler="threads"):
@@ -243,6 +245,9 @@ def test_steps_on_a_cluster_run_on_actors_and_equal_the_threaded_scheduler(
         fitted = DPLogisticRegression(**params).fit(Xd, yd)
     assert graphs == []
     assert len(actors) == 7 * len(client.scheduler_info()["workers"])
+    # The fit's end releases its actors (and so their hold on the chunks).
+    client.sync(asyncio.sleep, 0)  # the releases are loop callbacks
+    assert not [key for key in client.refcount if "_ChunkActor" in str(key)]
     for name in ("coef_", "intercept_"):
         a, b = getattr(threaded, name), getattr(fitted, name)
         np.testing.assert_array_max_ulp(a, b, maxulp=4)
