@@ -42,14 +42,16 @@ additions, :class:`RowChunks`) and one ``compute``. On a
 ``dask.distributed`` cluster whose workers hold X (persisted), a step is
 instead one call to an actor on each worker that holds chunks
 (:class:`_ChunkActor`, started once per fit and given the chunks where they
-are): no task graph, no scheduler in the step's path. A step's graph cost
-17-24 ms on a 2-core ``LocalCluster`` whatever the data (the scheduler's
-round trips), as much as the whole in-memory step at n = 5·10⁵, d = 50; the
-actors' call 3-6 ms. The per-chunk sums are the same, added by the client
-in the same order, so the released model is the same. Dense chunks are read
-in the order they are stored: the in-memory engine copies a row-major X to
-Fortran order once per fit, but a chunk that is not kept between steps
-would be copied at every step, at 3-4 times the cost of the step.
+are): no task graph and no task, one message to each actor (relayed by
+the scheduler unless the client talks to workers directly) and its answer.
+A step's graph cost 17-24 ms on a 2-core ``LocalCluster`` whatever the data
+(graph, scheduler, task and gather round trips), as much as the whole
+in-memory step at n = 5·10⁵, d = 50; the actors' call 3-6 ms. The
+per-chunk sums are the same, added by the client in the same order, so the
+released model is the same. Dense chunks are read in the order they are
+stored: the in-memory engine copies a row-major X to Fortran order once per
+fit, but a chunk that is not kept between steps would be copied at every
+step, at 3-4 times the cost of the step.
 """
 
 import contextlib
@@ -622,11 +624,11 @@ class _ChunkActor:
 
     Created by a task on the worker that holds the chunks, which hands it
     the chunks as stored (the same arrays, not copies). A pass is one call
-    from the client straight to the actor (no scheduler, no task graph):
-    the 5-task graph of a step cost 17-21 ms on a 2-core ``LocalCluster``,
-    about the in-memory step, a call to the two actors 3 ms. The actor
-    returns every chunk's result, which the client adds as the graph
-    would; it runs the chunks on as many threads as the worker has.
+    from the client to the actor (no task, no graph): the 5-task graph of a
+    step cost 17-24 ms on a 2-core ``LocalCluster``, about the in-memory
+    step, a call to the two actors 3-6 ms (``benchmarks/bench_dask.py``).
+    The actor returns every chunk's result, which the client adds as the
+    graph would; it runs the chunks on as many threads as the worker has.
     """
 
     def __init__(self, indices, starts, *parts):
