@@ -515,7 +515,7 @@ class RowChunks:
         """This pass's actors, started on the first pass of a distributed
         scheduler whose workers hold every part of every chunk; else None."""
         client = _distributed_client()
-        if client is None:
+        if client is None or _in_a_task():
             return None
         if self._actor_state is None:
             try:
@@ -573,6 +573,18 @@ def _distributed_client():
 
     client = getattr(dask.base.get_scheduler(), "__self__", None)
     return client if isinstance(client, Client) else None
+
+
+def _in_a_task():
+    """Whether this code runs in a ``dask.distributed`` task (a fit inside a
+    task: its actors could wait for the thread that waits for them)."""
+    from distributed import get_worker
+
+    try:
+        get_worker()
+    except ValueError:
+        return False
+    return True
 
 
 def _futures_by_key(*collections):
