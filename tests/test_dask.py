@@ -279,6 +279,25 @@ def test_a_lazy_x_on_a_cluster_and_a_failing_actor_use_the_graph(client, monkeyp
     _assert_same(memory, fitted, ["coef_", "intercept_"])
 
 
+def _fit_in_a_task(X, y, params):
+    client = distributed.get_client()
+    with dask.config.set(scheduler=client):
+        Xd, yd = client.persist(list(_dask(X, 500, y)))
+        return DPLogisticRegression(**params).fit(Xd, yd)
+
+
+def test_a_fit_run_by_a_task_reads_the_chunks_by_the_graph(client, monkeypatch):
+    """A fit inside a task of the cluster starts no actors (one could wait
+    for the worker thread that waits for it): the graph, the same model."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=3)
+    memory = DPLogisticRegression(**params).fit(X, y)
+    graphs = _count_calls(monkeypatch, skdp._dask.RowChunks, "_graph_sum")
+    fitted = client.submit(_fit_in_a_task, X, y, params).result(timeout=120)
+    assert len(graphs) == 3
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+
+
 def test_chunks_along_columns_are_merged():
     X, y = _classification()
     params = dict(classes=[0, 1], random_state=0, max_iter=10)
