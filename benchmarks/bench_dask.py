@@ -37,6 +37,7 @@ Run from the repository root::
     python benchmarks/bench_dask.py            # parts 1 and 2 (a few minutes)
     python benchmarks/bench_dask.py --quick    # small sizes, seconds
     python benchmarks/bench_dask.py --large    # part 3 as well
+    python benchmarks/bench_dask.py --no-memory  # parts 0 and 1 only
 """
 
 import argparse
@@ -540,6 +541,9 @@ def main():
     parser.add_argument("--large", action="store_true", help="also n = 1e7 (minutes)")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of part 1")
     parser.add_argument("--memory-rows", type=float, nargs="*", default=None)
+    parser.add_argument(
+        "--no-memory", action="store_true", help="skip part 2 (client memory)"
+    )
     parser.add_argument("--client-memory", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--d", type=int, default=50, help=argparse.SUPPRESS)
     parser.add_argument("--chunk-rows", type=int, default=100_000)
@@ -588,11 +592,13 @@ def main():
         f"round trip (client.submit(...).result()) {floor[2] * 1e3:.1f} ms (medians "
         "of 40)."
     )
-    print(
-        f"\n## Client memory: LocalCluster of 2 worker processes, data generated "
-        f"and persisted on the workers, d = {d}, float64, {n_iter} steps\n"
-    )
-    print(client_memory_table(memory_rows, d, chunk_rows, n_iter))
+    if not args.no_memory:
+        print(
+            f"\n## Client memory: LocalCluster of 2 worker processes, data "
+            f"generated and persisted on the workers, d = {d}, float64, "
+            f"{n_iter} steps\n"
+        )
+        print(client_memory_table(memory_rows, d, chunk_rows, n_iter))
     if args.large:
         n_big, n_small = (200_000, 50_000) if args.quick else (10_000_000, 1_000_000)
         big_d, big_chunk, big_iter = (
@@ -607,7 +613,14 @@ def main():
         print("\n" + notes)
     print(f"\nload average after: {load_average()}")
     flags = " ".join(
-        f for f, on in [("--quick", args.quick), ("--large", args.large)] if on
+        f
+        for f, on in [
+            ("--quick", args.quick),
+            ("--large", args.large),
+            ("--no-memory", args.no_memory),
+            (f"--repeats {args.repeats}", args.repeats != 3),
+        ]
+        if on
     )
     print(f"Reproduce: python benchmarks/bench_dask.py {flags}".rstrip())
 
