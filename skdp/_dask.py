@@ -411,10 +411,10 @@ class RowChunks:
     keeps results: on the chunk's worker, for a distributed cluster.
 
     On a ``dask.distributed`` client, when every part of every chunk is
-    already held by a worker (X persisted; the kept values are), the first
-    pass starts one :class:`_ChunkActor` on each worker that holds chunks and
-    every pass is a call to each actor (:meth:`_actor_sum`), which returns
-    its chunks' results one by one; the client adds all of them in the
+    already held by a worker (X persisted; the kept values are), the second
+    pass starts one :class:`_ChunkActor` on each worker that holds chunks
+    and every later pass is a call to each actor (:meth:`_actor_sum`), which
+    returns its chunks' results one by one; the client adds all of them in the
     graph's order (groups of 32, then the groups' sums): the same float
     operations, so the same total to the last bit. The client then receives
     ``(d + 1)·k`` floats per chunk a step instead of per group of 32: 0.8 MB
@@ -510,12 +510,16 @@ class RowChunks:
     # -- dask.distributed: one actor per worker --------------------------------
 
     _actor_state = None  # None: not tried; False: not applicable; else a tuple
+    _passes = 0
 
     def _actors(self):
-        """This pass's actors, started on the first pass of a distributed
-        scheduler whose workers hold every part of every chunk; else None."""
+        """This pass's actors, started on the second pass (a single pass,
+        as :func:`clipped_gradient_sum` makes, is cheaper as a graph than
+        starting actors) of a distributed scheduler whose workers hold every
+        part of every chunk; else None."""
+        self._passes += 1
         client = _distributed_client()
-        if client is None or _in_a_task():
+        if client is None or self._passes < 2 or _in_a_task():
             return None
         if self._actor_state is None:
             try:
