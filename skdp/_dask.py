@@ -39,11 +39,12 @@ bytes a row (:class:`DaskDesign`).
 
 **Speed.** A step is one small graph (a task per chunk and a tree of
 additions, :class:`RowChunks`) and one ``compute``. On a
-``dask.distributed`` cluster whose workers hold X (persisted), a step is
-instead one call to an actor on each worker that holds chunks
-(:class:`_ChunkActor`, started once per fit and given the chunks where they
-are): no task graph and no task, one message to each actor (relayed by
-the scheduler unless the client talks to workers directly) and its answer.
+``dask.distributed`` cluster whose workers hold X (persisted), a step (from
+the second on) is instead one call to an actor on each worker that holds
+chunks (:class:`_ChunkActor`, started once per fit and given the chunks
+where they are): no task graph and no task, one message to each actor
+(relayed by the scheduler unless the client talks to workers directly) and
+its answer.
 A step's graph cost 17-24 ms on a 2-core ``LocalCluster`` whatever the data
 (graph, scheduler, task and gather round trips), as much as the whole
 in-memory step at n = 5·10⁵, d = 50; the actors' call 3-6 ms. The
