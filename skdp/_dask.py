@@ -10,7 +10,8 @@ function the in-memory code runs on its blocks (for DP-GD,
 :func:`skdp._dpgd.sum_over_row_blocks`, which clips every record of the chunk
 to ``C`` before summing), and the per-chunk sums, a few floats each, are
 added in a tree on the workers, whose last level (at most 32 sums) the
-client adds. Everything that is random or that releases anything runs on
+client adds (on a cluster holding X, the client adds them all, in the same
+order: see Speed). Everything that is random or that releases anything runs on
 the client: the noise is drawn there, once per step, by the same loop and
 from the same generator as in memory (:func:`skdp._dpgd.dpgd`), never per
 chunk. The sum that receives the noise is the sum over all records,
