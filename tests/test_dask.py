@@ -254,6 +254,36 @@ def test_steps_on_a_cluster_run_on_actors_and_equal_the_threaded_scheduler(
     assert fitted.privacy_spent_ == threaded.privacy_spent_
 
 
+def test_actors_leave_out_the_canary_record_in_its_own_chunk(client):
+    """Within an audit's gradient canary, the actors leave out the canary's
+    record in the chunk that holds it (each chunk knows its first row), as
+    the threaded scheduler does: the same model; and not the same as
+    leaving out another record."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=4)
+
+    def canary(X, shape):
+        return np.full(shape, 0.5)
+
+    def fit(record, on_cluster):
+        with skdp._dpgd.injected_gradient(record, canary) as hook:
+            if on_cluster:
+                with client.as_current(), dask.config.set(scheduler=client):
+                    Xd, yd = client.persist(list(_dask(X, (700, 1300), y)))
+                    model = DPLogisticRegression(**params).fit(Xd, yd)
+            else:
+                with dask.config.set(scheduler="threads"):
+                    model = DPLogisticRegression(**params).fit(
+                        *_dask(X, (700, 1300), y)
+                    )
+        assert hook.n_calls == 4
+        return model.coef_
+
+    threaded = fit(1500, on_cluster=False)
+    np.testing.assert_array_max_ulp(fit(1500, on_cluster=True), threaded, maxulp=4)
+    assert not np.allclose(fit(800, on_cluster=True), threaded, rtol=1e-6)
+
+
 def test_a_lazy_x_on_a_cluster_and_a_failing_actor_use_the_graph(client, monkeypatch):
     """Chunks not held by the workers (X not persisted) are read by a task
     graph at each step; so is every step after an actor fails (the failed
