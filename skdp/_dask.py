@@ -46,7 +46,7 @@ chunks (:class:`_ChunkActor`, started once per fit and given the chunks
 where they are): no task graph and no task, one message to each actor
 (relayed by the scheduler unless the client talks to workers directly) and
 its answer.
-A step's graph cost 17-24 ms on a 2-core ``LocalCluster`` whatever the data
+A step's graph cost 17-30 ms on a 2-core ``LocalCluster`` whatever the data
 (graph, scheduler, task and gather round trips), as much as the whole
 in-memory step at n = 5·10⁵, d = 50; the actors' call 3-6 ms. The
 per-chunk sums are the same, added by the client in the same order, so the
@@ -643,7 +643,7 @@ class _ChunkActor:
     Created by a task on the worker that holds the chunks, which hands it
     the chunks as stored (the same arrays, not copies). A pass is one call
     from the client to the actor (no task, no graph): the 5-task graph of a
-    step cost 17-24 ms on a 2-core ``LocalCluster``, about the in-memory
+    step cost 17-30 ms on a 2-core ``LocalCluster``, about the in-memory
     step, a call to the two actors 3-6 ms (``benchmarks/bench_dask.py``).
     The actor returns every chunk's result, which the client adds as the
     graph would; it runs the chunks on as many threads as the worker has.
