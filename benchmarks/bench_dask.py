@@ -12,7 +12,8 @@ Printed as markdown tables, with the command that reproduces them:
    fitted in memory, on a Dask array with the threaded scheduler (the numpy
    array wrapped by ``da.from_array``), and on a ``LocalCluster`` of 2 worker
    processes with 1 thread each (the chunks generated on the workers and
-   persisted there); the in-memory fit also with BLAS limited to one thread
+   persisted there; also with every step a task graph, as before the
+   actors); the in-memory fit also with BLAS limited to one thread
    (on a loaded machine a multithreaded BLAS can be many times slower, so
    this anchor is the steadier one). The fits are interleaved, ``--repeats``
    rounds.
@@ -37,6 +38,7 @@ Run from the repository root::
     python benchmarks/bench_dask.py            # parts 1 and 2 (a few minutes)
     python benchmarks/bench_dask.py --quick    # small sizes, seconds
     python benchmarks/bench_dask.py --large    # part 3 as well
+    python benchmarks/bench_dask.py --no-memory  # parts 0 and 1 only
 """
 
 import argparse
@@ -299,7 +301,20 @@ STEP_FITS = (
     "in memory, BLAS on 1 thread",
     "Dask, threaded scheduler",
     "Dask, LocalCluster (2 processes)",
+    "Dask, LocalCluster, a task graph per step (before)",
 )
+
+
+class GraphSteps:
+    """Every pass as a task graph, as before the actors (the A/B anchor)."""
+
+    def __enter__(self):
+        self._original = skdp._dask.RowChunks._actors
+        skdp._dask.RowChunks._actors = lambda chunks: None
+        return self
+
+    def __exit__(self, *exc):
+        skdp._dask.RowChunks._actors = self._original
 
 
 def step_times(n, d, chunk_rows, n_iter, repeats):
@@ -328,6 +343,8 @@ def step_times(n, d, chunk_rows, n_iter, repeats):
                 runs[names[2]].append(timed_fit(X_threads, y_threads, n_iter))
             with client.as_current(), dask.config.set(scheduler=client):
                 runs[names[3]].append(timed_fit(X_cluster, y_cluster, n_iter))
+                with GraphSteps():
+                    runs[names[4]].append(timed_fit(X_cluster, y_cluster, n_iter))
         with client.as_current(), dask.config.set(scheduler=client):
             floor = scheduler_floor(client, X_cluster, y_cluster)
     reference = runs["in memory"][0]["coef"]
@@ -371,22 +388,27 @@ def _no_work(X, y, start=0):
 
 
 def scheduler_floor(client, X, y, repeats=40):
-    """Medians (s) of a pass with a step's graph that reads no data, and of
-    one task's round trip: what a step on the cluster costs besides its data
-    pass, whatever the engine does."""
+    """Medians (s) of a pass that reads no data: on the actors (as a step on
+    persisted chunks now runs), as a step's task graph (as it ran before, and
+    still runs on a lazy X), and of one task's round trip: what a step on the
+    cluster costs besides its data pass."""
     from skdp._dask import RowChunks
 
     chunks = RowChunks(X, y)
-    chunks.sum(_no_work)
-    passes, trips = [], []
+    chunks.sum(_no_work)  # starts the actors
+    assert chunks._actors() is not None
+    actors, graphs, trips = [], [], []
     for _ in range(repeats):
         start = time.perf_counter()
         chunks.sum(_no_work)
-        passes.append(time.perf_counter() - start)
+        actors.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        chunks._graph_sum(_no_work, {})
+        graphs.append(time.perf_counter() - start)
         start = time.perf_counter()
         client.submit(np.zeros, 1, pure=False).result()
         trips.append(time.perf_counter() - start)
-    return float(np.median(passes)), float(np.median(trips))
+    return tuple(float(np.median(t)) for t in (actors, graphs, trips))
 
 
 # ---------------------------------------------------------------------------
@@ -535,6 +557,9 @@ def main():
     parser.add_argument("--large", action="store_true", help="also n = 1e7 (minutes)")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of part 1")
     parser.add_argument("--memory-rows", type=float, nargs="*", default=None)
+    parser.add_argument(
+        "--no-memory", action="store_true", help="skip part 2 (client memory)"
+    )
     parser.add_argument("--client-memory", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--d", type=int, default=50, help=argparse.SUPPRESS)
     parser.add_argument("--chunk-rows", type=int, default=100_000)
@@ -570,22 +595,28 @@ def main():
     table, ratios, floor = step_times(n, d, chunk_rows, n_iter, args.repeats)
     print(table)
     threads, cluster = ratios[STEP_FITS[2]], ratios[STEP_FITS[3]]
+    graph = ratios[STEP_FITS[4]]
     print(
         f"\nDask step / in-memory step: threaded scheduler {threads[0]:.2f}x "
         f"({threads[1]:.2f}x against the in-memory step on one BLAS thread; target "
         f"<= 1.5), LocalCluster of 2 worker processes {cluster[0]:.2f}x "
-        f"({cluster[1]:.2f}x; target <= 2)."
+        f"({cluster[1]:.2f}x; target <= 2); with a task graph per step, as "
+        f"before, {graph[0]:.2f}x ({graph[1]:.2f}x)."
     )
     print(
-        f"\nLocalCluster floor: a pass with a step's graph ({-(-n // chunk_rows)} "
-        f"tasks) that reads no data took {floor[0] * 1e3:.1f} ms, one task's round "
-        f"trip (client.submit(...).result()) {floor[1] * 1e3:.1f} ms (medians of 40)."
+        f"\nLocalCluster floor, a pass over the {-(-n // chunk_rows)} chunks that "
+        f"reads no data: on the actors (a step now) {floor[0] * 1e3:.1f} ms, as a "
+        f"task graph (a step before; a lazy X) {floor[1] * 1e3:.1f} ms; one task's "
+        f"round trip (client.submit(...).result()) {floor[2] * 1e3:.1f} ms (medians "
+        "of 40)."
     )
-    print(
-        f"\n## Client memory: LocalCluster of 2 worker processes, data generated "
-        f"and persisted on the workers, d = {d}, float64, {n_iter} steps\n"
-    )
-    print(client_memory_table(memory_rows, d, chunk_rows, n_iter))
+    if not args.no_memory:
+        print(
+            f"\n## Client memory: LocalCluster of 2 worker processes, data "
+            f"generated and persisted on the workers, d = {d}, float64, "
+            f"{n_iter} steps\n"
+        )
+        print(client_memory_table(memory_rows, d, chunk_rows, n_iter))
     if args.large:
         n_big, n_small = (200_000, 50_000) if args.quick else (10_000_000, 1_000_000)
         big_d, big_chunk, big_iter = (
@@ -600,7 +631,14 @@ def main():
         print("\n" + notes)
     print(f"\nload average after: {load_average()}")
     flags = " ".join(
-        f for f, on in [("--quick", args.quick), ("--large", args.large)] if on
+        f
+        for f, on in [
+            ("--quick", args.quick),
+            ("--large", args.large),
+            ("--no-memory", args.no_memory),
+            (f"--repeats {args.repeats}", args.repeats != 3),
+        ]
+        if on
     )
     print(f"Reproduce: python benchmarks/bench_dask.py {flags}".rstrip())
 

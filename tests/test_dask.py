@@ -7,6 +7,7 @@ which the per-chunk sums are added); predictions to ``rtol=1e-12``. The
 audits fix their seeds (see tests/test_audit.py for the statistics).
 """
 
+import asyncio
 import subprocess
 import sys
 import warnings
@@ -208,6 +209,143 @@ def test_fit_on_a_distributed_cluster_matches_in_memory(client):
         Xd, yd = _dask(X, 500, y)
         Xd, yd = client.persist([Xd, yd])
         fitted = DPLogisticRegression(**params).fit(Xd, yd)
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+
+
+def _count_calls(monkeypatch, owner, name):
+    """Count the calls of ``owner.name`` (still called)."""
+    calls = []
+    real = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("rows", [(700, 1300), (30,) * 66 + (20,)])
+def test_steps_on_a_cluster_run_on_actors_and_equal_the_threaded_scheduler(
+    client, monkeypatch, rows
+):
+    """X persisted on the cluster: each step after the first is one call to
+    an actor per worker, no task graph; the actors return every chunk's sum
+    and the client adds them in the graph's order (67 chunks: groups of 32
+    first), so the model is the threaded scheduler's to within a few ulp.
+    The actors end with the fit."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=7)
+    with dask.config.set(scheduler="threads"):
+        threaded = DPLogisticRegression(**params).fit(*_dask(X, rows, y))
+    graphs = _count_calls(monkeypatch, skdp._dask.RowChunks, "_graph_sum")
+    actors = _count_calls(monkeypatch, skdp._dask._ChunkActor, "sums")
+    with client.as_current(), dask.config.set(scheduler=client):
+        Xd, yd = client.persist(list(_dask(X, rows, y)))
+        fitted = DPLogisticRegression(**params).fit(Xd, yd)
+    assert len(graphs) == 1  # the first step: actors pay from the second on
+    assert len(actors) == 6 * len(client.scheduler_info()["workers"])
+    # The fit's end releases its actors (and so their hold on the chunks).
+    client.sync(asyncio.sleep, 0)  # the releases are loop callbacks
+    assert not [key for key in client.refcount if "_ChunkActor" in str(key)]
+    for name in ("coef_", "intercept_"):
+        a, b = getattr(threaded, name), getattr(fitted, name)
+        np.testing.assert_array_max_ulp(a, b, maxulp=4)
+    assert fitted.privacy_spent_ == threaded.privacy_spent_
+
+
+def test_actors_leave_out_the_canary_record_in_its_own_chunk(client):
+    """Within an audit's gradient canary, the actors leave out the canary's
+    record in the chunk that holds it (each chunk knows its first row), as
+    the threaded scheduler does: the same model; and not the same as
+    leaving out another record."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=4)
+
+    def canary(X, shape):
+        return np.full(shape, 0.5)
+
+    def fit(record, on_cluster):
+        with skdp._dpgd.injected_gradient(record, canary) as hook:
+            if on_cluster:
+                with client.as_current(), dask.config.set(scheduler=client):
+                    Xd, yd = client.persist(list(_dask(X, (700, 1300), y)))
+                    model = DPLogisticRegression(**params).fit(Xd, yd)
+            else:
+                with dask.config.set(scheduler="threads"):
+                    model = DPLogisticRegression(**params).fit(
+                        *_dask(X, (700, 1300), y)
+                    )
+        assert hook.n_calls == 4
+        return model.coef_
+
+    threaded = fit(1500, on_cluster=False)
+    np.testing.assert_array_max_ulp(fit(1500, on_cluster=True), threaded, maxulp=4)
+    assert not np.allclose(fit(800, on_cluster=True), threaded, rtol=1e-6)
+
+
+def test_a_lazy_x_on_a_cluster_and_a_failing_actor_use_the_graph(client, monkeypatch):
+    """Chunks not held by the workers (X not persisted) are read by a task
+    graph at each step; so is every step after an actor fails (the failed
+    pass is recomputed before any noise): the model is the same."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=5)
+    memory = DPLogisticRegression(**params).fit(X, y)
+    graphs = _count_calls(monkeypatch, skdp._dask.RowChunks, "_graph_sum")
+    with client.as_current(), dask.config.set(scheduler=client):
+        lazy = DPLogisticRegression(**params).fit(*_dask(X, 500, y))
+    assert len(graphs) == 5
+    _assert_same(memory, lazy, ["coef_", "intercept_"])
+
+    def broken(self, fn, kwargs):
+        raise OSError("worker lost")
+
+    graphs.clear()
+    monkeypatch.setattr(skdp._dask._ChunkActor, "sums", broken)
+    actors = _count_calls(monkeypatch, skdp._dask, "_start_actors")
+    with client.as_current(), dask.config.set(scheduler=client):
+        Xd, yd = client.persist(list(_dask(X, 500, y)))
+        fitted = DPLogisticRegression(**params).fit(Xd, yd)
+    assert len(graphs) == 5
+    assert len(actors) == 1  # started, failed, not started again
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
+
+
+def test_a_single_pass_starts_no_actors(client, monkeypatch):
+    """One pass over persisted chunks (a DPSparseGLM step builds its chunks
+    anew) is a graph: starting actors for it would cost more."""
+    X, y = _classification()
+    actors = _count_calls(monkeypatch, skdp._dask, "_start_actors")
+    with client.as_current(), dask.config.set(scheduler=client):
+        Xd, yd = client.persist(list(_dask(X, 500, y)))
+        chunks = skdp._dask.RowChunks(Xd, yd)
+        first = chunks.sum(_rows_seen)
+        second = chunks.sum(_rows_seen)
+        assert skdp._dask.RowChunks(Xd, yd).sum(_rows_seen).tolist() == [2000.0]
+    assert first.tolist() == second.tolist() == [2000.0]
+    assert len(actors) == 1  # by the second pass of the chunks used twice
+
+
+def _rows_seen(X, y, *, start):
+    return np.array([float(X.shape[0])])
+
+
+def _fit_in_a_task(X, y, params):
+    client = distributed.get_client()
+    with dask.config.set(scheduler=client):
+        Xd, yd = client.persist(list(_dask(X, 500, y)))
+        return DPLogisticRegression(**params).fit(Xd, yd)
+
+
+def test_a_fit_run_by_a_task_reads_the_chunks_by_the_graph(client, monkeypatch):
+    """A fit inside a task of the cluster starts no actors (one could wait
+    for the worker thread that waits for it): the graph, the same model."""
+    X, y = _classification()
+    params = dict(classes=[0, 1], random_state=0, max_iter=3)
+    memory = DPLogisticRegression(**params).fit(X, y)
+    graphs = _count_calls(monkeypatch, skdp._dask.RowChunks, "_graph_sum")
+    fitted = client.submit(_fit_in_a_task, X, y, params).result(timeout=120)
+    assert len(graphs) == 3
     _assert_same(memory, fitted, ["coef_", "intercept_"])
 
 
