@@ -371,7 +371,9 @@ def test_dask_input_matches_in_memory():
     assert lazy.privacy_spent_.mu == memory.privacy_spent_.mu
     predicted = lazy.predict(da.from_array(X, chunks=(700, 3))).compute()
     np.testing.assert_array_equal(predicted, memory.predict(X))
-    with pytest.raises(ValueError, match="not in the declared classes"):
+    with pytest.raises(
+        ValueError, match=r"^y contains labels that are not in the declared classes\.$"
+    ):
         clone(model).set_params(classes=[0, 5]).fit(
             da.from_array(X, chunks=(700, 3)), da.from_array(y, 700)
         )
