@@ -818,6 +818,8 @@ def test_n_quantiles_is_capped_at_n_samples():
     qt = DPQuantileTransformer(n_quantiles=1000, delta=1e-4, random_state=0).fit(X)
     assert qt.n_quantiles_ == 300 and qt.quantiles_.shape == (300, 2)
     assert np.all(np.diff(qt.quantiles_, axis=0) >= 0)
+    one = DPQuantileTransformer(n_quantiles=1, delta=1e-4, random_state=0).fit(X)
+    assert one.n_quantiles_ == 1 and one.quantiles_.shape == (1, 2)
 
 
 # --------------------------------------------------------------------------
@@ -933,6 +935,8 @@ def test_scalers_read_their_statistics_from_the_one_release():
     np.testing.assert_allclose(minmax.data_range_, q[1] - q[0], rtol=1e-12)
     np.testing.assert_allclose(minmax.scale_, 3 / (q[1] - q[0]), rtol=1e-12)
     np.testing.assert_allclose(minmax.min_, -1 - q[0] * minmax.scale_, rtol=1e-12)
+    # clip=False by default: beyond the data range, beyond the feature range.
+    assert (minmax.transform(np.full((1, 2), 1e3)) > 2).all()
     # The widest ranges are valid.
     DPRobustScaler(delta=DELTA, quantile_range=(0, 100), random_state=0).fit(X)
     DPMinMaxScaler(delta=DELTA, quantile_range=(0, 100), random_state=0).fit(X)
