@@ -848,3 +848,43 @@ def test_zero_prior_is_allowed_and_dask_fit_reads_the_label_set_from_y():
             da.from_array(X, chunks=(300, 3)), da.from_array(y, 300)
         )
     assert lazy.classes_.tolist() == [0, 1]
+
+
+def test_class_record_canary_statistic_is_the_noisy_sum_of_its_class(monkeypatch):
+    """White-box check of the audit's canary: its records sit on the bounds
+    (floats, even for an integer X), and its statistic recovers Σ_j of the
+    released noisy sums of its class over the kept features (per-feature
+    bounds with non-zero centres and widths, one feature dropped)."""
+    from skdp.audit._release_canaries import ClassRecordCanary
+
+    calls = _recording(monkeypatch)
+    X, y = _blank_pixels()
+    X = np.round(X).astype(np.int64)
+    lower = np.array([-0.5, 0.0, 1.0, -2.0, 0.5])
+    upper = lower + np.array([17.0, 16.0, 15.5, 20.0, 16.0])
+    model = DPGaussianNB(
+        delta=DELTA,
+        classes=[0, 1],
+        bounds=(lower, upper),
+        select_features=True,
+        random_state=0,
+    )
+    canary = ClassRecordCanary(index=3)
+    (X_in, y_in), (X_out, y_out) = canary.build(model, X, y)
+    np.testing.assert_array_equal(X_in[3], upper)
+    np.testing.assert_array_equal(X_out[3], lower)
+    np.testing.assert_array_equal(np.delete(X_in, 3, axis=0), np.delete(X, 3, axis=0))
+    for labels in (y_in, y_out):  # the record keeps its label in both worlds
+        np.testing.assert_array_equal(labels, y)
+    # Bounds found privately: the records sit at ±data_range (public).
+    searched = DPGaussianNB(data_range=50.0)
+    (X_hi, _), (X_lo, _) = ClassRecordCanary(index=3).build(searched, X, y)
+    np.testing.assert_array_equal(X_hi[3], np.full(5, 50.0))
+    np.testing.assert_array_equal(X_lo[3], np.full(5, -50.0))
+    fitted = model.fit(X_in, y_in)
+    keep = ~fitted.dropped_features_
+    assert 0 < keep.sum() < 5
+    _, noisy, _, _ = calls[-1]
+    d = int(keep.sum())
+    sums = noisy[2 : 2 * (d + 1)].reshape(2, d)[y[3]]
+    assert canary.statistic(fitted) == pytest.approx(sums.sum(), rel=1e-9)
