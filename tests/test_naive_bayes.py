@@ -751,6 +751,9 @@ def test_variance_floor_is_the_noise_level_of_the_release():
     ).fit(X, y)
     sigma = gaussian_noise_multiplier(1.0, DELTA) * math.sqrt(d)
     floor = 8.0**2 * sigma / (2 * math.sqrt(2) * model.class_count_[:, None])
+    # The noisy counts, shifted to add up to n (public), none clipped at 0 here.
+    assert model.class_count_.min() > 0
+    assert model.class_count_.sum() == pytest.approx(n, rel=1e-12)
     excess = model.var_ - model.epsilon_
     assert (excess >= floor * (1 - 1e-9)).all()
     assert np.isclose(excess[:, 0], floor[:, 0], rtol=1e-9).any()
