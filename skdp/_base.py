@@ -75,12 +75,14 @@ def require_positive_delta(estimator):
         )
 
 
-def warn_if_delta_is_large(estimator, n_samples):
+def warn_if_delta_is_large(estimator, n_samples, *, stacklevel=5):
     """Warn when ``delta >= 1/n_samples`` (n is public).
 
     An (ε, δ)-DP mechanism may publish each record outright with probability
     δ, so at δ ≥ 1/n it may publish one record (in expectation) and still meet
-    its guarantee.
+    its guarantee. ``stacklevel``: 5 when called from a ``fit`` under its two
+    decorators (the warning points at the caller of fit); one more per helper
+    in between.
     """
     if estimator.delta >= 1.0 / n_samples:
         warnings.warn(
@@ -88,7 +90,7 @@ def warn_if_delta_is_large(estimator, n_samples):
             f"{1.0 / n_samples:.3g}: a mechanism with this guarantee may reveal a "
             "whole record. Use delta well below 1/n_samples (e.g. 1/n**1.5).",
             PrivacyLeakWarning,
-            stacklevel=5,  # the caller of fit (through fit's two decorators)
+            stacklevel=stacklevel,
         )
 
 

@@ -842,3 +842,24 @@ def test_unbounded_canary_needs_the_unbounded_mode_and_on_fail_ignore():
         UnboundedCanary().build(DPGaussianSampler(center=None, radius=1.0), X)
     with pytest.raises(ValueError, match="on_fail='ignore'"):
         UnboundedCanary().build(DPGaussianSampler(method="unbounded"), X)
+
+
+def test_extreme_record_canary_statistic_is_n_times_the_normalised_mean_shift():
+    """White-box: with per-feature bounds of different centres and widths,
+    ExtremeRecordCanary's records sit on the bounds and its statistic is
+    n·Σ_j (mean_j − c_j)/w_j (the released sums of the normalised values),
+    computed here by hand from mean_ and the bounds."""
+    from skdp.audit._release_canaries import ExtremeRecordCanary
+
+    X = np.random.default_rng(40).normal(size=(300, 3)) + np.array([1.0, -2.0, 5.0])
+    lower, upper = np.array([-3.0, -6.0, 2.0]), np.array([4.0, 1.0, 12.0])
+    est = DPStandardScaler(delta=DELTA, bounds=(lower, upper), random_state=0)
+    canary = ExtremeRecordCanary(index=5)
+    (X_in, _), (X_out, _) = canary.build(est, X, None)
+    np.testing.assert_array_equal(X_in[5], upper)
+    np.testing.assert_array_equal(X_out[5], lower)
+    fitted = est.fit(X_in)
+    centre, width = (lower + upper) / 2, upper - lower
+    expected = 300 * sum((fitted.mean_[j] - centre[j]) / width[j] for j in range(3))
+    assert canary.statistic(fitted) == pytest.approx(expected, rel=1e-12)
+    assert canary.expected_mu(fitted) == 1 / fitted.noise_multiplier_

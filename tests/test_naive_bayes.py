@@ -12,7 +12,12 @@ from sklearn.pipeline import make_pipeline
 
 import skdp.naive_bayes._gaussian as nb_module
 from skdp import DPGaussianNB, DPStandardScaler, PrivacyLeakWarning, PrivacyLedger
-from skdp.accounting import gaussian_noise_multiplier, mu_from_epsilon
+from skdp.accounting import (
+    REPLACE_ONE,
+    gaussian_cost,
+    gaussian_noise_multiplier,
+    mu_from_epsilon,
+)
 from skdp.mechanisms import gaussian_mechanism
 from skdp.naive_bayes._gaussian import (
     class_moment_sensitivity,
@@ -139,7 +144,8 @@ def test_noise_of_the_release_has_the_calibrated_std(monkeypatch):
     assert np.std(noise) == pytest.approx(z * math.sqrt(3), rel=0.05)
 
 
-@pytest.mark.parametrize("n_samples, n_iter", [(300, 2), (60000, 5)])
+# Strides 1 (one histogram), 2 (the smallest that subsamples) and 7.
+@pytest.mark.parametrize("n_samples, n_iter", [(300, 2), (20000, 5), (60000, 5)])
 def test_private_bounds_and_moments_share_the_budget_exactly(
     monkeypatch, n_samples, n_iter
 ):
@@ -172,6 +178,7 @@ def test_private_bounds_and_moments_share_the_budget_exactly(
     snr = n_samples * mu / math.sqrt(2 * 2)
     stride = max(1, int(snr // 1000))
     assert (stride > 1) == (n_iter == 5)
+    assert stride == {300: 1, 20000: 2, 60000: 7}[n_samples]
     rows_read = len(range(0, n_samples, stride))
     np.testing.assert_array_equal(values[0].sum(axis=1), rows_read)
 
@@ -233,13 +240,22 @@ def test_constant_and_unseen_features_are_dropped_and_do_not_vote():
     assert model.n_iter_ == 2  # one histogram, then the moments
     assert model.dropped_features_[1]
     assert np.ptp(model.theta_[:, 1]) == 0 and np.ptp(model.var_[:, 1]) == 0
+    # A dropped feature's bounds are the public search range.
+    np.testing.assert_array_equal(model.bounds_[:, 1], [-1e6, 1e6])
     assert model.score(X, y) > 0.9
 
 
 def test_label_set_read_from_y_warns_and_is_a_caveat():
     X, y = _two_blobs(500)
-    with pytest.warns(PrivacyLeakWarning, match="label set was inferred"):
+    with pytest.warns(PrivacyLeakWarning, match="label set was inferred") as record:
         model = DPGaussianNB(delta=DELTA, bounds=(80, 120)).fit(X, y)
+    # The one notice of the leak: what is public, the fix, and the caller's line.
+    (warning,) = [w for w in record if w.category is PrivacyLeakWarning]
+    message = str(warning.message)
+    assert message.startswith("The label set was inferred from y and is treated")
+    assert "(it is released in classes_ and shapes theta_). If which" in message
+    assert message.endswith("pass classes=[...] declared in advance.")
+    assert warning.filename == __file__
     assert any("label set" in c for c in model.privacy_spent_.caveats)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
@@ -252,14 +268,28 @@ def test_label_set_read_from_y_warns_and_is_a_caveat():
 
 def test_bad_labels_priors_and_bounds_raise_before_any_work():
     X, y = _two_blobs(100)
-    with pytest.raises(ValueError, match="not in the declared classes"):
+    # The messages name no label (the labels in y are private).
+    with pytest.raises(
+        ValueError, match=r"^y contains labels that are not in the declared classes\.$"
+    ):
         DPGaussianNB(delta=DELTA, classes=[0, 5]).fit(X, y)
-    with pytest.raises(ValueError, match="at least 2 classes"):
+    with pytest.raises(
+        ValueError,
+        match=r"^DPGaussianNB needs at least 2 classes; classes declares only one",
+    ):
         DPGaussianNB(delta=DELTA, classes=[0]).fit(X, np.zeros(100, dtype=int))
-    with pytest.raises(ValueError, match="sum of the priors"):
+    with pytest.raises(
+        ValueError, match=r"^DPGaussianNB needs at least 2 classes; y contains only one"
+    ):
+        DPGaussianNB(delta=DELTA).fit(X, np.zeros(100, dtype=int))
+    with pytest.raises(ValueError, match=r"^The sum of the priors should be 1\.$"):
         DPGaussianNB(delta=DELTA, classes=[0, 1], priors=[0.5, 0.6]).fit(X, y)
-    with pytest.raises(ValueError, match="Number of priors"):
+    with pytest.raises(
+        ValueError, match=r"^Number of priors must match number of classes\.$"
+    ):
         DPGaussianNB(delta=DELTA, classes=[0, 1], priors=[1.0]).fit(X, y)
+    with pytest.raises(ValueError, match=r"^Priors must be non-negative\.$"):
+        DPGaussianNB(delta=DELTA, classes=[0, 1], priors=[1.5, -0.5]).fit(X, y)
     with pytest.raises(ValueError, match="lower < upper"):
         DPGaussianNB(delta=DELTA, classes=[0, 1], bounds=(1, 0)).fit(X, y)
     with pytest.raises(ValueError, match="delta > 0"):
@@ -341,7 +371,9 @@ def test_dask_input_matches_in_memory():
     assert lazy.privacy_spent_.mu == memory.privacy_spent_.mu
     predicted = lazy.predict(da.from_array(X, chunks=(700, 3))).compute()
     np.testing.assert_array_equal(predicted, memory.predict(X))
-    with pytest.raises(ValueError, match="not in the declared classes"):
+    with pytest.raises(
+        ValueError, match=r"^y contains labels that are not in the declared classes\.$"
+    ):
         clone(model).set_params(classes=[0, 5]).fit(
             da.from_array(X, chunks=(700, 3)), da.from_array(y, 700)
         )
@@ -615,3 +647,247 @@ def test_select_features_on_dask_matches_in_memory_and_takes_secure_noise():
     assert secure.n_iter_ == 2
     assert secure.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
     assert secure.dropped_features_[1]
+
+
+def test_nothing_kept_releases_the_counts_alone(monkeypatch):
+    """Every feature seen only at 0: the release is the counts next to one
+    dummy feature (column 0 on the bounds (-1, 1), so its z lies in [-1/2,
+    1/2] and the sensitivity sqrt(1) = 1 covers it), with the moments' share
+    of the budget; the same in memory and on Dask (whose row sums need the
+    release's size)."""
+    da = pytest.importorskip("dask.array")
+    calls = _recording(monkeypatch)
+    rng = np.random.default_rng(11)
+    n = 1500
+    y = rng.integers(0, 2, size=n)
+    X = np.zeros((n, 3))
+    model = DPGaussianNB(
+        delta=DELTA, classes=[0, 1], bounds=(0, 16), select_features=True
+    )
+    memory = clone(model).set_params(random_state=4).fit(X, y)
+    lazy = clone(model).set_params(random_state=4)
+    lazy.fit(da.from_array(X, chunks=(400, 3)), da.from_array(y, 400))
+    assert memory.dropped_features_.all() and lazy.dropped_features_.all()
+    mu = mu_from_epsilon(1.0, DELTA)
+    oracle = exact_release(X[:, :1], y, [0, 1], [-1.0], [1.0])
+    assert len(calls) == 2
+    for value, _, sensitivity, noise_multiplier in calls:
+        np.testing.assert_allclose(value, oracle, rtol=1e-12, atol=1e-12)
+        assert sensitivity == 1.0
+        assert noise_multiplier == pytest.approx(1 / (mu * math.sqrt(0.85)))
+    np.testing.assert_allclose(lazy.class_count_, memory.class_count_, rtol=1e-9)
+    assert memory.epsilon_ == 0.0
+
+
+def test_small_data_warning_names_the_estimator_and_points_at_the_caller():
+    """Below the public ratio 8 the fit warns (a feature's bulk may go unseen)
+    in its own name, says what happens to an unseen feature, and points at
+    the line that called fit."""
+    X, y = _two_blobs(40)
+    model = DPGaussianNB(delta=1e-3, classes=[0, 1], random_state=0)
+    with pytest.warns(UserWarning, match="n_samples=40 is small") as record:
+        model.fit(X, y)
+    (warning,) = [w for w in record if "is small" in str(w.message)]
+    assert str(warning.message).startswith("DPGaussianNB: ")
+    assert "a feature not seen is dropped." in str(warning.message)
+    assert warning.filename == __file__
+
+
+def test_secure_noise_draws_every_release_from_the_secure_sampler(monkeypatch):
+    """noise="secure": every release (histograms and moments) draws from
+    SecureNoise, with the secure calibration of the whole budget (n_iter_
+    secure steps of one equivalent multiplier, Σ 1/z_i² = n_iter_/z_eq²)."""
+    import skdp.preprocessing._quantiles as quantiles
+    from skdp.mechanisms import SecureNoise
+
+    calls = []
+
+    def record(value, *, sensitivity, noise_multiplier, rng):
+        calls.append((rng, noise_multiplier))
+        return gaussian_mechanism(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(nb_module, "gaussian_mechanism", record)
+    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    X, y = _two_blobs(3000)
+    X[:, 2] = 0.0  # blank: select_features drops it
+    for params in ({}, {"bounds": (80, 120), "select_features": True}):
+        calls.clear()
+        model = DPGaussianNB(delta=DELTA, classes=[0, 1], noise="secure", **params)
+        model.fit(X, y)
+        assert len(calls) == model.n_iter_ >= 2
+        assert all(isinstance(rng, SecureNoise) for rng, _ in calls)
+        # The secure report (zCDP with the grid's slack), not the GDP one.
+        secure, fast = (
+            gaussian_cost(
+                model.noise_multiplier_,
+                model.n_iter_,
+                delta=DELTA,
+                adjacency=REPLACE_ONE,
+                noise=noise,
+            )
+            for noise in ("secure", "fast")
+        )
+        assert model.privacy_spent_.epsilon == pytest.approx(secure.epsilon, rel=1e-12)
+        assert model.privacy_spent_.mu == secure.mu
+        assert abs(fast.epsilon - secure.epsilon) > 0.01
+        z_eq = gaussian_noise_multiplier(1.0, DELTA, model.n_iter_, noise="secure")
+        assert sum(1 / m**2 for _, m in calls) == pytest.approx(
+            model.n_iter_ / z_eq**2, rel=1e-9
+        )
+
+
+def test_variance_floor_is_the_noise_level_of_the_release():
+    """var_ (less epsilon_) is at least the noise level of its release,
+    σ/(γ·n_k) in z units with σ = z·sqrt(d), i.e. (u − l)²·σ/(γ·n_k) in x
+    units, and a feature constant in each class sits on it (seeded)."""
+    rng = np.random.default_rng(12)
+    n, d = 400, 4
+    y = rng.integers(0, 2, size=n)
+    X = np.column_stack([1.0 + y, rng.normal(size=(n, d - 1))])
+    model = DPGaussianNB(
+        delta=DELTA, classes=[0, 1], bounds=(-4.0, 4.0), random_state=0
+    ).fit(X, y)
+    sigma = gaussian_noise_multiplier(1.0, DELTA) * math.sqrt(d)
+    floor = 8.0**2 * sigma / (2 * math.sqrt(2) * model.class_count_[:, None])
+    # The noisy counts, shifted to add up to n (public), none clipped at 0 here.
+    assert model.class_count_.min() > 0
+    assert model.class_count_.sum() == pytest.approx(n, rel=1e-12)
+    excess = model.var_ - model.epsilon_
+    assert (excess >= floor * (1 - 1e-9)).all()
+    assert np.isclose(excess[:, 0], floor[:, 0], rtol=1e-9).any()
+
+
+def test_privacy_spent_names_the_releases_of_each_schedule():
+    """The ledger's one-line description of each schedule's releases."""
+    X, y = _blank_pixels()
+    base = "DPGaussianNB: noisy class counts, sums and sums of squares"
+    cases = [
+        (X, {"bounds": (0, 16)}, 1, ""),
+        (
+            X,
+            {"bounds": (0, 16), "select_features": True},
+            2,
+            ", after a noisy histogram (features)",
+        ),
+        (X, {}, 5, ", after noisy histograms (bounds)"),
+        (X[:150], {}, 2, ", after noisy histograms (bounds)"),
+    ]
+    for data, params, n_iter, tail in cases:
+        model = DPGaussianNB(delta=DELTA, classes=[0, 1], random_state=0, **params)
+        model.fit(data, y[: data.shape[0]])
+        assert model.n_iter_ == n_iter
+        assert model.privacy_spent_.mechanism == base + tail
+
+
+# 4 bins per decade, and 2 below the public ratio 8 (n = 100, d = 5).
+@pytest.mark.parametrize("n, per_decade", [(1500, 4), (100, 2)])
+def test_select_features_histogram_counts_the_data_clipped_to_each_bound(
+    monkeypatch, n, per_decade
+):
+    """In memory and on Dask, the feature histogram counts X clipped to the
+    given per-feature bounds: below the lower, above the upper (one below
+    the grid's public range), exactly as np.histogram of np.clip(X, l, u) on
+    the public signed grid over [-16, 16]."""
+    da = pytest.importorskip("dask.array")
+    import skdp.preprocessing._quantiles as quantiles
+    from skdp.preprocessing._quantiles import signed_grid
+
+    histograms = []
+
+    def record(value, *, sensitivity, noise_multiplier, rng):
+        histograms.append(np.array(value))
+        return gaussian_mechanism(
+            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+        )
+
+    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    X, y = _blank_pixels(n)
+    X[0, 3], X[1, 3] = -5.0, 99.0
+    lower, upper = np.zeros(5), np.array([8.0, 16.0, 16.0, 12.0, 16.0])
+    model = DPGaussianNB(
+        delta=DELTA, classes=[0, 1], bounds=(lower, upper), select_features=True
+    )
+    clone(model).set_params(random_state=0).fit(X, y)
+    clone(model).set_params(random_state=0).fit(
+        da.from_array(X, chunks=(40, 5)), da.from_array(y, 40)
+    )
+    clipped = np.clip(X, lower, upper)
+    # Every bound clips something: the upper 8 and 12 (inside the grid's ±16).
+    assert (X[:, 0] > 8).any() and (X[:, 3] > 12).sum() > 1 and X[0, 3] < 0
+    edges = signed_grid(16.0, per_decade)
+    expected = np.array(
+        [np.histogram(clipped[:, j], bins=edges)[0] for j in range(5)], dtype=float
+    )
+    assert len(histograms) == 2
+    for histogram in histograms:
+        np.testing.assert_array_equal(histogram, expected)
+
+
+def test_defaults_spend_epsilon_one_at_delta_1e5():
+    """The documented defaults (ε = 1, δ = 1e-5) are the guarantee of a fit
+    given no budget."""
+    X, y = _two_blobs(1000)
+    model = DPGaussianNB(classes=[0, 1], bounds=(80, 120), random_state=0)
+    spent = model.fit(X, y).privacy_spent_
+    assert spent.delta == 1e-5
+    assert spent.mu == pytest.approx(mu_from_epsilon(1.0, 1e-5), rel=1e-9)
+
+
+def test_zero_prior_is_allowed_and_dask_fit_reads_the_label_set_from_y():
+    """A prior of 0 is public and valid (as in scikit-learn): that class is
+    never predicted. A Dask fit without declared classes reads them from y
+    (with the warning) like the in-memory one."""
+    da = pytest.importorskip("dask.array")
+    X, y = _two_blobs(1000)
+    model = DPGaussianNB(
+        delta=DELTA, classes=[0, 1], bounds=(80, 120), priors=[0.0, 1.0]
+    ).fit(X, y)
+    with np.errstate(divide="ignore"):  # log(0): as scikit-learn's GaussianNB
+        assert (model.predict(X) == 1).all()
+    with pytest.warns(PrivacyLeakWarning, match="label set was inferred"):
+        lazy = DPGaussianNB(delta=DELTA, bounds=(80, 120), random_state=0).fit(
+            da.from_array(X, chunks=(300, 3)), da.from_array(y, 300)
+        )
+    assert lazy.classes_.tolist() == [0, 1]
+
+
+def test_class_record_canary_statistic_is_the_noisy_sum_of_its_class(monkeypatch):
+    """White-box check of the audit's canary: its records sit on the bounds
+    (floats, even for an integer X), and its statistic recovers Σ_j of the
+    released noisy sums of its class over the kept features (per-feature
+    bounds with non-zero centres and widths, one feature dropped)."""
+    from skdp.audit._release_canaries import ClassRecordCanary
+
+    calls = _recording(monkeypatch)
+    X, y = _blank_pixels()
+    X = np.round(X).astype(np.int64)
+    lower = np.array([-0.5, 0.0, 1.0, -2.0, 0.5])
+    upper = lower + np.array([17.0, 16.0, 15.5, 20.0, 16.0])
+    model = DPGaussianNB(
+        delta=DELTA,
+        classes=[0, 1],
+        bounds=(lower, upper),
+        select_features=True,
+        random_state=0,
+    )
+    canary = ClassRecordCanary(index=3)
+    (X_in, y_in), (X_out, y_out) = canary.build(model, X, y)
+    np.testing.assert_array_equal(X_in[3], upper)
+    np.testing.assert_array_equal(X_out[3], lower)
+    np.testing.assert_array_equal(np.delete(X_in, 3, axis=0), np.delete(X, 3, axis=0))
+    for labels in (y_in, y_out):  # the record keeps its label in both worlds
+        np.testing.assert_array_equal(labels, y)
+    # Bounds found privately: the records sit at ±data_range (public).
+    searched = DPGaussianNB(data_range=50.0)
+    (X_hi, _), (X_lo, _) = ClassRecordCanary(index=3).build(searched, X, y)
+    np.testing.assert_array_equal(X_hi[3], np.full(5, 50.0))
+    np.testing.assert_array_equal(X_lo[3], np.full(5, -50.0))
+    fitted = model.fit(X_in, y_in)
+    keep = ~fitted.dropped_features_
+    assert 0 < keep.sum() < 5
+    _, noisy, _, _ = calls[-1]
+    d = int(keep.sum())
+    sums = noisy[2 : 2 * (d + 1)].reshape(2, d)[y[3]]
+    assert canary.statistic(fitted) == pytest.approx(sums.sum(), rel=1e-9)

@@ -6,6 +6,7 @@ Tolerances are stated where a test is statistical; every seed is fixed.
 """
 
 import math
+import sys
 import warnings
 
 import dp_accounting
@@ -853,6 +854,8 @@ def test_n_quantiles_is_capped_at_n_samples():
     qt = DPQuantileTransformer(n_quantiles=1000, delta=1e-4, random_state=0).fit(X)
     assert qt.n_quantiles_ == 300 and qt.quantiles_.shape == (300, 2)
     assert np.all(np.diff(qt.quantiles_, axis=0) >= 0)
+    one = DPQuantileTransformer(n_quantiles=1, delta=1e-4, random_state=0).fit(X)
+    assert one.n_quantiles_ == 1 and one.quantiles_.shape == (1, 2)
 
 
 # --------------------------------------------------------------------------
@@ -903,10 +906,21 @@ def test_non_finite_input_raises_and_unfits(cls, X, match):
 @pytest.mark.parametrize(
     "est, match",
     [
-        (DPRobustScaler(quantile_range=(75.0, 25.0)), "quantile_range"),
+        (
+            DPRobustScaler(quantile_range=(75.0, 25.0)),
+            r"^quantile_range must satisfy 0\.0 <= min < max <= 100\.0; got "
+            r"\(75\.0, 25\.0\)\.$",
+        ),
         (DPRobustScaler(quantile_range=(-1.0, 25.0)), "quantile_range"),
+        (DPRobustScaler(quantile_range=(25.0, 100.5)), "^quantile_range must"),
+        (DPRobustScaler(quantile_range=(50.0, 50.0)), "^quantile_range must"),
         (DPMinMaxScaler(feature_range=(1, 0)), "feature_range"),
+        (
+            DPMinMaxScaler(feature_range=("a", 1)),
+            r"^feature_range must be a pair of numbers; got \('a', 1\)\.$",
+        ),
         (DPMinMaxScaler(quantile_range=(0.0, 101.0)), "quantile_range"),
+        (DPMinMaxScaler(quantile_range=(50.0, 50.0)), "^quantile_range must"),
         (DPQuantileTransformer(bounds=(1.0, 0.0)), "lower < upper"),
         (DPQuantileTransformer(delta=0.0), "delta > 0"),
     ],
@@ -933,10 +947,55 @@ def test_invalid_parameters(params):
         DPQuantileTransformer(**params).fit(np.zeros((50, 2)))
 
 
+def test_scalers_read_their_statistics_from_the_one_release():
+    """Post-processing, exactly: at one seed a scaler's release is
+    dp_quantiles' (same budget, same grid), and center_, scale_ (unit
+    variance: over ndtri(q_max) - ndtri(q_min)), data_min_, data_max_,
+    scale_ and min_ are the formulas of its quantiles."""
+    from scipy.special import ndtri
+
+    X = np.random.default_rng(29).normal(3.0, 2.0, size=(5000, 2))
+    q = dp_quantiles(X, [0.5, 0.1, 0.8], delta=DELTA, random_state=0).quantiles
+    robust = DPRobustScaler(
+        delta=DELTA, quantile_range=(10, 80), unit_variance=True, random_state=0
+    ).fit(X)
+    np.testing.assert_allclose(robust.center_, q[0], rtol=1e-12)
+    factor = ndtri(0.8) - ndtri(0.1)
+    np.testing.assert_allclose(robust.scale_, (q[2] - q[1]) / factor, rtol=1e-12)
+    q = dp_quantiles(X, [0.05, 0.95], delta=DELTA, random_state=0).quantiles
+    minmax = DPMinMaxScaler(
+        delta=DELTA, quantile_range=(5, 95), feature_range=(-1, 2), random_state=0
+    ).fit(X)
+    np.testing.assert_allclose(minmax.data_min_, q[0], rtol=1e-12)
+    np.testing.assert_allclose(minmax.data_max_, q[1], rtol=1e-12)
+    np.testing.assert_allclose(minmax.data_range_, q[1] - q[0], rtol=1e-12)
+    np.testing.assert_allclose(minmax.scale_, 3 / (q[1] - q[0]), rtol=1e-12)
+    np.testing.assert_allclose(minmax.min_, -1 - q[0] * minmax.scale_, rtol=1e-12)
+    # clip=False by default: beyond the data range, beyond the feature range.
+    assert (minmax.transform(np.full((1, 2), 1e3)) > 2).all()
+    # The widest ranges are valid.
+    DPRobustScaler(delta=DELTA, quantile_range=(0, 100), random_state=0).fit(X)
+    DPMinMaxScaler(delta=DELTA, quantile_range=(0, 100), random_state=0).fit(X)
+    # A spread below the release's resolution is scaled by 1 (not 2, ...).
+    constant = np.column_stack([X[:, 0], np.full(5000, 7.0)])
+    for est in (
+        DPRobustScaler(delta=DELTA, unit_variance=True, random_state=0),
+        DPMinMaxScaler(delta=DELTA, random_state=0),
+    ):
+        scale = est.fit(constant).scale_
+        assert scale[1] == 1.0 and scale[0] != 1.0
+
+
 def test_nothing_to_release_is_free():
     X = np.random.default_rng(17).normal(size=(100, 2))
     est = DPRobustScaler(with_centering=False, with_scaling=False).fit(X)
     assert est.privacy_spent_.epsilon == 0 and est.n_iter_ == 0
+    spent = est.privacy_spent_
+    assert (spent.epsilon, spent.delta, spent.mu) == (0.0, 0.0, 0.0)
+    assert est.center_ is None and est.scale_ is None
+    assert est.n_samples_seen_ == 100 and est.noise_multiplier_ == math.inf
+    assert est.bin_edges_ is est.n_bins_ is est.histogram_ is None
+    assert est.privacy_spent_.mechanism == "DPRobustScaler: nothing released"
     np.testing.assert_array_equal(est.transform(X), X)
 
 
@@ -1020,8 +1079,8 @@ def test_delta_of_at_least_one_over_n_warns(release):
 
 
 def test_secure_noise_is_drawn_by_the_secure_sampler(monkeypatch):
-    """noise="secure": every release of dp_histogram and dp_quantiles (the
-    bounds search included) draws from a SecureNoise source."""
+    """noise="secure": every release of dp_histogram, dp_quantiles and the
+    transformers (the bounds search included) draws from a SecureNoise source."""
     from skdp.mechanisms import SecureNoise
 
     sources, multipliers = [], []
@@ -1053,6 +1112,12 @@ def test_secure_noise_is_drawn_by_the_secure_sampler(monkeypatch):
         math.sqrt(n) / gaussian_noise_multiplier(1.0, DELTA, n, noise="secure"),
         rel=1e-12,
     )
+    # ... and every release of every transformer's fit, bounds given or not.
+    for cls in TRANSFORMERS:
+        for bounds, n_iter in ((None, N_BOUND_RELEASES + 1), ((-3, 3), 1)):
+            sources.clear()
+            cls(delta=DELTA, bounds=bounds, noise="secure").fit(X)
+            assert sources == [SecureNoise] * n_iter
 
 
 def test_seeded_noise_is_reproducible():
@@ -1092,6 +1157,22 @@ def test_warnings_point_at_the_caller(name, args):
             "[-data_range, data_range] (in effect dropped)" in small
         )
     line = _release_here.__code__.co_firstlineno + 1
+    for w in caught:
+        assert (w.filename, w.lineno) == (__file__, line), str(w.message)
+
+
+@pytest.mark.parametrize("cls", TRANSFORMERS)
+def test_transformer_warnings_point_at_the_caller(cls):
+    """A transformer's small-data UserWarning (in its own name), and the
+    large-delta and seeded-noise PrivacyLeakWarnings, point at the line that
+    called fit."""
+    X = np.random.default_rng(26).normal(size=(100, 40))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        cls(delta=0.02, random_state=1).fit(X)
+    messages = {str(w.message).split(" ")[0] for w in caught}
+    assert {"delta=0.02", "random_state=1", f"{cls.__name__}:"} <= messages
     for w in caught:
         assert (w.filename, w.lineno) == (__file__, line), str(w.message)
 
@@ -1171,6 +1252,26 @@ def test_dask_fit_matches_the_in_memory_fit(cls):
         _check_dask_fit(cls, da)
 
 
+@pytest.mark.parametrize("cls", TRANSFORMERS)
+def test_float32_and_integer_input_release_what_float64_does(cls):
+    """The same values as float32 or int64, in memory or on Dask, give the
+    same private release at the same seed (the grid and the clip in float64)."""
+    da = pytest.importorskip("dask.array")
+    X = np.round(np.random.default_rng(23).normal(3.0, 2.0, size=(3000, 2)) * 4)
+    est = cls(delta=DELTA, random_state=0)
+    reference = clone(est).fit(X / 4)
+    for data in (
+        (X / 4).astype(np.float32),
+        da.from_array((X / 4).astype(np.float32), chunks=(1000, 2)),
+    ):
+        fitted = clone(est).fit(data)
+        np.testing.assert_allclose(fitted.histogram_, reference.histogram_, rtol=1e-12)
+        np.testing.assert_array_equal(fitted.bin_edges_, reference.bin_edges_)
+    integer = clone(est).set_params(bounds=(-40, 60)).fit(X.astype(np.int64))
+    floats = clone(est).set_params(bounds=(-40, 60)).fit(X)
+    np.testing.assert_allclose(integer.histogram_, floats.histogram_, rtol=1e-12)
+
+
 def _check_dask_fit(cls, da):
     X = np.random.default_rng(22).normal(3.0, 2.0, size=(6000, 3))
     for bounds in (None, (-5.0, 10.0)):
@@ -1180,6 +1281,7 @@ def _check_dask_fit(cls, da):
         )
         np.testing.assert_allclose(lazy.histogram_, memory.histogram_)
         np.testing.assert_array_equal(lazy.bin_edges_, memory.bin_edges_)
+        assert lazy.n_samples_seen_ == memory.n_samples_seen_ == 6000
         out = lazy.transform(da.from_array(X, chunks=(1000, 3)))
         np.testing.assert_allclose(out.compute(), memory.transform(X))
     q = dp_quantiles(da.from_array(X, chunks=(1000, 3)), 0.5, random_state=0)
@@ -1270,3 +1372,26 @@ def test_digits_transform_is_finite_and_sane(cls):
     scale = est.scale_ if cls is DPRobustScaler else est.data_range_
     constant = X.std(axis=0) == 0
     assert constant.any() and np.all(scale[constant] == 1.0)
+
+
+@pytest.mark.parametrize("cls", TRANSFORMERS)
+def test_defaults_spend_epsilon_one_at_delta_1e5_over_a_million(cls):
+    """The documented defaults: ε = 1, δ = 1e-5, the public range ±1e6."""
+    X = np.random.default_rng(30).normal(size=(3000, 2))
+    spent = cls(random_state=0).fit(X).privacy_spent_
+    assert spent.delta == 1e-5
+    assert spent.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert cls().get_params()["data_range"] == 1e6
+
+
+@pytest.mark.parametrize("cls", TRANSFORMERS)
+def test_transform_checks_the_fitted_width_and_casts_to_float(cls):
+    X = np.random.default_rng(31).normal(size=(3000, 2)) * 10
+    est = cls(delta=DELTA, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        est.transform(np.zeros((5, 3)))
+    assert est.n_features_in_ == 2
+    integer = np.round(X).astype(np.int64)
+    np.testing.assert_allclose(
+        est.transform(integer), est.transform(integer.astype(float)), rtol=1e-12
+    )

@@ -65,7 +65,8 @@ class _DPHistogramQuantiles(
             X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
         bounds = None if self.bounds is None else _check_bounds(self.bounds, d)
-        warn_if_delta_is_large(self, n)
+        # The caller of fit: through this helper and fit's two decorators.
+        warn_if_delta_is_large(self, n, stacklevel=6)
         return X, bounds
 
     def _release(self, X, bounds):
