@@ -288,3 +288,51 @@ def test_sample_weight_is_refused_saying_why(cls):
     ):
         estimator.fit(np.ones((10, 2)), np.arange(10) % 2, sample_weight=np.ones(10))
     assert not hasattr(estimator, "privacy_spent_")
+
+
+def _with_noise_parameter():
+    return [
+        cls
+        for cls in exported_estimators()
+        if "noise" in inspect.signature(cls).parameters
+    ]
+
+
+@mark.parametrize("cls", _with_noise_parameter(), ids=lambda c: c.__name__)
+def test_secure_noise_reaches_every_noise_source_of_a_fit(cls, monkeypatch):
+    """``noise="secure"``: every noise source a fit opens is a secure one.
+
+    Every estimator gets its noise from ``skdp.mechanisms.as_generator``; a
+    spy in every skdp module that imported it records the ``noise`` each
+    call asks for. An estimator that forgets to pass ``noise`` on (one
+    release drawn from numpy's generator while the report says "secure")
+    fails here, whichever estimator and release it is."""
+    import sys
+    import warnings
+
+    import skdp.mechanisms
+    from skdp.mechanisms import NOISE_SAMPLERS, SecureNoise
+
+    original = skdp.mechanisms.as_generator
+    asked = []
+
+    def spy(random_state=None, noise="fast"):
+        asked.append(noise)
+        return original(random_state, noise)
+
+    for name, module in list(sys.modules.items()):
+        imported = getattr(module, "as_generator", None)
+        if name.startswith("skdp") and imported is original:
+            monkeypatch.setattr(module, "as_generator", spy)
+    estimator = cls(epsilon=2.0, delta=1e-6, noise="secure")
+    if "classes" in estimator.get_params():
+        estimator.set_params(classes=[0, 1])
+    if "accounting" in estimator.get_params() and cls.__name__ == "DPSparseGLM":
+        estimator.set_params(accounting="paper")  # the secure recipe
+    X, y = small_fit_data(estimator)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PrivacyLeakWarning; small-data notices
+        estimator.fit(X, y)
+    assert asked and set(asked) == {"secure"}, asked
+    assert estimator.privacy_spent_.sampler == NOISE_SAMPLERS["secure"]
+    assert isinstance(original(None, "secure"), SecureNoise)
