@@ -1806,3 +1806,199 @@ def test_rows_beyond_the_range_of_one_qr_do_not_make_every_point_an_outlier():
     score = stable_cov(Y, lambda0, k)[1]
     assert score < k
     assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
+
+
+# ---------------------------------------------------------------------------
+# Floating-point subroutines against independent computations (issue 29,
+# mutation testing of _subroutines.py)
+# ---------------------------------------------------------------------------
+
+
+def _rank_tolerances_oracle(Y, k):
+    """``log2 τ_ℓ``, ``τ_ℓ = max(m, d)·eps·e^{-ℓ/(2k)}·s_[j0+ℓ]`` from the
+    sorted row sizes (module docstring; ``s_[j] = 0`` beyond m, e^0 for
+    k = 0), with plain math: -inf where τ_ℓ is 0."""
+    m, d = Y.shape
+    sizes = sorted(max(abs(float(v)) for v in row) if d else 0.0 for row in Y)
+    sizes = sizes[::-1]
+    j0 = max(1, (m - 2 * k + 1) // 2)
+    out = []
+    for ell in range(2 * k + 1):
+        j = j0 + ell
+        s = sizes[j - 1] if j <= m else 0.0
+        tau = max(m, d) * np.finfo(float).eps * math.exp(-ell / (2 * max(k, 1))) * s
+        out.append(math.log2(tau) if tau > 0 else -math.inf)
+    return np.array(out)
+
+
+@pytest.mark.parametrize(
+    "m, d, k, n_zero",
+    [
+        (40, 2, 3, 0),
+        (41, 3, 1, 5),
+        (9, 2, 4, 0),
+        (7, 2, 5, 2),
+        (30, 2, 0, 0),
+        (12, 1, 2, 8),
+        (3, 2, 1, 0),
+    ],
+)
+def test_rank_tolerances_read_the_level_indexed_order_statistic(m, d, k, n_zero):
+    """White box of the privacy-critical rank threshold (Lemma 3.5 in
+    float64): level ℓ reads the (j0 + ℓ)-th largest row size of all m rows,
+    zero rows included, j0 = max(1, (m - 2k + 1)//2), 0 beyond m (small m,
+    large k), times m·eps·e^{-ℓ/(2k)}; exactly 2k + 1 levels. Row sizes are
+    distinct powers-of-ten spread so that an off-by-one index is 0.3 apart
+    in log2 at least."""
+    from skdp.gaussian._subroutines import _rank_tolerances
+
+    rng = np.random.default_rng(m + 10 * d + 100 * k)
+    sizes = 10.0 ** rng.permutation(np.linspace(-3.0, 3.0, m))
+    Y = rng.uniform(-1.0, 1.0, (m, d))
+    Y[np.arange(m), rng.integers(0, d, m)] = sizes * rng.choice([-1.0, 1.0], m)
+    Y[rng.choice(m, n_zero, replace=False)] = 0.0
+    got = _rank_tolerances(Y, k)
+    expected = _rank_tolerances_oracle(Y, k)
+    assert got.shape == (2 * k + 1,)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=0, atol=1e-9)
+
+
+def test_flush_tiny_is_exactly_below_two_to_the_minus_290():
+    """Entries of magnitude strictly below 2^-290 become 0, entry by entry;
+    2^-290 itself and anything larger (or non-finite) is kept."""
+    from skdp.gaussian._subroutines import _flush_tiny
+
+    t = 2.0**-290
+    Y = np.array(
+        [
+            [t, -t, np.nextafter(t, 0.0), -np.nextafter(t, 0.0)],
+            [1e-300, 5e-324, np.inf, -1.0],
+        ]
+    )
+    expected = np.array([[t, -t, 0.0, 0.0], [0.0, 0.0, np.inf, -1.0]])
+    np.testing.assert_array_equal(_flush_tiny(Y), expected)
+
+
+def test_smallest_singular_value_matches_numpy_svd():
+    """σ_min of an upper-triangular R as ``1/||R^-1||₂`` against numpy's SVD
+    on well-scaled R (relative 1e-10), graded R (condition 1e12: relative
+    1e-6) and exactly singular R (-inf)."""
+    from skdp.gaussian._subroutines import _log2_smallest_singular_value
+
+    rng = np.random.default_rng(0)
+    for d, grading in [(1, 1.0), (2, 1.0), (3, 1.0), (5, 1.0), (3, 1e-6), (4, 1e-4)]:
+        R = np.triu(rng.normal(size=(d, d)))
+        R[np.diag_indices(d)] = rng.uniform(0.5, 2.0, d) * rng.choice([-1, 1], d)
+        R *= grading ** np.arange(d)[:, None]
+        expected = np.linalg.svd(R, compute_uv=False).min()
+        rtol = 1e-10 if grading == 1.0 else 1e-6
+        got = _log2_smallest_singular_value(R)
+        np.testing.assert_allclose(2.0**got, expected, rtol=rtol)
+    R = np.triu(rng.normal(size=(3, 3)))
+    R[1, 1] = 0.0
+    assert _log2_smallest_singular_value(R) == -np.inf
+
+
+def test_good_set_norms_are_m_times_the_leverages_and_sigma_min():
+    """``m·Y_iᵀ(Y_SᵀY_S)^{-1}Y_i`` on S (0 outside) and ``log2 σ_min(Y_S)``
+    against numpy's inverse and SVD on well-scaled, unsorted rows (relative
+    1e-10); None and -inf for fewer rows than columns, no non-zero row, or a
+    non-finite row in S; the scaling by a power of two is undone."""
+    from skdp.gaussian._subroutines import _good_set_norms
+
+    rng = np.random.default_rng(1)
+    for m, d, scale in [(30, 2, 1.0), (25, 3, 2.0**-700), (12, 1, 1e250), (8, 4, 3.0)]:
+        Y = rng.normal(size=(m, d)) * rng.uniform(0.1, 10.0, (m, 1)) * scale
+        mask = rng.random(m) < 0.8
+        mask[: d + 1] = True
+        Ys = Y[mask] / scale
+        q_expected = np.zeros(m)
+        q_expected[mask] = m * np.einsum(
+            "ij,jk,ik->i", Ys, np.linalg.inv(Ys.T @ Ys), Ys
+        )
+        q, log2_sigma = _good_set_norms(Y, mask)
+        np.testing.assert_allclose(q, q_expected, rtol=1e-10, atol=0)
+        sigma = np.linalg.svd(Ys, compute_uv=False).min() * scale
+        np.testing.assert_allclose(log2_sigma, math.log2(sigma), rtol=0, atol=1e-9)
+    Y = rng.normal(size=(10, 3))
+    mask = np.zeros(10, dtype=bool)
+    mask[:2] = True
+    assert _good_set_norms(Y, mask) == (None, -np.inf)
+    everything = np.ones(10, dtype=bool)
+    assert _good_set_norms(np.zeros((10, 2)), everything) == (None, -np.inf)
+    Y[4] = [np.inf, 0.0, 1.0]
+    assert _good_set_norms(Y, everything) == (None, -np.inf)
+    mask = everything.copy()
+    mask[4] = False  # the infinite row outside S is not read
+    assert _good_set_norms(Y, mask)[0] is not None
+
+
+def test_a_rank_deficient_set_is_singular_when_the_rank_scale_is_zero():
+    """Singular means ``σ_min <= τ``, so σ_min = 0 is singular even at a
+    scale of 0 (more than half the rows zero): a set on a line with every
+    other row a duplicated pair has every point an outlier."""
+    from skdp.gaussian._subroutines import _rank_tolerances
+
+    Y = np.zeros((10, 2))
+    Y[:3, 0] = [1.0, 2.0, 3.0]
+    assert _rank_tolerances(Y, 0)[0] == -np.inf
+    assert not largest_good_subset(Y, 50.0).any()
+    assert stable_cov(Y, 50.0, 1) == (None, 1)
+
+
+def test_covariance_factor_factors_the_weighted_pairs():
+    """``L·Lᵀ = Σ̂[perm][:, perm]`` with ``Σ̂ = Σ_i w_i Y_i Y_iᵀ`` and
+    ``Y_i = sqrt(2)·Yh_i``, against the sum formed directly (relative 1e-10),
+    at scales whose Σ̂ over- or underflows in float64 (the factor is then
+    compared after undoing the scale); L lower triangular, perm a
+    permutation; rows of weight 0 are not read (here infinite). None for
+    fewer weighted rows than columns, no non-zero weighted row, a
+    non-finite weighted row, or an exactly rank-deficient Σ̂."""
+    from skdp.gaussian._subroutines import _covariance_factor
+
+    rng = np.random.default_rng(2)
+    for m, d, scale in [(40, 2, 1.0), (30, 3, 1e200), (25, 2, 1e-200), (9, 4, 7.0)]:
+        Yh = rng.normal(size=(m, d)) * rng.uniform(0.1, 10.0, (m, 1))
+        w = rng.uniform(0.0, 1.0, m) / m
+        w[: m // 4] = 0.0
+        Yh[0] = np.inf
+        Sigma = np.einsum("i,ij,ik->jk", 2.0 * w[1:], Yh[1:], Yh[1:])
+        L, perm = _covariance_factor(Yh * scale, w)
+        L = L / scale
+        assert sorted(perm) == list(range(d))
+        np.testing.assert_array_equal(np.triu(L, 1), 0.0)
+        np.testing.assert_allclose(L @ L.T, Sigma[np.ix_(perm, perm)], rtol=1e-10)
+    Yh = rng.normal(size=(6, 2))
+    w = np.zeros(6)
+    w[0] = 1.0
+    assert _covariance_factor(Yh, w) is None
+    assert _covariance_factor(np.zeros((6, 2)), np.full(6, 1 / 6)) is None
+    Yh[3] = [np.inf, 1.0]
+    assert _covariance_factor(Yh, np.full(6, 1 / 6)) is None
+    line = np.outer(np.arange(1.0, 7.0), [1.0, 0.0])
+    assert _covariance_factor(line, np.full(6, 1 / 6)) is None
+
+
+def test_half_pairs_are_the_halved_differences_of_the_two_quarters():
+    """``Yh_i = X_a/2 - X_b/2`` for a = rows[n1 + i], b = rows[n1 + n2 + i]
+    (the rows after n1 + 2·n2 unread), exactly (halving is exact in the
+    normal range), without overflow at ±1.5e308 and with differences below
+    2^-290 flushed to 0."""
+    from skdp.gaussian._subroutines import _half_pairs
+
+    rng = np.random.default_rng(3)
+    n1, n2, d = 5, 7, 2
+    X = rng.normal(size=(n1 + 2 * n2 + 3, d))
+    rows = rng.permutation(len(X))
+    a, b = rows[n1 : n1 + n2], rows[n1 + n2 : n1 + 2 * n2]
+    X[a[0]] = [1.5e308, 1.0]
+    X[b[0]] = [-1.5e308, 1.0 + 2.0**-52]
+    X[a[1], 0], X[b[1], 0] = 2.0**-280, 2.0**-280 + 2.0**-292
+    X[rows[n1 + 2 * n2 :]] = np.nan  # not read
+    with np.errstate(over="ignore"):
+        expected = (X[a] - X[b]) / 2.0
+    expected[0] = [1.5e308, -(2.0**-53)]
+    expected[1, 0] = 0.0  # |difference| / 2 = 2^-293 < 2^-290
+    np.testing.assert_array_equal(_half_pairs(X, rows, n1, n2), expected)
