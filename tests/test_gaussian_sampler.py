@@ -1938,14 +1938,18 @@ def test_good_set_norms_are_m_times_the_leverages_and_sigma_min():
 def test_a_rank_deficient_set_is_singular_when_the_rank_scale_is_zero():
     """Singular means ``σ_min <= τ``, so σ_min = 0 is singular even at a
     scale of 0 (more than half the rows zero): a set on a line with every
-    other row a duplicated pair has every point an outlier."""
+    other row a duplicated pair has every point an outlier. The log of the
+    zero scale raises no floating-point event (strict errstate); without
+    columns every scale is 0."""
     from skdp.gaussian._subroutines import _rank_tolerances
 
     Y = np.zeros((10, 2))
     Y[:3, 0] = [1.0, 2.0, 3.0]
-    assert _rank_tolerances(Y, 0)[0] == -np.inf
-    assert not largest_good_subset(Y, 50.0).any()
-    assert stable_cov(Y, 50.0, 1) == (None, 1)
+    with np.errstate(all="raise"):
+        assert _rank_tolerances(Y, 0)[0] == -np.inf
+        assert not largest_good_subset(Y, 50.0).any()
+        assert stable_cov(Y, 50.0, 1) == (None, 1)
+        np.testing.assert_array_equal(_rank_tolerances(np.ones((5, 0)), 1), -np.inf)
 
 
 def test_covariance_factor_factors_the_weighted_pairs():
@@ -2002,3 +2006,55 @@ def test_half_pairs_are_the_halved_differences_of_the_two_quarters():
     expected[0] = [1.5e308, -(2.0**-53)]
     expected[1, 0] = 0.0  # |difference| / 2 = 2^-293 < 2^-290
     np.testing.assert_array_equal(_half_pairs(X, rows, n1, n2), expected)
+
+
+def test_the_singular_decision_moves_through_the_levels_at_rate_e_to_minus_l_over_2k():
+    """Behaviour of the rank threshold ``τ_ℓ = m·eps·e^{-ℓ/(2k)}·s_[j0+ℓ]``
+    in StableCov: rows ``(±1, α·u_i)`` (every row size exactly 1, u ⟂ the
+    signs, so ``σ_min(Y) = α·||u||`` exactly and every leverage is far below
+    λ0 at every level) with ``σ_min = m·eps·e^{-(j + 1/2)/(2k)}``, half a
+    level's factor away from two thresholds: A(S) is singular exactly at
+    the levels ℓ <= j, so Score1 = min(k, j + 1) (j = -1: never singular,
+    score 0). A threshold that decays at another rate, grows with ℓ, or is
+    set at another multiple of eps moves a score here."""
+    rng = np.random.default_rng(5)
+    m, k, lambda0 = 500, 4, 20.0
+    signs = rng.choice([-1.0, 1.0], m)
+    u = rng.normal(size=m)
+    u -= (signs @ u) / m * signs
+    for j in range(-1, 2 * k + 1):
+        sigma = m * np.finfo(float).eps * math.exp(-(j + 0.5) / (2 * k))
+        Y = np.column_stack([signs, u * (sigma / np.linalg.norm(u))])
+        assert np.max(np.abs(Y[:, 1])) < 1.0
+        np.testing.assert_allclose(
+            np.linalg.svd(Y, compute_uv=False).min(), sigma, rtol=1e-6
+        )
+        weights, score = stable_cov(Y, lambda0, k)
+        assert score == min(k, j + 1), j
+        if score < k:
+            np.testing.assert_allclose(weights, np.full(m, 1.0 / m), rtol=1e-12)
+
+
+@pytest.mark.parametrize("tiny", [1e-300, 1e-200, 1e-80])
+def test_the_flush_keeps_one_huge_row_from_hiding_the_tiny_rows(tiny):
+    """Lemma 3.5 in float64 at a certified size (m >= 16e²λ0k), where only
+    the flush of entries below 2^-290 protects it: 60% of the pairs
+    ``tiny`` times smaller in generic directions (so they set the rank
+    scale and span the thin direction), the others on a line; the neighbour
+    replaces one line row by a row 1e300 on the line. Scaled to the huge
+    row, rows at 1e-200 or less underflow in the QR: unflushed, the first
+    set is singular for the neighbour only (Score1 1 against 5). Flushed,
+    they are zero pairs in both (score k in both); above the flush (1e-80)
+    they count in both."""
+    rng = np.random.default_rng(3)
+    k, lambda0 = 5, 40.0
+    m = int(16 * math.e**2 * lambda0 * k) + 2
+    Y = np.zeros((m, 2))
+    n_line = int(0.4 * m)
+    Y[:n_line, 0] = rng.normal(size=n_line)
+    Y[n_line:] = rng.normal(size=(m - n_line, 2)) * tiny
+    neighbour = Y.copy()
+    neighbour[0] = [1e300, 0.0]
+    score = stable_cov(Y, lambda0, k)[1]
+    assert score == (k if tiny < 2.0**-290 else 1)
+    assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
