@@ -1884,7 +1884,7 @@ def test_flush_tiny_is_exactly_below_two_to_the_minus_290():
 def test_smallest_singular_value_matches_numpy_svd():
     """σ_min of an upper-triangular R as ``1/||R^-1||₂`` against numpy's SVD
     on well-scaled R (relative 1e-10), graded R (condition 1e12: relative
-    1e-6) and exactly singular R (-inf)."""
+    1e-6), exactly singular R and R whose σ_min underflows (-inf)."""
     from skdp.gaussian._subroutines import _log2_smallest_singular_value
 
     rng = np.random.default_rng(0)
@@ -1899,6 +1899,14 @@ def test_smallest_singular_value_matches_numpy_svd():
     R = np.triu(rng.normal(size=(3, 3)))
     R[1, 1] = 0.0
     assert _log2_smallest_singular_value(R) == -np.inf
+    # σ_min ≈ 2^-1080, below float64's range: R^-1 overflows; -inf (singular
+    # at any finite threshold), never +inf.
+    R = np.array([[2.0**-540, 1.0], [0.0, 2.0**-540]])
+    assert _log2_smallest_singular_value(R) == -np.inf
+    # R^-1 = 1.2e308·[[1, 1], [0, 1]] is finite, its norm (1.9e308) is not.
+    R = np.array([[1.0, -1.0], [0.0, 1.0]]) / 1.2e308
+    with np.errstate(over="ignore"):
+        assert _log2_smallest_singular_value(R) == -np.inf
 
 
 def test_good_set_norms_are_m_times_the_leverages_and_sigma_min():
@@ -2058,3 +2066,27 @@ def test_the_flush_keeps_one_huge_row_from_hiding_the_tiny_rows(tiny):
     score = stable_cov(Y, lambda0, k)[1]
     assert score == (k if tiny < 2.0**-290 else 1)
     assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
+
+
+@pytest.mark.parametrize("m", [200, 201])
+def test_default_rank_threshold_is_the_median_row_size(m):
+    """largest_good_subset's default threshold is level 0 with k = 0:
+    singular iff ``σ_min(Y_S) <= m·eps·s_[(m+1)//2]``. Rows ``(c_i, α·u_i)``
+    with distinct sizes |c_i| in [1, 2) and u ⟂ c (σ_min = α·||u||
+    exactly, checked with numpy's SVD): σ_min halfway (geometrically)
+    between the thresholds of the order statistics j0 - 1 and j0 keeps every
+    row; between j0 and j0 + 1 every row is an outlier."""
+    rng = np.random.default_rng(6)
+    c = rng.permutation(1.0 + np.arange(m) / m) * rng.choice([-1.0, 1.0], m)
+    u = rng.normal(size=m)
+    u -= (c @ u) / (c @ c) * c
+    s = np.sort(np.abs(c))[::-1]  # s[j - 1] is the j-th largest size
+    j0 = (m + 1) // 2
+    for j, kept in ((j0 - 1, True), (j0, False)):
+        sigma = m * np.finfo(float).eps * math.sqrt(s[j - 1] * s[j])
+        Y = np.column_stack([c, u * (sigma / np.linalg.norm(u))])
+        np.testing.assert_allclose(
+            np.linalg.svd(Y, compute_uv=False).min(), sigma, rtol=1e-9
+        )
+        S = largest_good_subset(Y, 20.0)
+        assert S.all() if kept else not S.any()
