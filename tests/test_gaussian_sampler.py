@@ -1982,8 +1982,14 @@ def test_covariance_factor_factors_the_weighted_pairs():
         assert sorted(perm) == list(range(d))
         np.testing.assert_array_equal(np.triu(L, 1), 0.0)
         np.testing.assert_allclose(L @ L.T, Sigma[np.ix_(perm, perm)], rtol=1e-10)
+    # As many weighted rows as columns suffice (here with a largest entry of
+    # exactly 1); fewer, or none, do not.
+    L, perm = _covariance_factor(np.array([[1.0, 0.0], [0.5, 0.5]]), np.full(2, 0.5))
+    Sigma = np.array([[1.25, 0.25], [0.25, 0.25]])  # Σ 2·(1/2)·Y_iY_iᵀ
+    np.testing.assert_allclose(L @ L.T, Sigma[np.ix_(perm, perm)], rtol=1e-12)
     Yh = rng.normal(size=(6, 2))
     w = np.zeros(6)
+    assert _covariance_factor(Yh, w) is None
     w[0] = 1.0
     assert _covariance_factor(Yh, w) is None
     assert _covariance_factor(np.zeros((6, 2)), np.full(6, 1 / 6)) is None
