@@ -1212,7 +1212,7 @@ def test_no_floating_point_event_escapes_under_a_strict_errstate():
     rng = np.random.default_rng(0)
     Y = rng.standard_normal((500, 2))
     Y[0] = [1e300, 1e300]
-    Y[1] = [1e-100, -1e-100]  # underflows once scaled against the 1e300 row
+    Y[1] = [1e-100, -1e-100]  # flushed to 0 (below 2^-290)
     n1, n2 = 400, 600
     X = rng.standard_normal((n1 + 2 * n2, 2))
     X[n1 + 5] = [1e-310, -1e-310]  # subnormal: halving it underflows
@@ -1783,10 +1783,13 @@ def test_rank_scale_across_a_gap_at_a_certified_size(gap):
 def test_rows_beyond_the_range_of_one_qr_do_not_make_every_point_an_outlier():
     """Rows spanning more than a float64 QR can hold (one row 1e200 times a
     line of rows at 2^-150, whose thin direction comes from rows another
-    1e250 times smaller): without the flush of entries below 2^-290 the
-    tiny rows underflowed in the QR scaled to the huge row, the set turned
-    "singular", and the score moved from 1 to 5. The flush makes the tiny
-    rows zero pairs in both neighbours (scale-dependent only below 5e-88)."""
+    1e250 times smaller): with the QR scaled to 2^300 and no flush of
+    entries below 2^-290 (the code before), the tiny rows underflowed in the
+    QR scaled to the huge row, the set turned "singular", and the score
+    moved from 1 to 5. The flush makes the tiny rows zero pairs in both
+    neighbours (scale-dependent only below 5e-88); a QR scaled to 2^600
+    alone holds this range (the flush's own test, with a 1e300 row, is
+    ``test_the_flush_keeps_one_huge_row_from_hiding_the_tiny_rows``)."""
     rng = np.random.default_rng(3)
     k, lambda0 = 5, 40.0
     m = int(16 * math.e**2 * lambda0 * k) + 2
@@ -1828,3 +1831,316 @@ def test_run_is_affine_equivariant_beyond_a_cholesky_condition_number():
         assert got is not None, small
         error = np.abs(got @ np.linalg.inv(A) - plain).max() / np.abs(plain).max()
         assert error < 1e-6, small
+
+
+# ---------------------------------------------------------------------------
+# Floating-point subroutines against independent computations (issue 29,
+# mutation testing of _subroutines.py)
+# ---------------------------------------------------------------------------
+
+
+def _rank_tolerances_oracle(Y, k):
+    """``log2 τ_ℓ``, ``τ_ℓ = max(m, d)·eps·e^{-ℓ/(2k)}·s_[j0+ℓ]`` from the
+    sorted row sizes (module docstring; ``s_[j] = 0`` beyond m, e^0 for
+    k = 0), with plain math: -inf where τ_ℓ is 0."""
+    m, d = Y.shape
+    sizes = sorted(max(abs(float(v)) for v in row) if d else 0.0 for row in Y)
+    sizes = sizes[::-1]
+    j0 = max(1, (m - 2 * k + 1) // 2)
+    out = []
+    for ell in range(2 * k + 1):
+        j = j0 + ell
+        s = sizes[j - 1] if j <= m else 0.0
+        tau = max(m, d) * np.finfo(float).eps * math.exp(-ell / (2 * max(k, 1))) * s
+        out.append(math.log2(tau) if tau > 0 else -math.inf)
+    return np.array(out)
+
+
+@pytest.mark.parametrize(
+    "m, d, k, n_zero",
+    [
+        (40, 2, 3, 0),
+        (41, 3, 1, 5),
+        (9, 2, 4, 0),
+        (7, 2, 5, 2),
+        (30, 2, 0, 0),
+        (12, 1, 2, 8),
+        (3, 2, 1, 0),
+    ],
+)
+def test_rank_tolerances_read_the_level_indexed_order_statistic(m, d, k, n_zero):
+    """White box of the privacy-critical rank threshold (Lemma 3.5 in
+    float64): level ℓ reads the (j0 + ℓ)-th largest row size of all m rows,
+    zero rows included, j0 = max(1, (m - 2k + 1)//2), 0 beyond m (small m,
+    large k), times m·eps·e^{-ℓ/(2k)}; exactly 2k + 1 levels. Row sizes are
+    distinct powers-of-ten spread so that an off-by-one index is 0.3 apart
+    in log2 at least."""
+    from skdp.gaussian._subroutines import _rank_tolerances
+
+    rng = np.random.default_rng(m + 10 * d + 100 * k)
+    sizes = 10.0 ** rng.permutation(np.linspace(-3.0, 3.0, m))
+    Y = rng.uniform(-1.0, 1.0, (m, d))
+    Y[np.arange(m), rng.integers(0, d, m)] = sizes * rng.choice([-1.0, 1.0], m)
+    Y[rng.choice(m, n_zero, replace=False)] = 0.0
+    got = _rank_tolerances(Y, k)
+    expected = _rank_tolerances_oracle(Y, k)
+    assert got.shape == (2 * k + 1,)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=0, atol=1e-9)
+
+
+def test_flush_tiny_is_exactly_below_two_to_the_minus_290():
+    """Entries of magnitude strictly below 2^-290 become 0, entry by entry;
+    2^-290 itself and anything larger (or non-finite) is kept."""
+    from skdp.gaussian._subroutines import _flush_tiny
+
+    t = 2.0**-290
+    Y = np.array(
+        [
+            [t, -t, np.nextafter(t, 0.0), -np.nextafter(t, 0.0)],
+            [1e-300, 5e-324, np.inf, -1.0],
+        ]
+    )
+    expected = np.array([[t, -t, 0.0, 0.0], [0.0, 0.0, np.inf, -1.0]])
+    np.testing.assert_array_equal(_flush_tiny(Y), expected)
+
+
+def test_smallest_singular_value_matches_numpy_svd():
+    """σ_min of an upper-triangular R as ``1/||R^-1||₂`` against numpy's SVD
+    on well-scaled R (relative 1e-10), graded R (condition 1e12: relative
+    1e-6), exactly singular R and R whose σ_min underflows (-inf)."""
+    from skdp.gaussian._subroutines import _log2_smallest_singular_value
+
+    rng = np.random.default_rng(0)
+    for d, grading in [(1, 1.0), (2, 1.0), (3, 1.0), (5, 1.0), (3, 1e-6), (4, 1e-4)]:
+        R = np.triu(rng.normal(size=(d, d)))
+        R[np.diag_indices(d)] = rng.uniform(0.5, 2.0, d) * rng.choice([-1, 1], d)
+        R *= grading ** np.arange(d)[:, None]
+        expected = np.linalg.svd(R, compute_uv=False).min()
+        rtol = 1e-10 if grading == 1.0 else 1e-6
+        got = _log2_smallest_singular_value(R)
+        np.testing.assert_allclose(2.0**got, expected, rtol=rtol)
+    R = np.triu(rng.normal(size=(3, 3)))
+    R[1, 1] = 0.0
+    assert _log2_smallest_singular_value(R) == -np.inf
+    # σ_min ≈ 2^-1080, below float64's range: R^-1 overflows; -inf (singular
+    # at any finite threshold), never +inf.
+    R = np.array([[2.0**-540, 1.0], [0.0, 2.0**-540]])
+    assert _log2_smallest_singular_value(R) == -np.inf
+    # R^-1 = 1.2e308·[[1, 1], [0, 1]] is finite, its norm (1.9e308) is not.
+    R = np.array([[1.0, -1.0], [0.0, 1.0]]) / 1.2e308
+    with np.errstate(over="ignore"):
+        assert _log2_smallest_singular_value(R) == -np.inf
+
+
+def test_good_set_norms_are_m_times_the_leverages_and_sigma_min():
+    """``m·Y_iᵀ(Y_SᵀY_S)^{-1}Y_i`` on S (0 outside) and ``log2 σ_min(Y_S)``
+    against numpy's inverse and SVD on well-scaled, unsorted rows (relative
+    1e-10); None and -inf for fewer rows than columns, no non-zero row, or a
+    non-finite row in S; the scaling by a power of two is undone."""
+    from skdp.gaussian._subroutines import _good_set_norms
+
+    rng = np.random.default_rng(1)
+    for m, d, scale in [(30, 2, 1.0), (25, 3, 2.0**-700), (12, 1, 1e250), (8, 4, 3.0)]:
+        Y = rng.normal(size=(m, d)) * rng.uniform(0.1, 10.0, (m, 1)) * scale
+        mask = rng.random(m) < 0.8
+        mask[: d + 1] = True
+        Ys = Y[mask] / scale
+        q_expected = np.zeros(m)
+        q_expected[mask] = m * np.einsum(
+            "ij,jk,ik->i", Ys, np.linalg.inv(Ys.T @ Ys), Ys
+        )
+        q, log2_sigma = _good_set_norms(Y, mask)
+        np.testing.assert_allclose(q, q_expected, rtol=1e-10, atol=0)
+        sigma = np.linalg.svd(Ys, compute_uv=False).min() * scale
+        np.testing.assert_allclose(log2_sigma, math.log2(sigma), rtol=0, atol=1e-9)
+    Y = rng.normal(size=(10, 3))
+    mask = np.zeros(10, dtype=bool)
+    mask[:2] = True
+    assert _good_set_norms(Y, mask) == (None, -np.inf)
+    everything = np.ones(10, dtype=bool)
+    assert _good_set_norms(np.zeros((10, 2)), everything) == (None, -np.inf)
+    Y[4] = [np.inf, 0.0, 1.0]
+    assert _good_set_norms(Y, everything) == (None, -np.inf)
+    mask = everything.copy()
+    mask[4] = False  # the infinite row outside S is not read
+    assert _good_set_norms(Y, mask)[0] is not None
+
+
+def test_a_rank_deficient_set_is_singular_when_the_rank_scale_is_zero():
+    """Singular means ``σ_min <= τ``, so σ_min = 0 is singular even at a
+    scale of 0 (more than half the rows zero): a set on a line with every
+    other row a duplicated pair has every point an outlier. The log of the
+    zero scale raises no floating-point event (strict errstate); without
+    columns every scale is 0."""
+    from skdp.gaussian._subroutines import _rank_tolerances
+
+    Y = np.zeros((10, 2))
+    Y[:3, 0] = [1.0, 2.0, 3.0]
+    with np.errstate(all="raise"):
+        assert _rank_tolerances(Y, 0)[0] == -np.inf
+        assert not largest_good_subset(Y, 50.0).any()
+        assert stable_cov(Y, 50.0, 1) == (None, 1)
+        np.testing.assert_array_equal(_rank_tolerances(np.ones((5, 0)), 1), -np.inf)
+
+
+def test_covariance_factor_factors_the_weighted_pairs():
+    """``L·Lᵀ = Σ̂[perm][:, perm]`` with ``Σ̂ = Σ_i w_i Y_i Y_iᵀ`` and
+    ``Y_i = sqrt(2)·Yh_i``, against the sum formed directly (relative 1e-10),
+    at scales whose Σ̂ over- or underflows in float64 (the factor is then
+    compared after undoing the scale); L lower triangular, perm a
+    permutation; rows of weight 0 are not read (here infinite). None for
+    fewer weighted rows than columns, no non-zero weighted row, a
+    non-finite weighted row, or an exactly rank-deficient Σ̂."""
+    from skdp.gaussian._subroutines import _covariance_factor
+
+    rng = np.random.default_rng(2)
+    for m, d, scale in [(40, 2, 1.0), (30, 3, 1e200), (25, 2, 1e-200), (9, 4, 7.0)]:
+        Yh = rng.normal(size=(m, d)) * rng.uniform(0.1, 10.0, (m, 1))
+        w = rng.uniform(0.0, 1.0, m) / m
+        w[: m // 4] = 0.0
+        Yh[0] = np.inf
+        Sigma = np.einsum("i,ij,ik->jk", 2.0 * w[1:], Yh[1:], Yh[1:])
+        L, perm = _covariance_factor(Yh * scale, w)
+        L = L / scale
+        assert sorted(perm) == list(range(d))
+        np.testing.assert_array_equal(np.triu(L, 1), 0.0)
+        np.testing.assert_allclose(L @ L.T, Sigma[np.ix_(perm, perm)], rtol=1e-10)
+    # As many weighted rows as columns suffice (here with a largest entry of
+    # exactly 1); fewer, or none, do not.
+    L, perm = _covariance_factor(np.array([[1.0, 0.0], [0.5, 0.5]]), np.full(2, 0.5))
+    Sigma = np.array([[1.25, 0.25], [0.25, 0.25]])  # Σ 2·(1/2)·Y_iY_iᵀ
+    np.testing.assert_allclose(L @ L.T, Sigma[np.ix_(perm, perm)], rtol=1e-12)
+    Yh = rng.normal(size=(6, 2))
+    w = np.zeros(6)
+    assert _covariance_factor(Yh, w) is None
+    w[0] = 1.0
+    assert _covariance_factor(Yh, w) is None
+    assert _covariance_factor(np.zeros((6, 2)), np.full(6, 1 / 6)) is None
+    Yh[3] = [np.inf, 1.0]
+    assert _covariance_factor(Yh, np.full(6, 1 / 6)) is None
+    line = np.outer(np.arange(1.0, 7.0), [1.0, 0.0])
+    assert _covariance_factor(line, np.full(6, 1 / 6)) is None
+
+
+def test_half_pairs_are_the_halved_differences_of_the_two_quarters():
+    """``Yh_i = X_a/2 - X_b/2`` for a = rows[n1 + i], b = rows[n1 + n2 + i]
+    (the rows after n1 + 2·n2 unread), exactly (halving is exact in the
+    normal range), without overflow at ±1.5e308 and with differences below
+    2^-290 flushed to 0."""
+    from skdp.gaussian._subroutines import _half_pairs
+
+    rng = np.random.default_rng(3)
+    n1, n2, d = 5, 7, 2
+    X = rng.normal(size=(n1 + 2 * n2 + 3, d))
+    rows = rng.permutation(len(X))
+    a, b = rows[n1 : n1 + n2], rows[n1 + n2 : n1 + 2 * n2]
+    X[a[0]] = [1.5e308, 1.0]
+    X[b[0]] = [-1.5e308, 1.0 + 2.0**-52]
+    X[a[1], 0], X[b[1], 0] = 2.0**-280, 2.0**-280 + 2.0**-292
+    X[rows[n1 + 2 * n2 :]] = np.nan  # not read
+    with np.errstate(over="ignore"):
+        expected = (X[a] - X[b]) / 2.0
+    expected[0] = [1.5e308, -(2.0**-53)]
+    expected[1, 0] = 0.0  # |difference| / 2 = 2^-293 < 2^-290
+    np.testing.assert_array_equal(_half_pairs(X, rows, n1, n2), expected)
+
+
+def test_the_singular_decision_moves_through_the_levels_at_rate_e_to_minus_l_over_2k():
+    """Behaviour of the rank threshold ``τ_ℓ = m·eps·e^{-ℓ/(2k)}·s_[j0+ℓ]``
+    in StableCov: rows ``(±1, α·u_i)`` (every row size exactly 1, u ⟂ the
+    signs, so ``σ_min(Y) = α·||u||`` exactly and every leverage is far below
+    λ0 at every level) with ``σ_min = m·eps·e^{-(j + 1/2)/(2k)}``, half a
+    level's factor away from two thresholds: A(S) is singular exactly at
+    the levels ℓ <= j, so Score1 = min(k, j + 1) (j = -1: never singular,
+    score 0). A threshold that decays at another rate, grows with ℓ, or is
+    set at another multiple of eps moves a score here."""
+    rng = np.random.default_rng(5)
+    m, k, lambda0 = 500, 4, 20.0
+    signs = rng.choice([-1.0, 1.0], m)
+    u = rng.normal(size=m)
+    u -= (signs @ u) / m * signs
+    for j in range(-1, 2 * k + 1):
+        sigma = m * np.finfo(float).eps * math.exp(-(j + 0.5) / (2 * k))
+        Y = np.column_stack([signs, u * (sigma / np.linalg.norm(u))])
+        assert np.max(np.abs(Y[:, 1])) < 1.0
+        np.testing.assert_allclose(
+            np.linalg.svd(Y, compute_uv=False).min(), sigma, rtol=1e-6
+        )
+        weights, score = stable_cov(Y, lambda0, k)
+        assert score == min(k, j + 1), j
+        if score < k:
+            np.testing.assert_allclose(weights, np.full(m, 1.0 / m), rtol=1e-12)
+
+
+@pytest.mark.parametrize("tiny", [1e-300, 1e-200, 1e-80])
+def test_the_flush_keeps_one_huge_row_from_hiding_the_tiny_rows(tiny):
+    """Lemma 3.5 in float64 at a certified size (m >= 16e²λ0k), where only
+    the flush of entries below 2^-290 protects it: 60% of the pairs
+    ``tiny`` times smaller in generic directions (so they set the rank
+    scale and span the thin direction), the others on a line; the neighbour
+    replaces one line row by a row 1e300 on the line. Scaled to the huge
+    row, rows at 1e-200 or less underflow in the QR: unflushed, the first
+    set is singular for the neighbour only (Score1 1 against 5). Flushed,
+    they are zero pairs in both (score k in both); above the flush (1e-80)
+    they count in both."""
+    rng = np.random.default_rng(3)
+    k, lambda0 = 5, 40.0
+    m = int(16 * math.e**2 * lambda0 * k) + 2
+    Y = np.zeros((m, 2))
+    n_line = int(0.4 * m)
+    Y[:n_line, 0] = rng.normal(size=n_line)
+    Y[n_line:] = rng.normal(size=(m - n_line, 2)) * tiny
+    neighbour = Y.copy()
+    neighbour[0] = [1e300, 0.0]
+    score = stable_cov(Y, lambda0, k)[1]
+    assert score == (k if tiny < 2.0**-290 else 1)
+    assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
+
+
+@pytest.mark.parametrize("m", [200, 201])
+def test_default_rank_threshold_is_the_median_row_size(m):
+    """largest_good_subset's default threshold is level 0 with k = 0:
+    singular iff ``σ_min(Y_S) <= m·eps·s_[(m+1)//2]``. Rows ``(c_i, α·u_i)``
+    with distinct sizes |c_i| in [1, 2) and u ⟂ c (σ_min = α·||u||
+    exactly, checked with numpy's SVD): σ_min halfway (geometrically)
+    between the thresholds of the order statistics j0 - 1 and j0 keeps every
+    row; between j0 and j0 + 1 every row is an outlier."""
+    rng = np.random.default_rng(6)
+    c = rng.permutation(1.0 + np.arange(m) / m) * rng.choice([-1.0, 1.0], m)
+    u = rng.normal(size=m)
+    u -= (c @ u) / (c @ c) * c
+    s = np.sort(np.abs(c))[::-1]  # s[j - 1] is the j-th largest size
+    j0 = (m + 1) // 2
+    for j, kept in ((j0 - 1, True), (j0, False)):
+        sigma = m * np.finfo(float).eps * math.sqrt(s[j - 1] * s[j])
+        Y = np.column_stack([c, u * (sigma / np.linalg.norm(u))])
+        np.testing.assert_allclose(
+            np.linalg.svd(Y, compute_uv=False).min(), sigma, rtol=1e-9
+        )
+        S = largest_good_subset(Y, 20.0)
+        assert S.all() if kept else not S.any()
+
+
+def test_covariance_factor_keeps_the_thin_direction_of_graded_rows():
+    """Rows sorted by decreasing size make the pivoted QR of Σ̂'s factor
+    row-wise backward stable (module docstring): with weighted rows 1e9
+    times larger exactly along (1, 1) and ordinary rows along (1, -1), in
+    random order, ``vᵀΣ̂v`` for v = (1, -1)/√2 comes from the ordinary rows
+    alone and ``||Lᵀv||²`` matches it to 1e-9 relative (50 seeded sets;
+    unsorted rows lose it to ~1e-7)."""
+    from skdp.gaussian._subroutines import _covariance_factor
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        Yh = np.empty((6, 2))
+        Yh[:3] = rng.normal(size=(3, 1)) * [1.0, 1.0] * 1e9
+        Yh[3:] = rng.normal(size=(3, 1)) * [1.0, -1.0]
+        Yh = Yh[rng.permutation(6)]
+        w = rng.uniform(0.5, 1.0, 6) / 6
+        L, perm = _covariance_factor(Yh, w)
+        v = np.array([1.0, -1.0]) / math.sqrt(2.0)
+        thin = np.abs(Yh[:, 0]) < 1e5
+        expected = np.sum(2.0 * w[thin] * (Yh[thin] @ v) ** 2)
+        np.testing.assert_allclose(np.sum((L.T @ v[perm]) ** 2), expected, rtol=1e-9)

@@ -122,7 +122,7 @@ def _rank_tolerances(Y, k):
     """log2 of the singularity threshold of A(S) at each level ℓ = 0..2k.
 
     Level ℓ calls ``Y_S`` singular when ``σ_min(Y_S) <= τ_ℓ`` with
-    ``τ_ℓ = m·eps·e^{-ℓ/(2k)}·s_[j0 + ℓ]``, where ``s_[j]`` is the j-th
+    ``τ_ℓ = max(m, d)·eps·e^{-ℓ/(2k)}·s_[j0 + ℓ]``, where ``s_[j]`` is the j-th
     largest row size (max-abs) of *all* m rows of Y (0 beyond m) and
     ``j0 = max(1, (m - 2k + 1)//2)``, so the levels read the order
     statistics around the median. The index grows with the level, so
