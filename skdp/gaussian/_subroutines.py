@@ -510,7 +510,7 @@ def _stable_statistics(Xm, Yh, lambda0, k, reference):
     positive definite in float64 (not with exact arithmetic when Score1 < k:
     S_ℓ is a good set). ``reference()`` draws R, only once StableCov passed.
     """
-    w, score1 = _stable_cov(Yh, lambda0, k)  # Yh is flushed (_half_pairs)
+    w, score1 = stable_cov(Yh, lambda0, k)
     if w is None:
         return None
     factor = _covariance_factor(Yh, w)
