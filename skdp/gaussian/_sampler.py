@@ -496,7 +496,7 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
     levels' margin (Householder QR of row-sorted rows is row-wise backward
     stable). Tested for rows up to 1e300, duplicated rows, and adversarial
     data whose pairs fall into groups 1e14 to 1e250 apart in size, one of
-    them in a hyperplane (see :mod:`skdp.gaussian._subroutines`).
+    them in a hyperplane (see ``skdp/gaussian/_subroutines.py``).
 
     **Dask.** With ``method="bounded"``, ``fit`` also takes a
     ``dask.array.Array``: the clipped sum and sum of outer products are one

@@ -402,7 +402,7 @@ class DPStandardScaler(
     through the empty bins used to close on their summed noise long before
     the values beyond it (digits at ratio 43: 5-10 of 64 scales below 0.1,
     the smallest 4e-6). Its run now skips the empty bins (see
-    :mod:`skdp.preprocessing._quantiles`): on digits at ε = 1, 1.9 scales
+    ``skdp/preprocessing/_quantiles.py``): on digits at ε = 1, 1.9 scales
     below 0.1 per fit (10 seeds; 7.1 before), median scale/std 1.01. What is
     left: a column that is one value in about 90% of rows or more (its tail
     below the noise of one count, 7% of n at ratio 43) keeps bounds on that
