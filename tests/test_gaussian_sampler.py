@@ -1780,37 +1780,6 @@ def test_rank_scale_across_a_gap_at_a_certified_size(gap):
     assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
 
 
-def test_rows_beyond_the_range_of_one_qr_do_not_make_every_point_an_outlier():
-    """Rows spanning more than a float64 QR can hold (one row 1e200 times a
-    line of rows at 2^-150, whose thin direction comes from rows another
-    1e250 times smaller): with the QR scaled to 2^300 and no flush of
-    entries below 2^-290 (the code before), the tiny rows underflowed in the
-    QR scaled to the huge row, the set turned "singular", and the score
-    moved from 1 to 5. The flush makes the tiny rows zero pairs in both
-    neighbours (scale-dependent only below 5e-88); a QR scaled to 2^600
-    alone holds this range (the flush's own test, with a 1e300 row, is
-    ``test_the_flush_keeps_one_huge_row_from_hiding_the_tiny_rows``)."""
-    rng = np.random.default_rng(3)
-    k, lambda0 = 5, 40.0
-    m = int(16 * math.e**2 * lambda0 * k) + 2
-    Y = np.zeros((m, 2))
-    n_line = int(0.4 * m)
-    Y[:n_line, 0] = rng.normal(size=n_line)
-    Y[n_line:] = rng.normal(size=(m - n_line, 2)) * 1e-250
-    Y *= 2.0**-150
-    neighbour = Y.copy()
-    neighbour[0] = Y[0] * 1e200
-    score = stable_cov(Y, lambda0, k)[1]
-    assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
-    # Above the flush the tiny rows count: the same shape at 1e-30 keeps
-    # the thin direction (score below k), with and without the huge row.
-    Y[n_line:] *= 1e220
-    neighbour[n_line:] = Y[n_line:]
-    score = stable_cov(Y, lambda0, k)[1]
-    assert score < k
-    assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
-
-
 def test_run_is_affine_equivariant_beyond_a_cholesky_condition_number():
     """Algorithm 2 is affine equivariant: with the same coins, the run on
     ``X·A`` releases the run on X mapped by A. With A = diag(1, 1e-9)·rotation
@@ -2074,8 +2043,17 @@ def test_the_singular_decision_moves_through_the_levels_at_rate_e_to_minus_l_ove
             np.testing.assert_allclose(weights, np.full(m, 1.0 / m), rtol=1e-12)
 
 
-@pytest.mark.parametrize("tiny", [1e-300, 1e-200, 1e-80])
-def test_the_flush_keeps_one_huge_row_from_hiding_the_tiny_rows(tiny):
+@pytest.mark.parametrize(
+    "scale, tiny, huge",
+    [
+        (1.0, 1e-300, 1e300),
+        (1.0, 1e-200, 1e300),
+        (1.0, 1e-80, 1e300),
+        (2.0**-150, 1e-250, 1e200),
+        (2.0**-150, 1e-30, 1e200),
+    ],
+)
+def test_the_flush_keeps_one_huge_row_from_hiding_the_tiny_rows(scale, tiny, huge):
     """Lemma 3.5 in float64 at a certified size (m >= 16e²λ0k), where only
     the flush of entries below 2^-290 protects it: 60% of the pairs
     ``tiny`` times smaller in generic directions (so they set the rank
@@ -2084,7 +2062,10 @@ def test_the_flush_keeps_one_huge_row_from_hiding_the_tiny_rows(tiny):
     row, rows at 1e-200 or less underflow in the QR: unflushed, the first
     set is singular for the neighbour only (Score1 1 against 5). Flushed,
     they are zero pairs in both (score k in both); above the flush (1e-80)
-    they count in both."""
+    they count in both. The same at another scale (everything times 2^-150,
+    the huge row 1e200 times the line): with the QR scaled to 2^300 and no
+    flush (the code before), rows 1e250 times smaller than the line moved
+    the score from 1 to 5."""
     rng = np.random.default_rng(3)
     k, lambda0 = 5, 40.0
     m = int(16 * math.e**2 * lambda0 * k) + 2
@@ -2092,10 +2073,11 @@ def test_the_flush_keeps_one_huge_row_from_hiding_the_tiny_rows(tiny):
     n_line = int(0.4 * m)
     Y[:n_line, 0] = rng.normal(size=n_line)
     Y[n_line:] = rng.normal(size=(m - n_line, 2)) * tiny
+    Y *= scale
     neighbour = Y.copy()
-    neighbour[0] = [1e300, 0.0]
+    neighbour[0] = [huge * scale, 0.0]
     score = stable_cov(Y, lambda0, k)[1]
-    assert score == (k if tiny < 2.0**-290 else 1)
+    assert score == (k if tiny * scale < 2.0**-290 else 1)
     assert abs(stable_cov(neighbour, lambda0, k)[1] - score) <= 2
 
 
