@@ -55,16 +55,13 @@ def largest_angle(A, B):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("with_mean", [True, False])
-@pytest.mark.parametrize("epsilon", [0.5, 2.0])
-def test_sensitivity_and_multiplier_match_an_independent_accountant(
-    monkeypatch, with_mean, epsilon
-):
+def spy_on_gram_releases(monkeypatch):
+    """Every ``gram_mechanism`` call of a fit, as ``(shape, bound, z, rng)``."""
     calls = []
     real = _pca.gram_mechanism
 
     def spy(value, *, row_norm_bound, noise_multiplier, rng):
-        calls.append((value.shape, row_norm_bound, noise_multiplier))
+        calls.append((value.shape, row_norm_bound, noise_multiplier, rng))
         return real(
             value,
             row_norm_bound=row_norm_bound,
@@ -73,9 +70,18 @@ def test_sensitivity_and_multiplier_match_an_independent_accountant(
         )
 
     monkeypatch.setattr(_pca, "gram_mechanism", spy)
+    return calls
+
+
+@pytest.mark.parametrize("with_mean", [True, False])
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_sensitivity_and_multiplier_match_an_independent_accountant(
+    monkeypatch, with_mean, epsilon
+):
+    calls = spy_on_gram_releases(monkeypatch)
     X = np.random.default_rng(0).standard_normal((500, 4))
     pca = DPPCA(epsilon=epsilon, delta=1e-6, with_mean=with_mean, random_state=0).fit(X)
-    ((shape, bound, z),) = calls
+    ((shape, bound, z, _),) = calls
     # Rows clipped to sqrt(4) = 2, plus the centring coordinate 2/2 = 1.
     assert shape == ((5, 5) if with_mean else (4, 4))
     assert bound == pytest.approx(math.sqrt(5.0) if with_mean else 2.0, rel=1e-15)
@@ -280,21 +286,9 @@ def test_secure_noise_reaches_the_release(monkeypatch):
     one Gram release draws from a SecureNoise source."""
     from skdp.mechanisms import SecureNoise
 
-    sources = []
-    real = _pca.gram_mechanism
-
-    def spy(value, *, row_norm_bound, noise_multiplier, rng):
-        sources.append(rng)
-        return real(
-            value,
-            row_norm_bound=row_norm_bound,
-            noise_multiplier=noise_multiplier,
-            rng=rng,
-        )
-
-    monkeypatch.setattr(_pca, "gram_mechanism", spy)
+    calls = spy_on_gram_releases(monkeypatch)
     DPPCA(2, noise="secure").fit(spiked(0, n=500, d=6, spikes=(5.0,)))
-    assert len(sources) == 1 and isinstance(sources[0], SecureNoise)
+    assert len(calls) == 1 and isinstance(calls[0][3], SecureNoise)
 
 
 def test_dask_fit_matches_in_memory_and_transform_is_lazy():
