@@ -3,6 +3,7 @@
 import itertools
 import math
 import warnings
+from collections import namedtuple
 
 import numpy as np
 import pytest
@@ -106,17 +107,27 @@ def test_random_replacements_never_exceed_the_sensitivity():
         assert np.linalg.norm(other - base) <= math.sqrt(d) * (1 + 1e-12)
 
 
-def _recording(monkeypatch):
+Release = namedtuple("Release", "value out sensitivity noise_multiplier rng")
+
+
+def _recording(monkeypatch, histograms=False):
+    """Every Gaussian release of DPGaussianNB's moments (and, with
+    ``histograms``, of its bounds' histograms) as a :class:`Release`."""
+    import skdp.preprocessing._quantiles as quantiles
+
     calls = []
 
     def record(value, *, sensitivity, noise_multiplier, rng):
+        value = np.array(value, dtype=float)
         out = gaussian_mechanism(
             value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
         )
-        calls.append((np.array(value, dtype=float), out, sensitivity, noise_multiplier))
+        calls.append(Release(value, out, sensitivity, noise_multiplier, rng))
         return out
 
     monkeypatch.setattr(nb_module, "gaussian_mechanism", record)
+    if histograms:
+        monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
     return calls
 
 
@@ -134,8 +145,8 @@ def test_noise_of_the_release_has_the_calibrated_std(monkeypatch):
     for seed in range(300):
         clone(model).set_params(random_state=seed).fit(X, y)
     z = gaussian_noise_multiplier(epsilon, DELTA)
-    assert {round(c[2], 12) for c in calls} == {round(math.sqrt(3), 12)}
-    assert {c[3] for c in calls} == {z}
+    assert {round(c.sensitivity, 12) for c in calls} == {round(math.sqrt(3), 12)}
+    assert {c.noise_multiplier for c in calls} == {z}
     oracle = exact_release(X, y, [0, 1], np.full(3, -2.0), np.full(3, 2.0))
     for value, *_ in calls:
         np.testing.assert_allclose(value, oracle, rtol=1e-12, atol=1e-12)
@@ -150,23 +161,12 @@ def test_private_bounds_and_moments_share_the_budget_exactly(
     monkeypatch, n_samples, n_iter
 ):
     """Σ_i 1/z_i² over every release = μ², whatever the schedule."""
-    import skdp.preprocessing._quantiles as quantiles
-
-    multipliers, values = [], []
-
-    def record(value, *, sensitivity, noise_multiplier, rng):
-        multipliers.append(noise_multiplier)
-        values.append(np.asarray(value))
-        return gaussian_mechanism(
-            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
-        )
-
-    monkeypatch.setattr(nb_module, "gaussian_mechanism", record)
-    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    calls = _recording(monkeypatch, histograms=True)
     rng = np.random.default_rng(4)
     y = rng.integers(0, 2, size=n_samples)
     X = rng.normal(size=(n_samples, 2)) + y[:, None]
     model = DPGaussianNB(delta=DELTA, classes=[0, 1], random_state=0).fit(X, y)
+    multipliers = [call.noise_multiplier for call in calls]
     assert model.n_iter_ == len(multipliers) == n_iter
     mu = mu_from_epsilon(1.0, DELTA)
     assert sum(1 / z**2 for z in multipliers) == pytest.approx(mu**2, rel=1e-9)
@@ -180,7 +180,7 @@ def test_private_bounds_and_moments_share_the_budget_exactly(
     assert (stride > 1) == (n_iter == 5)
     assert stride == {300: 1, 20000: 2, 60000: 7}[n_samples]
     rows_read = len(range(0, n_samples, stride))
-    np.testing.assert_array_equal(values[0].sum(axis=1), rows_read)
+    np.testing.assert_array_equal(calls[0].value.sum(axis=1), rows_read)
 
 
 def test_guarantee_reproduced_by_dp_accounting():
@@ -454,17 +454,7 @@ def test_audit_with_private_bounds_does_not_refute():
 def test_histogram_grid_is_chosen_from_public_values(monkeypatch, n_samples, n_bins):
     """Below the public ratio n·μ/sqrt(2d) = 8 the bounds histogram has 2 bins
     per decade (49), above it 4 (97): n, d, ε and δ decide, not the data."""
-    import skdp.preprocessing._quantiles as quantiles
-
-    shapes = []
-
-    def record(value, *, sensitivity, noise_multiplier, rng):
-        shapes.append(np.shape(value))
-        return gaussian_mechanism(
-            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
-        )
-
-    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    calls = _recording(monkeypatch, histograms=True)
     rng = np.random.default_rng(6)
     y = rng.integers(0, 2, size=n_samples)
     with warnings.catch_warnings():
@@ -472,7 +462,8 @@ def test_histogram_grid_is_chosen_from_public_values(monkeypatch, n_samples, n_b
         for scale in (1.0, 1e4):  # the data's scale does not change the grid
             X = scale * rng.normal(size=(n_samples, 4))
             DPGaussianNB(delta=1e-5, classes=[0, 1], random_state=0).fit(X, y)
-    assert shapes == [(4, n_bins)] * 2
+    histograms = [c.value.shape for c in calls if c.value.ndim == 2]
+    assert histograms == [(4, n_bins)] * 2
 
 
 def test_dask_input_with_strided_bounds_matches_in_memory():
@@ -519,19 +510,9 @@ def test_select_features_spends_fifteen_percent_on_one_histogram(monkeypatch):
     """Two releases: the histogram of X clipped to the given bounds on the
     signed grid over [-16, 16] (sensitivity sqrt(2d), μ_s² = 0.15·μ²), then
     the moments of the kept features (sensitivity sqrt(d_kept), the rest)."""
-    import skdp.preprocessing._quantiles as quantiles
     from skdp.preprocessing._quantiles import signed_grid
 
-    calls = []
-
-    def record(value, *, sensitivity, noise_multiplier, rng):
-        calls.append((np.array(value), sensitivity, noise_multiplier))
-        return gaussian_mechanism(
-            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
-        )
-
-    monkeypatch.setattr(nb_module, "gaussian_mechanism", record)
-    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    calls = _recording(monkeypatch, histograms=True)
     X, y = _blank_pixels()
     X[0, 3] = -5.0  # clipped to 0 before the histogram
     X[1, 3] = 99.0  # clipped to 16
@@ -540,7 +521,7 @@ def test_select_features_spends_fifteen_percent_on_one_histogram(monkeypatch):
     ).set_params(random_state=0)
     model.fit(X, y)
     mu = mu_from_epsilon(1.0, DELTA)
-    (hist, s_hist, z_hist), (moments, s_mom, z_mom) = calls
+    (hist, _, s_hist, z_hist, _), (moments, _, s_mom, z_mom, _) = calls
     assert z_hist == pytest.approx(1 / (mu * math.sqrt(0.15)), rel=1e-9)
     assert z_mom == pytest.approx(1 / (mu * math.sqrt(0.85)), rel=1e-9)
     assert s_hist == pytest.approx(math.sqrt(2 * 5), rel=1e-12)
@@ -671,7 +652,7 @@ def test_nothing_kept_releases_the_counts_alone(monkeypatch):
     mu = mu_from_epsilon(1.0, DELTA)
     oracle = exact_release(X[:, :1], y, [0, 1], [-1.0], [1.0])
     assert len(calls) == 2
-    for value, _, sensitivity, noise_multiplier in calls:
+    for value, _, sensitivity, noise_multiplier, _ in calls:
         np.testing.assert_allclose(value, oracle, rtol=1e-12, atol=1e-12)
         assert sensitivity == 1.0
         assert noise_multiplier == pytest.approx(1 / (mu * math.sqrt(0.85)))
@@ -697,19 +678,9 @@ def test_secure_noise_draws_every_release_from_the_secure_sampler(monkeypatch):
     """noise="secure": every release (histograms and moments) draws from
     SecureNoise, with the secure calibration of the whole budget (n_iter_
     secure steps of one equivalent multiplier, Σ 1/z_i² = n_iter_/z_eq²)."""
-    import skdp.preprocessing._quantiles as quantiles
     from skdp.mechanisms import SecureNoise
 
-    calls = []
-
-    def record(value, *, sensitivity, noise_multiplier, rng):
-        calls.append((rng, noise_multiplier))
-        return gaussian_mechanism(
-            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
-        )
-
-    monkeypatch.setattr(nb_module, "gaussian_mechanism", record)
-    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    calls = _recording(monkeypatch, histograms=True)
     X, y = _two_blobs(3000)
     X[:, 2] = 0.0  # blank: select_features drops it
     for params in ({}, {"bounds": (80, 120), "select_features": True}):
@@ -717,7 +688,7 @@ def test_secure_noise_draws_every_release_from_the_secure_sampler(monkeypatch):
         model = DPGaussianNB(delta=DELTA, classes=[0, 1], noise="secure", **params)
         model.fit(X, y)
         assert len(calls) == model.n_iter_ >= 2
-        assert all(isinstance(rng, SecureNoise) for rng, _ in calls)
+        assert all(isinstance(call.rng, SecureNoise) for call in calls)
         # The secure report (zCDP with the grid's slack), not the GDP one.
         secure, fast = (
             gaussian_cost(
@@ -733,7 +704,7 @@ def test_secure_noise_draws_every_release_from_the_secure_sampler(monkeypatch):
         assert model.privacy_spent_.mu == secure.mu
         assert abs(fast.epsilon - secure.epsilon) > 0.01
         z_eq = gaussian_noise_multiplier(1.0, DELTA, model.n_iter_, noise="secure")
-        assert sum(1 / m**2 for _, m in calls) == pytest.approx(
+        assert sum(1 / c.noise_multiplier**2 for c in calls) == pytest.approx(
             model.n_iter_ / z_eq**2, rel=1e-9
         )
 
@@ -791,18 +762,9 @@ def test_select_features_histogram_counts_the_data_clipped_to_each_bound(
     the grid's public range), exactly as np.histogram of np.clip(X, l, u) on
     the public signed grid over [-16, 16]."""
     da = pytest.importorskip("dask.array")
-    import skdp.preprocessing._quantiles as quantiles
     from skdp.preprocessing._quantiles import signed_grid
 
-    histograms = []
-
-    def record(value, *, sensitivity, noise_multiplier, rng):
-        histograms.append(np.array(value))
-        return gaussian_mechanism(
-            value, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
-        )
-
-    monkeypatch.setattr(quantiles, "gaussian_mechanism", record)
+    calls = _recording(monkeypatch, histograms=True)
     X, y = _blank_pixels(n)
     X[0, 3], X[1, 3] = -5.0, 99.0
     lower, upper = np.zeros(5), np.array([8.0, 16.0, 16.0, 12.0, 16.0])
@@ -820,6 +782,7 @@ def test_select_features_histogram_counts_the_data_clipped_to_each_bound(
     expected = np.array(
         [np.histogram(clipped[:, j], bins=edges)[0] for j in range(5)], dtype=float
     )
+    histograms = [c.value for c in calls if c.value.ndim == 2]
     assert len(histograms) == 2
     for histogram in histograms:
         np.testing.assert_array_equal(histogram, expected)
@@ -887,7 +850,7 @@ def test_class_record_canary_statistic_is_the_noisy_sum_of_its_class(monkeypatch
     fitted = model.fit(X_in, y_in)
     keep = ~fitted.dropped_features_
     assert 0 < keep.sum() < 5
-    _, noisy, _, _ = calls[-1]
+    noisy = calls[-1].out
     d = int(keep.sum())
     sums = noisy[2 : 2 * (d + 1)].reshape(2, d)[y[3]]
     assert canary.statistic(fitted) == pytest.approx(sums.sum(), rel=1e-9)
