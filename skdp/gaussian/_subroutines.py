@@ -147,15 +147,31 @@ def _rank_tolerances(Y, k):
     return math.log2(_RANK_ULPS * max(m, d) * _EPS) - decay + log2_scale
 
 
+def _sorted_and_scaled(rows):
+    """``(Z, order, shift)``: rows by decreasing max-abs, times ``2^shift``.
+
+    The largest entry becomes 2^600 (exact, free of overflow; with entries
+    below 2^-290 flushed to 0, every non-zero entry stays above 2^-714), and
+    sorted rows make Householder QR row-wise backward stable (Cox & Higham
+    1998). None when there are fewer rows than columns or no finite non-zero
+    row.
+    """
+    size = np.max(np.abs(rows), axis=1)
+    top = size.max(initial=0.0)
+    if rows.shape[0] < rows.shape[1] or not np.isfinite(top) or top == 0.0:
+        return None
+    shift = _TOP_EXPONENT - int(np.frexp(top)[1])
+    order = np.argsort(-size, kind="stable")
+    return np.ldexp(rows[order], shift), order, shift
+
+
 def _good_set_norms(Y, mask):
     """``m·Y_iᵀ(Σ_{j∈S} Y_j Y_jᵀ)^{-1}Y_i`` on S and ``log2 σ_min(Y_S)``.
 
     The leverages of ``Y_S`` times m = ``len(Y)`` (Algorithm 4 normalises
-    A by m): the squared row norms of Q in a pivoted QR of ``Y_S``. Rows
-    are sorted by decreasing max-abs (leverages do not depend on the row
-    order) and scaled by one power of two, so that the largest entry is
-    2^600: exact, free of overflow, and (entries below 2^-290 flushed to 0)
-    keeping every non-zero entry above 2^-714. ``σ_min(Y_S)`` is
+    A by m): the squared row norms of Q in a pivoted QR of ``Y_S``, its
+    rows sorted and scaled (:func:`_sorted_and_scaled`; leverages do not
+    depend on the row order). ``σ_min(Y_S)`` is
     ``1/||R^{-1}||₂`` (relatively accurate for a graded R, unlike an SVD of
     R, whose small singular values carry an error of eps times the
     largest). Returns ``(q, log2_sigma)``:
@@ -163,17 +179,11 @@ def _good_set_norms(Y, mask):
     rows than columns or no finite non-zero row. The caller compares
     ``log2_sigma`` with the level's :func:`_rank_tolerances`.
     """
-    m, d = Y.shape
-    Ys = Y[mask]
-    if Ys.shape[0] < d:
+    m = Y.shape[0]
+    scaled = _sorted_and_scaled(Y[mask])
+    if scaled is None:
         return None, -np.inf
-    size = np.max(np.abs(Ys), axis=1)
-    top = size.max()
-    if not np.isfinite(top) or top == 0.0:
-        return None, -np.inf
-    shift = _TOP_EXPONENT - int(np.frexp(top)[1])
-    order = np.argsort(-size, kind="stable")
-    Z = np.ldexp(Ys[order], shift)
+    Z, order, shift = scaled
     Q, R, _ = qr(Z, mode="economic", pivoting=True, check_finite=False)
     q = np.zeros(m)
     rows = np.flatnonzero(mask)[order]
@@ -489,14 +499,12 @@ def _covariance_factor(Yh, w):
             return np.linalg.cholesky(Sigma_hat), np.arange(B.shape[1])
         except np.linalg.LinAlgError:  # not reached for a condition below 1e8
             pass
-    size = np.max(np.abs(B), axis=1)
-    top = size.max(initial=0.0)
-    if B.shape[0] < B.shape[1] or not np.isfinite(top) or top == 0.0:
+    scaled = _sorted_and_scaled(B)
+    if scaled is None:
         return None
-    shift = _TOP_EXPONENT - int(np.frexp(top)[1])
-    B = np.ldexp(B[np.argsort(-size, kind="stable")], shift)
-    R, perm = qr(B, mode="r", pivoting=True, check_finite=False)
-    L = np.ldexp(R[: B.shape[1]].T, -shift)
+    Z, _, shift = scaled
+    R, perm = qr(Z, mode="r", pivoting=True, check_finite=False)
+    L = np.ldexp(R[: Z.shape[1]].T, -shift)
     diagonal = np.diag(L)
     if not (np.all(np.isfinite(L)) and np.all(diagonal != 0.0)):
         return None
