@@ -635,9 +635,10 @@ def test_sparse_glm_audit_does_not_refute_and_weak_noise_is_caught(monkeypatch):
     assert broken.epsilon_lower_bound > 2.0
 
 
-@pytest.mark.parametrize("n_samples, n_iter", [(50, 1), (800, 5)])
+@pytest.mark.parametrize("n_samples, n_iter", [(30, 1), (50, 2), (800, 5)])
 def test_scaler_audit_with_private_bounds_does_not_refute_the_claim(n_samples, n_iter):
-    # n = 50: one coarse histogram; n = 800: the bounds search and the moments.
+    # n = 30: one coarse histogram; n = 50: one histogram, then the moments;
+    # n = 800: the bounds search and the moments.
     X = np.random.default_rng(0).normal(size=(n_samples, 3))
     scaler = DPStandardScaler(epsilon=EPSILON, delta=DELTA)
     report = audit_estimator(scaler, X, None, n_trials=300, random_state=0)

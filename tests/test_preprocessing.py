@@ -2,6 +2,7 @@
 
 import math
 import pickle
+import warnings
 
 import dp_accounting
 import numpy as np
@@ -652,11 +653,12 @@ def _histogram_spy(monkeypatch):
 def test_histogram_schedule_accounting_is_exact(monkeypatch, epsilon):
     """One release of the d x 49 signed histogram, sensitivity sqrt(2 d),
     multiplier 1/μ: noise_multiplier_ and n_iter_ give back ε through
-    dp-accounting's PLD accountant."""
+    dp-accounting's PLD accountant (n = 90, d = 6: ratio below 8)."""
     calls = _histogram_spy(monkeypatch)
-    X = np.random.default_rng(0).normal(size=(200, 6))
+    X = np.random.default_rng(0).normal(size=(90, 6))
     delta = 1e-5
-    scaler = DPStandardScaler(epsilon=epsilon, delta=delta, random_state=0).fit(X)
+    with pytest.warns(UserWarning, match="is small for"):
+        scaler = DPStandardScaler(epsilon=epsilon, delta=delta, random_state=0).fit(X)
     assert scaler.n_iter_ == 1 and len(calls) == 1
     shape, sensitivity, z = calls[0]
     assert shape == (6, _quantiles.signed_grid(1e6).size - 1) == (6, 49)
@@ -669,23 +671,85 @@ def test_histogram_schedule_accounting_is_exact(monkeypatch, epsilon):
     )
 
 
+@pytest.mark.parametrize("epsilon, share", [(0.5, 0.5), (1.0, 0.5), (1.0, 0.3)])
+def test_located_schedule_accounting_is_exact(monkeypatch, epsilon, share):
+    """From a ratio of 8 to 30: the d x 49 signed histogram (sensitivity
+    sqrt(2 d), multiplier z/sqrt(share)), then the 2d moment sums
+    (sensitivity sqrt(d), multiplier z/sqrt(1 - share)), z = 1/μ: together
+    exactly μ-GDP, as dp-accounting's PLD accountant confirms from the
+    multipliers the releases used."""
+    calls = _histogram_spy(monkeypatch)
+    X = np.random.default_rng(0).normal(5.0, 2.0, size=(300, 6))
+    delta = 1e-5
+    scaler = DPStandardScaler(
+        epsilon=epsilon, delta=delta, bounds_share=share, random_state=0
+    ).fit(X)
+    assert scaler.n_iter_ == 2 and len(calls) == 2
+    (shape_h, sens_h, z_h), (shape_m, sens_m, z_m) = calls
+    assert shape_h == (6, 49) and shape_m == (12,)
+    assert sens_h == pytest.approx(math.sqrt(12), rel=1e-15)
+    assert sens_m == pytest.approx(math.sqrt(6), rel=1e-15)
+    z = 1 / mu_from_epsilon(epsilon, delta)
+    assert z_h == pytest.approx(z / math.sqrt(share), rel=1e-12)
+    assert z_m == pytest.approx(z / math.sqrt(1 - share), rel=1e-12)
+    assert scaler.noise_multiplier_ == pytest.approx(math.sqrt(2) * z, rel=1e-12)
+    assert scaler.privacy_spent_.mu == pytest.approx(1 / z, rel=1e-12)
+    assert _pld_epsilon([z_h, z_m], delta) == pytest.approx(epsilon, rel=2e-3)
+
+
+def test_located_bounds_are_read_from_the_released_histogram(monkeypatch):
+    """The moment release's bounds (bounds_) are post-processing of the noisy
+    histogram alone: recomputed from the released counts, they match; and
+    the moments are clipped to them (white box)."""
+    released = []
+    real = _quantiles.gaussian_mechanism
+
+    def keep(value, **kwargs):
+        out = real(value, **kwargs)
+        released.append((out, kwargs["noise_multiplier"] * kwargs["sensitivity"]))
+        return out
+
+    monkeypatch.setattr(_quantiles, "gaussian_mechanism", keep)
+    seen_bounds = []
+    real_sums = _scaler.moment_sums
+
+    def sums(X, lower, upper):
+        seen_bounds.append((lower.copy(), upper.copy()))
+        return real_sums(X, lower, upper)
+
+    monkeypatch.setattr(_scaler, "moment_sums", sums)
+    rng = np.random.default_rng(4)
+    X = np.column_stack([rng.normal(124, 15, 150), rng.normal(0, 1, 150)])
+    scaler = DPStandardScaler(random_state=1).fit(X)
+    assert scaler.n_iter_ == 2 and len(released) == 1
+    noisy, noise_std = released[0]
+    lower, upper, located, zero = _quantiles.located_bounds(
+        noisy, _quantiles.signed_grid(1e6), noise_std, n_samples=150
+    )
+    np.testing.assert_array_equal(scaler.bounds_, np.vstack([lower, upper]))
+    np.testing.assert_array_equal(seen_bounds[0][0], lower)
+    np.testing.assert_array_equal(seen_bounds[0][1], upper)
+    assert located.all() and not zero.any()
+
+
 def test_schedule_is_chosen_from_public_values_only():
-    """DPStandardScaler's schedule switches at n/(z·sqrt(2 d)) = 30, and the
-    warning at 8, with the same choice for neighbouring data sets."""
-    assert _scaler._SEARCH_SNR == 30.0
+    """DPStandardScaler's schedule switches at n/(z·sqrt(2 d)) = 8 (one
+    histogram below, with a warning; a histogram then the moments above)
+    and 30 (the search), with the same choice for neighbouring data sets."""
+    assert _scaler._SEARCH_SNR == 30.0 and _scaler._MIN_SNR == 8.0
     z = gaussian_noise_multiplier(1.0, 1e-5)
-    n_switch = 30 * z * math.sqrt(2 * 3)
     rng = np.random.default_rng(1)
-    for n, n_iter in [
-        (int(n_switch) - 1, 1),
-        (int(n_switch) + 1, N_BOUND_RELEASES + 1),
-    ]:
-        X = rng.normal(size=(n, 3))
-        neighbour = X.copy()
-        neighbour[0] = 1e9  # an adversarial replacement
-        fits = [DPStandardScaler(random_state=0).fit(A) for A in (X, neighbour)]
-        assert [f.n_iter_ for f in fits] == [n_iter, n_iter]
-    assert _scaler.histogram_snr(n_switch, 3, 1.0, 1e-5) == pytest.approx(30)
+    for ratio, below, above in [(8, 1, 2), (30, 2, N_BOUND_RELEASES + 1)]:
+        n_switch = ratio * z * math.sqrt(2 * 3)
+        assert _scaler.histogram_snr(n_switch, 3, 1.0, 1e-5) == pytest.approx(ratio)
+        for n, n_iter in [(int(n_switch) - 1, below), (int(n_switch) + 1, above)]:
+            X = rng.normal(size=(n, 3))
+            neighbour = X.copy()
+            neighbour[0] = 1e9  # an adversarial replacement
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # the small-n one
+                fits = [DPStandardScaler(random_state=0).fit(A) for A in (X, neighbour)]
+            assert [f.n_iter_ for f in fits] == [n_iter, n_iter]
 
 
 def test_small_n_warning_depends_on_public_values_only():
@@ -753,11 +817,17 @@ def test_signed_histogram_moves_at_most_sqrt_2d():
         ("zero", None, None),
     ],
 )
-def test_histogram_scale_is_sane_on_awkward_columns(column, sd, factor):
-    """At n = 400, d = 8, ε = 1 (the one-histogram schedule), over 5 seeds:
-    a scale within the stated factor of the standard deviation, never near 0,
-    and transformed values of sane size; a feature whose spread cannot be
-    told is scaled by data_range (dropped), never blown up."""
+@pytest.mark.parametrize("schedule", ["histogram", "located"])
+def test_histogram_scale_is_sane_on_awkward_columns(
+    monkeypatch, schedule, column, sd, factor
+):
+    """At n = 400, d = 8, ε = 1 (ratio 27: a histogram, then the moments;
+    the one-histogram schedule forced), over 5 seeds: a scale within the
+    stated factor of the standard deviation, never near 0, and transformed
+    values of sane size; a feature whose spread cannot be told is scaled by
+    data_range (dropped), never blown up."""
+    if schedule == "histogram":
+        monkeypatch.setattr(_scaler, "_MIN_SNR", math.inf)
     names = ["gaussian", "tiny", "huge", "offset", "zero_inflated", "heavy"]
     names += ["constant", "zero"]
     j = names.index(column)
@@ -776,16 +846,21 @@ def test_histogram_scale_is_sane_on_awkward_columns(column, sd, factor):
                 np.zeros(n),
             ]
         )
-        scaler = DPStandardScaler(random_state=seed).fit(X)
-        assert scaler.n_iter_ == 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the forced small-n one
+            scaler = DPStandardScaler(random_state=seed).fit(X)
+        assert scaler.n_iter_ == (1 if schedule == "histogram" else 2)
         scale = scaler.scale_[j]
         std = X[:, j].std()
         assert np.isfinite(scale) and scale > 0
         if sd is not None:
             assert sd / factor <= scale <= sd * factor
-        elif column == "constant":
+        elif column == "constant" and schedule == "histogram":
             # Seen in one bin, [3.16, 10]: the bin's width / sqrt(12).
             assert scale == pytest.approx((10 - math.sqrt(10)) / math.sqrt(12))
+        elif column == "constant":
+            # The moments' noise floor within the bin widened by a quarter.
+            assert 0.01 < scale < (10 - math.sqrt(10)) * 1.5
         elif column == "zero":
             assert scale == 1.0 and scaler.mean_[j] == 0.0  # scikit-learn's
         else:
@@ -795,6 +870,42 @@ def test_histogram_scale_is_sane_on_awkward_columns(column, sd, factor):
         # No blow-up: at most 20 times StandardScaler's largest value, plus 20.
         largest = np.abs(X[:, j] - X[:, j].mean()).max() / (std if std > 0 else 1.0)
         assert np.abs(Z).max() < 20 * largest + 20
+
+
+def test_located_bounds_read_by_hand():
+    """located_bounds on hand-made noisy counts (noise sd 1, n = 100: a bin
+    is read above 3.5, a folded one above 3.5·sqrt(2), a read short of the
+    data below 96 - 2·sqrt(bins read), a sign visible above 2·sqrt(bins))."""
+    edges = _quantiles.signed_grid(1e6)
+    zb = 24  # the zero bin; magnitude bin k of each sign is zb ± (k + 1)
+    counts = np.zeros((6, 49))
+    counts[0, zb + 1 + 15] = 100  # all in one bin: its span
+    counts[1, [zb + 1 + 20, zb + 1 + 21, zb - 1 - 20, zb - 1 - 21]] = 3.0  # centred
+    counts[2, zb + 1 + 10] = 50  # one sign, spread: folded bins reach k = 12
+    counts[2, zb + 1 + 12], counts[2, zb - 1 - 12] = 4.0, 1.5
+    counts[3, zb] = 70  # a spike at 0, a positive tail in k = 16 (folded 5)
+    counts[3, zb + 1 + 16], counts[3, zb - 1 - 16] = 3.4, 1.6
+    counts[4, zb] = 100  # all zero
+    lower, upper, located, zero = _quantiles.located_bounds(
+        counts, edges, 1.0, n_samples=100
+    )
+
+    def padded(a, b):
+        return a - 0.25 * (b - a), b + 0.25 * (b - a)
+
+    M1 = edges[zb + 2 + 21]
+    expected = [
+        padded(edges[zb + 1 + 15], edges[zb + 2 + 15]),
+        padded(-M1, M1),
+        padded(edges[zb + 1 + 10], edges[zb + 2 + 12]),
+        padded(0.0, edges[zb + 2 + 16]),
+        (edges[zb], edges[zb + 1]),  # the zero bin, not widened
+        (-1e6, 1e6),  # nothing seen: the public range
+    ]
+    np.testing.assert_allclose(lower, [e[0] for e in expected], rtol=1e-12)
+    np.testing.assert_allclose(upper, [e[1] for e in expected], rtol=1e-12)
+    assert located.tolist() == [True, True, True, True, False, False]
+    assert zero.tolist() == [False, False, False, False, True, False]
 
 
 def test_histogram_scale_reads_the_significant_bins_exactly():

@@ -469,6 +469,68 @@ def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin, n_samples):
     return mean, scale, left[first], right[last], seen, zero
 
 
+def located_bounds(noisy_counts, edges, noise_std, *, n_samples):
+    """Bounds of each feature's bulk from a noisy signed histogram (post-processing).
+
+    The bins of :func:`signed_grid` read by :func:`histogram_scale` (those
+    above ``_COARSE_SIGNAL_SDS`` noise standard deviations) span the bulk
+    when their noisy counts add up to the data, ``n_samples`` (public), up
+    to the tails (``2·_TAIL`` of it) and 2 noise standard deviations of the
+    sum. When they visibly fall short, the data is spread over more bins
+    than stand out alone (a feature centred on 0 splits its mass between
+    the two signs and several decades of each; a zero-inflated one hides
+    its tail). Then the magnitude bins are read folded (the count of
+    ``|x|``: a positive bin plus its mirror, noise std ``sqrt(2)`` times
+    larger), up to the top ``M`` of the highest one that stands out; each
+    sign whose part of those folded bins visibly holds data (2 noise
+    standard deviations of its sum) extends the interval to ``M`` on its
+    side. Finally the interval is widened by ``_PAD`` of its width on each
+    side, as the search's (:func:`private_bounds`).
+
+    Returns ``lower, upper, located, zero`` (arrays of shape (d,)):
+    ``located`` is False for a feature no bin shows (its bounds are then
+    ``±edges[-1]``, the public range) and for ``zero`` ones, whose zero bin
+    holds all the data (their bounds span the zero bin, unwidened).
+    """
+    n_bins = edges.size - 1
+    zero_bin = n_bins // 2
+    _, _, lower, upper, seen, zero = histogram_scale(
+        noisy_counts, edges, noise_std, zero_bin=zero_bin, n_samples=n_samples
+    )
+    read = noisy_counts > _COARSE_SIGNAL_SDS * noise_std
+    mass = np.where(read, noisy_counts, 0.0).sum(axis=1)
+    margin = 2.0 * noise_std * np.sqrt(read.sum(axis=1))
+    short = ~zero & (mass + margin < (1.0 - 2.0 * _TAIL) * n_samples)
+    # Magnitude bins k = 0, 1, ... outward from the zero bin, on each side.
+    positive = noisy_counts[:, zero_bin + 1 :]
+    negative = noisy_counts[:, zero_bin - 1 :: -1]
+    folded = positive + negative
+    folded_read = folded > _COARSE_SIGNAL_SDS * math.sqrt(2.0) * noise_std
+    spread = short & folded_read.any(axis=1)
+    highest = folded_read.shape[1] - 1 - np.argmax(folded_read[:, ::-1], axis=1)
+    top = edges[zero_bin + 2 :][highest]  # M: upper edge of the highest bin read
+    sum_margin = 2.0 * noise_std * np.sqrt(folded_read.sum(axis=1))
+    has_positive = np.where(folded_read, positive, 0.0).sum(axis=1) > sum_margin
+    has_negative = np.where(folded_read, negative, 0.0).sum(axis=1) > sum_margin
+    # Without signed bins read, the interval starts from 0 on a side that
+    # holds data (or spans [-M, M] if neither visibly does).
+    start_lower = np.where(seen, lower, np.where(has_positive, 0.0, -top))
+    start_upper = np.where(seen, upper, np.where(has_negative, 0.0, top))
+    lower = np.where(
+        spread,
+        np.where(has_negative, np.minimum(start_lower, -top), start_lower),
+        lower,
+    )
+    upper = np.where(
+        spread, np.where(has_positive, np.maximum(start_upper, top), start_upper), upper
+    )
+    located = (seen | spread) & ~zero
+    pad = _PAD * 2.0 * (upper / 2.0 - lower / 2.0)  # _PAD·(upper - lower), finite
+    lower = np.where(located, lower - pad, np.where(zero, lower, edges[0]))
+    upper = np.where(located, upper + pad, np.where(zero, upper, edges[-1]))
+    return lower, upper, located, zero
+
+
 def private_histogram_scale(
     X, *, data_range, noise_multiplier, rng, per_decade=_COARSE_PER_DECADE
 ):
@@ -481,21 +543,34 @@ def private_histogram_scale(
     ``noise_multiplier·sqrt(2 d)``: ``1/noise_multiplier``-GDP.
     Everything else is :func:`histogram_scale`, post-processing.
     """
+    noisy, edges, noise_std = private_signed_histogram(
+        X,
+        data_range=data_range,
+        noise_multiplier=noise_multiplier,
+        rng=rng,
+        per_decade=per_decade,
+    )
+    return histogram_scale(
+        noisy, edges, noise_std, zero_bin=(edges.size - 1) // 2, n_samples=X.shape[0]
+    )
+
+
+def private_signed_histogram(
+    X, *, data_range, noise_multiplier, rng, per_decade=_COARSE_PER_DECADE
+):
+    """The noisy ``d x bins`` counts on :func:`signed_grid`, its edges, noise std.
+
+    One Gaussian release, L2 sensitivity ``sqrt(2 d)`` under replace-one
+    whatever the grid: ``1/noise_multiplier``-GDP.
+    """
     d = X.shape[1]
     edges = signed_grid(data_range, per_decade)
-    n_bins = edges.size - 1
     sensitivity = histogram_sensitivity(d)
-    counts = sum_over_rows(_signed_counts, X, (d, n_bins), edges=edges)
+    counts = sum_over_rows(_signed_counts, X, (d, edges.size - 1), edges=edges)
     noisy = gaussian_mechanism(
         counts, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
     )
-    return histogram_scale(
-        noisy,
-        edges,
-        noise_multiplier * sensitivity,
-        zero_bin=n_bins // 2,
-        n_samples=X.shape[0],
-    )
+    return noisy, edges, noise_multiplier * sensitivity
 
 
 def _signed_counts(X, *, edges):

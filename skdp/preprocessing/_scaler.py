@@ -34,8 +34,10 @@ from ..mechanisms import as_generator, gaussian_mechanism
 from ._quantiles import (
     N_BOUND_RELEASES,
     histogram_sensitivity,
+    located_bounds,
     private_bounds,
     private_histogram_scale,
+    private_signed_histogram,
 )
 
 #: Weight of the sums of squares in the joint release. With features
@@ -600,13 +602,18 @@ class DPStandardScaler(
             stacklevel=4,  # the caller of fit (through its two decorators)
             search_snr=_SEARCH_SNR,
         )
-        n_iter = {"given": 1, "search": N_BOUND_RELEASES + 1, "histogram": 1}[schedule]
-        if schedule == "search":
-            # μ_b² = share·μ² over N_BOUND_RELEASES equal rounds; μ_m² the rest.
+        if schedule == "histogram" and (
+            histogram_snr(n, d, self.epsilon, self.delta) >= _MIN_SNR
+        ):
+            schedule = "located"  # one histogram locates, the moments measure
+        n_bound_releases = {"search": N_BOUND_RELEASES, "located": 1}.get(schedule, 0)
+        n_iter = n_bound_releases + 1  # and the moments, or the one histogram
+        if n_bound_releases:
+            # μ_b² = share·μ² over the equal bound releases; μ_m² the rest.
             (z_bounds, z), z_total = split_gaussian_budget(
                 self.epsilon,
                 self.delta,
-                [(N_BOUND_RELEASES, self.bounds_share), (1, 1.0 - self.bounds_share)],
+                [(n_bound_releases, self.bounds_share), (1, 1.0 - self.bounds_share)],
                 noise=self.noise,
             )
         else:  # one release spends the whole budget
@@ -616,6 +623,12 @@ class DPStandardScaler(
         if schedule == "histogram":
             mean, var, bounds = self._histogram_moments(X, z, rng)
             mechanism = "DPStandardScaler: one noisy histogram per feature"
+        elif schedule == "located":
+            mean, var, bounds = self._located_moments(X, z_bounds, z, rng)
+            mechanism = (
+                "DPStandardScaler: one noisy histogram (bounds), then noisy "
+                "clipped sums and sums of squares"
+            )
         elif schedule == "search":
             bounds = private_bounds(
                 X, data_range=self.data_range, noise_multiplier=z_bounds, rng=rng
@@ -662,6 +675,27 @@ class DPStandardScaler(
         lower = np.where(seen, lower, -self.data_range)
         upper = np.where(seen, upper, self.data_range)
         return mean, scale**2, (lower, upper)
+
+    def _located_moments(self, X, z_histogram, z_moments, rng):
+        """Bounds from one noisy histogram, then the moments within them.
+
+        The coarse histogram locates each feature's bulk to within its bins
+        (a factor 3.2 wide; :func:`located_bounds`); the moment release,
+        clipped to those bounds, measures the mean and the variance that the
+        bins can only guess (a bulk at the edge of a wide bin). A feature no
+        bin shows is dropped (scale ``data_range``) and one whose zero bin
+        holds all the data gets mean 0 and scale 1, as after one histogram.
+        """
+        noisy, edges, noise_std = private_signed_histogram(
+            X, data_range=self.data_range, noise_multiplier=z_histogram, rng=rng
+        )
+        lower, upper, located, zero = located_bounds(
+            noisy, edges, noise_std, n_samples=X.shape[0]
+        )
+        mean, var = self._noisy_moments(X, (lower, upper), z_moments, rng)
+        mean = np.where(located, mean, 0.0)
+        var = np.where(located, var, np.where(zero, 1.0, self.data_range**2))
+        return mean, var, (lower, upper)
 
     @staticmethod
     def _noisy_moments(X, bounds, noise_multiplier, rng):
