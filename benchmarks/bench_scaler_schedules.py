@@ -1,13 +1,16 @@
-"""DPStandardScaler's two bound schedules, each forced, on real and mixed tables.
+"""DPStandardScaler's three bound schedules, each forced, on real and mixed tables.
 
 Without public bounds, ``DPStandardScaler`` chooses from public values (n, d,
-ε, δ) between one coarse histogram (``"histogram"``) and a four-round search
-for the bounds followed by noisy moments (``"search"``), switching at the
-signal-to-noise ratio ``n·μ/sqrt(2d) = 30`` (``_scaler._SEARCH_SNR``). This
+ε, δ) between one coarse histogram (``"histogram"``), one coarse histogram
+that locates each feature followed by the noisy moments within
+(``"located"``), and a four-round search for the bounds followed by noisy
+moments (``"search"``), switching at the signal-to-noise ratio
+``n·μ/sqrt(2d) = 8`` (``_scaler._MIN_SNR``) and 30
+(``_scaler._SEARCH_SNR``). This
 script forces each schedule on every table and budget and prints the
 accuracy of ``make_private_pipeline(DPStandardScaler(),
-DPLogisticRegression(classes=...), epsilon=ε)`` (ROC AUC on the mixed
-table), mean ± standard error over stratified splits, next to the ratio, and
+DPLogisticRegression(classes=...), epsilon=ε)`` (ROC AUC on binary
+tables), mean ± standard error over stratified splits, next to the ratio, and
 how many of the scaler's scales fall below 0.1 on ``load_digits`` (a sign of
 bounds collapsed onto an atom of a discrete column).
 
@@ -39,8 +42,8 @@ import skdp.preprocessing._scaler as scaler_module  # noqa: E402
 from skdp import DPLogisticRegression, DPStandardScaler  # noqa: E402
 from skdp.pipeline import make_private_pipeline  # noqa: E402
 
-#: _SEARCH_SNR values that force each schedule.
-FORCE = {"search": 0.0, "histogram": np.inf}
+#: (_SEARCH_SNR, _MIN_SNR) values that force each schedule.
+FORCE = {"search": (0.0, 0.0), "located": (np.inf, 0.0), "histogram": (np.inf, np.inf)}
 
 
 def pipeline(classes, epsilon):
@@ -73,32 +76,42 @@ def main():
     parser.add_argument("--splits", type=int, default=8)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    data = {name: (X, y, False) for name, (X, y) in tables().items()}
+    data = {
+        name + (", AUC" if np.unique(y).size == 2 else ""): (
+            X,
+            y,
+            np.unique(y).size == 2,
+        )
+        for name, (X, y) in tables().items()
+    }
     for n in (1000, 2000, 4000):
         X, y = mixed_table(n)
         data[f"mixed table (n = {n}), AUC"] = (X, y, True)
     print(f"python benchmarks/bench_scaler_schedules.py --splits {args.splits}\n")
     print(f"Total ε per pipeline, δ = {DELTA}; 25% test; mean ± s.e. over splits.\n")
-    print("| table | ε | n·μ/sqrt(2d) | search | histogram | search − histogram |")
-    print("|---|---|---|---|---|---|")
-    original = scaler_module._SEARCH_SNR
+    print(
+        "| table | ε | n·μ/sqrt(2d) | search | located | histogram "
+        "| located − histogram |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    original = scaler_module._SEARCH_SNR, scaler_module._MIN_SNR
     try:
         for name, (X, y, auc) in data.items():
             for epsilon in EPSILONS:
                 cells = {}
-                for schedule, value in FORCE.items():
-                    scaler_module._SEARCH_SNR = value
+                for schedule, values in FORCE.items():
+                    scaler_module._SEARCH_SNR, scaler_module._MIN_SNR = values
                     cells[schedule] = score(X, y, epsilon, args.splits, auc)
                 ratio = snr(int(0.75 * len(y)), X.shape[1], epsilon)
-                (s, se_s), (h, se_h) = cells["search"], cells["histogram"]
+                text = " | ".join(f"{m:.3f} ± {se:.3f}" for m, se in cells.values())
+                gap = cells["located"][0] - cells["histogram"][0]
                 print(
-                    f"| {name} | {epsilon:g} | {ratio:.1f} | {s:.3f} ± {se_s:.3f} | "
-                    f"{h:.3f} ± {se_h:.3f} | {s - h:+.3f} |",
+                    f"| {name} | {epsilon:g} | {ratio:.1f} | {text} | {gap:+.3f} |",
                     flush=True,
                 )
         X, _ = load_digits(return_X_y=True)
         print("\nload_digits, DPStandardScaler(epsilon=1) alone, search forced:")
-        scaler_module._SEARCH_SNR = FORCE["search"]
+        scaler_module._SEARCH_SNR, scaler_module._MIN_SNR = FORCE["search"]
         for seed in range(3):
             fitted = DPStandardScaler(random_state=seed).fit(X)
             small = np.sort(fitted.scale_[fitted.scale_ < 0.1])
@@ -129,7 +142,7 @@ def main():
                 f"largest |transform(X)| {np.max(np.array(stats)[:, 3]):.1f}"
             )
     finally:
-        scaler_module._SEARCH_SNR = original
+        scaler_module._SEARCH_SNR, scaler_module._MIN_SNR = original
 
 
 if __name__ == "__main__":
