@@ -415,13 +415,13 @@ class DPStandardScaler(
     histogram then the moments, beat the one histogram, whose mean and
     scale are those of its bins' centres (a bulk at the low end of a bin a
     factor 3.2 wide comes out several standard deviations off). Each forced
-    (10 splits, ``bench_scaler_schedules.py``): digits +0.17 and +0.08
-    accuracy at ratios 12 and 23, ISLP's Carseats +0.05 and +0.03 ROC AUC at
-    11 and 20, College +0.02 at 19, the mixed table +0.05 at 16, breast
-    cancer and anes96 even; losses of one to two standard errors on OJ
-    (−0.03 and −0.01 at 13 and 25), iris (−0.05 at 14) and wine (−0.02 at
-    9), whose zero-inflated or widely spread columns the histogram at half
-    the budget more often fails to see (such a column is then dropped).
+    (20 splits, ``bench_scaler_schedules.py``): digits +0.20 and +0.08
+    accuracy at ratios 12 and 23, iris +0.06 at 14, ISLP's Carseats +0.07
+    ROC AUC at 11 and 20, College +0.02 at 19, the mixed table +0.08 at 16,
+    the median R² of a private regression on diabetes +0.06 to +0.33;
+    breast cancer, OJ and anes96 within 0.01; College −0.02 at 10 and wine
+    −0.01 at 9, about one standard error (a zero-inflated or widely spread
+    column that the histogram at half the budget fails to see is dropped).
     Below 8, a feature is seen only if
     more than about a third of the records fall in one bin (of the
     histogram at the whole budget; with half of it, hardly any): one
