@@ -57,6 +57,34 @@ def _assert_unfitted(scaler):
         scaler.transform(np.zeros((2, 3)))
 
 
+@pytest.mark.parametrize(
+    "params, n",
+    [
+        (dict(data_range=1e-300), 60),  # located schedule
+        (dict(data_range=1e-300), 5000),  # the search
+        (dict(data_range=1e-300), 20),  # one histogram
+        (dict(bounds=(0.0, 1e-300)), 300),
+        (dict(bounds=(0.0, 1e-320)), 300),  # subnormal
+    ],
+)
+def test_bounds_a_scale_cannot_square_still_give_a_positive_scale(params, n):
+    """Bounds (given, or found within a tiny data_range) so narrow that the
+    variance underflows: scale_ stays > 0 and transform finite (the variance
+    used to round to 0 and transform to divide by it)."""
+    X = np.random.default_rng(0).normal(size=(n, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # small n, seeded noise
+        scaler = DPStandardScaler(random_state=0, **params).fit(X)
+    assert np.all(scaler.scale_ > 0)
+    with np.errstate(all="raise"):
+        assert np.all(np.isfinite(scaler.transform(X)))
+
+
+def test_bounds_whose_half_width_rounds_to_zero_are_refused():
+    with pytest.raises(ValueError, match="rounds to 0"):
+        DPStandardScaler(bounds=(0.0, 5e-324)).fit(np.zeros((10, 1)))
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_input_raises_and_unfits(bad):
     X = np.random.default_rng(0).normal(size=(50, 3))

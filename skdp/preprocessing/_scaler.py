@@ -201,6 +201,13 @@ def _check_bounds(bounds, n_features):
             f"{bad.tolist()[:10]}."
         )
     _, half_width = _center_half_width(lower, upper)
+    if np.any(half_width <= 0):
+        bad = np.flatnonzero(half_width <= 0)
+        raise ValueError(
+            "bounds so narrow that (upper - lower)/2 rounds to 0 in float64 "
+            f"cannot scale anything: so for feature(s) {bad.tolist()[:10]}; give "
+            "wider bounds or rescale the data."
+        )
     if np.any(half_width > MAX_HALF_WIDTH):
         bad = np.flatnonzero(half_width > MAX_HALF_WIDTH)
         raise ValueError(
@@ -306,9 +313,12 @@ class DPStandardScaler(
         ``with_std`` are both False: nothing is released).
     var_ : ndarray of shape (n_features,) or None
         Private variance of the clipped data, at least the noise level of its
-        release (see Notes); None when ``with_std=False``.
+        release (see Notes): ``scale_**2`` (which rounds to 0 for a scale
+        below about 1e-154, bounds that narrow); None when
+        ``with_std=False``.
     scale_ : ndarray of shape (n_features,) or None
-        ``sqrt(var_)``, always > 0; None when ``with_std=False``.
+        Private standard deviation, always > 0 (at least the smallest normal
+        float, 2.2e-308, whatever the bounds); None when ``with_std=False``.
     bounds_ : ndarray of shape (2, n_features) or None
         The clipping bounds used (given, or private output of the search).
     n_samples_seen_ : int
@@ -654,10 +664,10 @@ class DPStandardScaler(
                 self.epsilon, self.delta, [(1, 1.0)], noise=self.noise
             )
         if schedule == "histogram":
-            mean, var, bounds = self._histogram_moments(X, z, rng)
+            mean, scale, bounds = self._histogram_moments(X, z, rng)
             mechanism = "DPStandardScaler: one noisy histogram per feature"
         elif schedule == "located":
-            mean, var, bounds = self._located_moments(X, z_bounds, z, rng)
+            mean, scale, bounds = self._located_moments(X, z_bounds, z, rng)
             mechanism = (
                 "DPStandardScaler: one noisy histogram (bounds), then noisy "
                 "clipped sums and sums of squares"
@@ -666,21 +676,24 @@ class DPStandardScaler(
             bounds = private_bounds(
                 X, data_range=self.data_range, noise_multiplier=z_bounds, rng=rng
             )
-            mean, var = self._noisy_moments(X, bounds, z, rng)
+            mean, scale = self._noisy_moments(X, bounds, z, rng)
             # scikit-learn's convention for a zero variance (scale 1), where
             # the spread is below the search's resolution (a public floor).
-            var = np.where(var < (self.data_range * _RESOLUTION) ** 2, 1.0, var)
+            scale = np.where(scale < self.data_range * _RESOLUTION, 1.0, scale)
             mechanism = (
                 "DPStandardScaler: 4 noisy histograms (bounds), then noisy "
                 "clipped sums and sums of squares"
             )
         else:
-            mean, var = self._noisy_moments(X, bounds, z, rng)
+            mean, scale = self._noisy_moments(X, bounds, z, rng)
             mechanism = "DPStandardScaler: noisy clipped sums and sums of squares"
         self.bounds_ = np.vstack(bounds)
         self.mean_ = mean
-        self.var_ = var if self.with_std else None
-        self.scale_ = np.sqrt(var) if self.with_std else None
+        # A scale below the smallest normal float (bounds narrower than about
+        # 1e-300) would round to 0 and transform would divide by it.
+        scale = np.maximum(scale, np.finfo(float).tiny)
+        self.var_ = scale**2 if self.with_std else None
+        self.scale_ = scale if self.with_std else None
         self.n_iter_ = n_iter
         # The releases' multipliers compose like n_iter steps of z_total.
         self.noise_multiplier_ = z_total
@@ -695,7 +708,7 @@ class DPStandardScaler(
         return self
 
     def _histogram_moments(self, X, noise_multiplier, rng):
-        """Mean, variance and bounds from one noisy histogram (see Notes)."""
+        """Mean, scale and bounds from one noisy histogram (see Notes)."""
         mean, scale, lower, upper, seen, zero = private_histogram_scale(
             X, data_range=self.data_range, noise_multiplier=noise_multiplier, rng=rng
         )
@@ -707,7 +720,7 @@ class DPStandardScaler(
         scale = np.where(zero, 1.0, np.where(seen, scale, self.data_range))
         lower = np.where(seen, lower, -self.data_range)
         upper = np.where(seen, upper, self.data_range)
-        return mean, scale**2, (lower, upper)
+        return mean, scale, (lower, upper)
 
     def _located_moments(self, X, z_histogram, z_moments, rng):
         """Bounds from one noisy histogram, then the moments within them.
@@ -725,14 +738,14 @@ class DPStandardScaler(
         lower, upper, located, zero = located_bounds(
             noisy, edges, noise_std, n_samples=X.shape[0]
         )
-        mean, var = self._noisy_moments(X, (lower, upper), z_moments, rng)
+        mean, scale = self._noisy_moments(X, (lower, upper), z_moments, rng)
         mean = np.where(located, mean, 0.0)
-        var = np.where(located, var, np.where(zero, 1.0, self.data_range**2))
-        return mean, var, (lower, upper)
+        scale = np.where(located, scale, np.where(zero, 1.0, self.data_range))
+        return mean, scale, (lower, upper)
 
     @staticmethod
     def _noisy_moments(X, bounds, noise_multiplier, rng):
-        """Mean and variance from one joint Gaussian release (see Notes)."""
+        """Mean and scale from one joint Gaussian release (see Notes)."""
         lower, upper = bounds
         n, d = X.shape
         # Scale-safe: half-widths are finite for every finite pair of bounds
@@ -750,7 +763,7 @@ class DPStandardScaler(
         floor = max(noise_multiplier * moment_sensitivity(d) / (GAMMA * n), 1e-12)
         mean = np.clip(center + half_width * (2.0 * m), lower, upper)
         scale = half_width * (2.0 * np.sqrt(np.maximum(s - m * m, floor)))
-        return mean, scale**2
+        return mean, scale
 
     def transform(self, X):
         """Standardise ``X`` with the private ``mean_`` and ``scale_``.
