@@ -12,6 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
+import skdp
 from skdp import PrivacyLeakWarning
 from skdp.accounting import gaussian_noise_multiplier, mu_from_epsilon
 from skdp.preprocessing import DPStandardScaler, _quantiles, _scaler
@@ -57,32 +58,41 @@ def _assert_unfitted(scaler):
         scaler.transform(np.zeros((2, 3)))
 
 
-@pytest.mark.parametrize(
-    "params, n",
-    [
-        (dict(data_range=1e-300), 60),  # located schedule
-        (dict(data_range=1e-300), 5000),  # the search
-        (dict(data_range=1e-300), 20),  # one histogram
-        (dict(bounds=(0.0, 1e-300)), 300),
-        (dict(bounds=(0.0, 1e-320)), 300),  # subnormal
-    ],
-)
-def test_bounds_a_scale_cannot_square_still_give_a_positive_scale(params, n):
-    """Bounds (given, or found within a tiny data_range) so narrow that the
-    variance underflows: scale_ stays > 0 and transform finite (the variance
-    used to round to 0 and transform to divide by it)."""
-    X = np.random.default_rng(0).normal(size=(n, 2))
+@pytest.mark.parametrize("n", [20, 60, 5000])  # histogram, located, search
+def test_the_smallest_data_range_still_gives_a_positive_scale(n):
+    """data_range = 1e-120, the smallest accepted: every schedule's scale_
+    stays > 0 and transform finite, with no floating-point event."""
+    X = 1e-125 * np.random.default_rng(0).normal(size=(n, 2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # small n, seeded noise
-        scaler = DPStandardScaler(random_state=0, **params).fit(X)
-    assert np.all(scaler.scale_ > 0)
-    with np.errstate(all="raise"):
-        assert np.all(np.isfinite(scaler.transform(X)))
+        with np.errstate(all="raise"):
+            scaler = DPStandardScaler(data_range=1e-120, random_state=0).fit(X)
+            Z = scaler.transform(X)
+    assert np.all(scaler.scale_ > 0) and np.all(np.isfinite(Z))
 
 
-def test_bounds_whose_half_width_rounds_to_zero_are_refused():
-    with pytest.raises(ValueError, match="rounds to 0"):
-        DPStandardScaler(bounds=(0.0, 5e-324)).fit(np.zeros((10, 1)))
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        DPStandardScaler,
+        skdp.DPRobustScaler,
+        skdp.DPMinMaxScaler,
+        skdp.DPQuantileTransformer,
+        skdp.DPGaussianNB,
+    ],
+)
+def test_bounds_and_ranges_too_narrow_for_a_variance_are_refused(estimator):
+    """A variance within bounds narrower than 2e-140 underflows (scale 0,
+    then an infinite transform or NaN likelihoods): refused before any work,
+    as is a data_range below 1e-120."""
+    X, y = np.zeros((10, 1)), np.arange(10) % 2
+    with pytest.raises(ValueError, match="narrower than"):
+        estimator(bounds=(0.0, 1e-141)).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="data_range"):
+        estimator(data_range=1e-121).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # small n
+        estimator(bounds=(0.0, 2e-140)).fit(X, y)  # accepted
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

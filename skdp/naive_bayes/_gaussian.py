@@ -34,6 +34,7 @@ from ..preprocessing._quantiles import (
 )
 from ..preprocessing._scaler import (
     _MAX_DATA_RANGE,
+    _MIN_DATA_RANGE,
     _MIN_SNR,
     _QUANTILE_SEARCH_SNR,
     GAMMA,
@@ -165,8 +166,8 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         variance of a feature is added to every variance.
     bounds : tuple (lower, upper) or None, default=None
         Public per-feature bounds: each a scalar or an array of length
-        ``n_features``, ``lower < upper``, both finite and ``upper - lower
-        <= 2e154``. Data outside them is clipped (in ``fit`` and in
+        ``n_features``, ``lower < upper``, both finite and ``2e-140 <=
+        upper - lower <= 2e154``. Data outside them is clipped (in ``fit`` and in
         ``predict``). None: found privately with a share of the budget.
         Only bounds known without looking at the data are public: e.g.
         ``(0, 16)`` for :func:`sklearn.datasets.load_digits`, whose pixels
@@ -174,7 +175,8 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
     data_range : float, default=1e6
         Used when ``bounds=None``: the public range ``[-data_range,
         data_range]`` in which the bounds are searched (as in
-        :class:`~skdp.preprocessing.DPStandardScaler`).
+        :class:`~skdp.preprocessing.DPStandardScaler`), from ``1e-120`` to
+        below ``1e154/1.5``.
     bounds_share : float, default=0.4
         Used when ``bounds=None``: the share of the budget, in GDP terms
         (``μ_bounds² = bounds_share·μ²``), spent on finding the bounds.
@@ -395,7 +397,7 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         "priors": ["array-like", None],
         "var_smoothing": [Interval(Real, 0, None, closed="left")],
         "bounds": ["array-like", None],
-        "data_range": [Interval(Real, 0, _MAX_DATA_RANGE, closed="neither")],
+        "data_range": [Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
         "select_features": ["boolean"],
     }

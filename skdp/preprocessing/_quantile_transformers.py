@@ -31,7 +31,7 @@ from .._base import (
 )
 from ..accounting import REPLACE_ONE, PrivacyCost
 from ..mechanisms import as_generator
-from ._scaler import _MAX_DATA_RANGE, _check_bounds
+from ._scaler import _MAX_DATA_RANGE, _MIN_DATA_RANGE, _check_bounds
 from ._stats import release_cdf
 
 #: The output of ``output_distribution="normal"`` is clipped to the normal
@@ -47,7 +47,7 @@ class _DPHistogramQuantiles(
     _parameter_constraints = {
         **{k: v for k, v in PRIVACY_CONSTRAINTS.items() if k != "accounting"},
         "bounds": ["array-like", None],
-        "data_range": [Interval(Real, 0, _MAX_DATA_RANGE, closed="neither")],
+        "data_range": [Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
     }
 
@@ -126,13 +126,15 @@ def _floor_scale(scale, resolution):
 
 _BOUNDS_DOC = """bounds : tuple (lower, upper) or None, default=None
         Public per-feature bounds (scalars or arrays of length
-        ``n_features``, ``lower < upper``, ``upper - lower <= 2e154``); the
+        ``n_features``, ``lower < upper``, ``2e-140 <= upper - lower <=
+        2e154``); the
         data is clipped to them when the histogram is counted. None: the
         grid is searched privately inside ``[-data_range, data_range]``.
     data_range : float, default=1e6
         Used when ``bounds=None``: the public range searched (values outside
         it are clipped to it); it resolves spreads down to
-        ``data_range·1e-12``. Its default does not depend on the data.
+        ``data_range·1e-12``; from ``1e-120`` to below ``1e154/1.5``. Its
+        default does not depend on the data.
     bounds_share : float, default=0.5
         Used when the bounds are searched: the share of the budget, in GDP
         terms (``μ_bounds² = bounds_share·μ²``), spent on them; the final

@@ -53,6 +53,15 @@ MAX_HALF_WIDTH = 1e154
 #: ``1.5·data_range`` of 0 (the search's interval widened by a quarter of its
 #: width on each side), so their half-width stays below ``MAX_HALF_WIDTH``.
 _MAX_DATA_RANGE = MAX_HALF_WIDTH / 1.5
+#: Smallest accepted half-width of given bounds: a variance within narrower
+#: bounds, down to the release's noise floor (1e-12 of the squared
+#: half-width), would fall below the smallest normal float64 (2.2e-308), and
+#: its reciprocal (naive Bayes' likelihood) overflow.
+MIN_HALF_WIDTH = 1e-140
+#: Smallest accepted ``data_range``: the private bounds resolve magnitudes
+#: down to ``data_range·1e-12``, so their half-width stays above
+#: ``MIN_HALF_WIDTH``.
+_MIN_DATA_RANGE = 1e-120
 
 
 #: Resolution of the private search, relative to ``data_range``: its
@@ -201,12 +210,13 @@ def _check_bounds(bounds, n_features):
             f"{bad.tolist()[:10]}."
         )
     _, half_width = _center_half_width(lower, upper)
-    if np.any(half_width <= 0):
-        bad = np.flatnonzero(half_width <= 0)
+    if np.any(half_width < MIN_HALF_WIDTH):
+        bad = np.flatnonzero(half_width < MIN_HALF_WIDTH)
         raise ValueError(
-            "bounds so narrow that (upper - lower)/2 rounds to 0 in float64 "
-            f"cannot scale anything: so for feature(s) {bad.tolist()[:10]}; give "
-            "wider bounds or rescale the data."
+            f"bounds narrower than upper - lower = {2 * MIN_HALF_WIDTH:g} cannot "
+            "be represented: the variance of data within them underflows "
+            f"float64. Not so for feature(s) {bad.tolist()[:10]}; rescale the "
+            "data (and its bounds) by a public factor."
         )
     if np.any(half_width > MAX_HALF_WIDTH):
         bad = np.flatnonzero(half_width > MAX_HALF_WIDTH)
@@ -261,18 +271,18 @@ class DPStandardScaler(
     bounds : tuple (lower, upper) or None, default=None
         Public per-feature bounds: each a scalar or an array of length
         ``n_features``, with ``lower < upper``, both finite and
-        ``upper - lower <= 2e154`` (wider bounds are refused before any work:
-        the variance could not be represented in float64). Data outside
+        ``2e-140 <= upper - lower <= 2e154`` (other bounds are refused before
+        any work: the variance could not be represented in float64). Data outside
         them is clipped when the statistics are computed (and by
         ``transform``, see ``clip``). None: found privately with a share of
         the budget.
     data_range : float, default=1e6
         Used when ``bounds=None``: the public range ``[-data_range,
         data_range]`` in which the bounds are searched (values outside it are
-        clipped to it); below ``1e154/1.5``, so that the variance within the
-        bounds found stays representable. Its default does not depend on
-        the data. The search
-        resolves magnitudes down to ``data_range·1e-12``.
+        clipped to it); from ``1e-120`` to below ``1e154/1.5``, so that the
+        variance within the bounds found stays representable. Its default
+        does not depend on the data. The search resolves magnitudes down to
+        ``data_range·1e-12``.
     bounds_share : float, default=0.5
         Used when ``bounds=None``: the share of the budget, in GDP terms
         (``μ_bounds² = bounds_share·μ²``), spent on finding the bounds (the
@@ -313,12 +323,9 @@ class DPStandardScaler(
         ``with_std`` are both False: nothing is released).
     var_ : ndarray of shape (n_features,) or None
         Private variance of the clipped data, at least the noise level of its
-        release (see Notes): ``scale_**2`` (which rounds to 0 for a scale
-        below about 1e-154, bounds that narrow); None when
-        ``with_std=False``.
+        release (see Notes); None when ``with_std=False``.
     scale_ : ndarray of shape (n_features,) or None
-        Private standard deviation, always > 0 (at least the smallest normal
-        float, 2.2e-308, whatever the bounds); None when ``with_std=False``.
+        ``sqrt(var_)``, always > 0; None when ``with_std=False``.
     bounds_ : ndarray of shape (2, n_features) or None
         The clipping bounds used (given, or private output of the search).
     n_samples_seen_ : int
@@ -564,7 +571,7 @@ class DPStandardScaler(
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
         "bounds": ["array-like", None],
-        "data_range": [Interval(Real, 0, _MAX_DATA_RANGE, closed="neither")],
+        "data_range": [Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
         "clip": ["boolean"],
     }
@@ -689,9 +696,6 @@ class DPStandardScaler(
             mechanism = "DPStandardScaler: noisy clipped sums and sums of squares"
         self.bounds_ = np.vstack(bounds)
         self.mean_ = mean
-        # A scale below the smallest normal float (bounds narrower than about
-        # 1e-300) would round to 0 and transform would divide by it.
-        scale = np.maximum(scale, np.finfo(float).tiny)
         self.var_ = scale**2 if self.with_std else None
         self.scale_ = scale if self.with_std else None
         self.n_iter_ = n_iter

@@ -63,6 +63,7 @@ from ._quantiles import (
 )
 from ._scaler import (
     _MAX_DATA_RANGE,
+    _MIN_DATA_RANGE,
     _RESOLUTION,
     _check_bounds,
     bounds_schedule,
@@ -475,7 +476,7 @@ def dp_histogram(
         "X": ["array-like"],
         "q": ["array-like", Interval(Real, 0, 1, closed="both")],
         "bounds": ["array-like", None],
-        "data_range": [Interval(Real, 0, _MAX_DATA_RANGE, closed="neither")],
+        "data_range": [Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
         **_BUDGET,
     },
@@ -519,7 +520,8 @@ def dp_quantiles(
         outside them is clipped. None: searched privately.
     data_range : float, default=1e6
         Used when ``bounds=None``: the public range ``[-data_range,
-        data_range]`` searched (values outside it are clipped to it).
+        data_range]`` searched (values outside it are clipped to it), from
+        ``1e-120`` to below ``1e154/1.5``.
     bounds_share : float, default=0.5
         Used when the bounds are searched: the share of μ² spent on them.
     random_state : int, RandomState instance, Generator or None, default=None
