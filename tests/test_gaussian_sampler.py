@@ -1638,12 +1638,14 @@ def test_stable_mean_needs_more_than_2k_reference_points():
 def test_direct_distances_keep_their_value_inside_the_float_range():
     """Scaled by a power of two per pair, a squared distance that fits in
     float64 is computed to the last bits, however large or small the
-    difference (1e100 → 2e200, 1e-100 → 1e-200), also between two huge rows."""
+    difference (1e100 → 2e200, 1e-100 → 1e-200), also between two huge rows,
+    and when the squares of the entries underflow: 2·(1.5e-162)² = 4.5e-324
+    rounds to the smallest subnormal, where the unscaled squares are 0."""
     from skdp.gaussian._subroutines import _direct_sq_distances
 
-    A = np.array([[1e100, -1e100], [1e-100, 0.0], [1e300, 1.0]])
-    B = np.array([[0.0, 0.0], [0.0, 0.0], [1e300, -2.0]])
-    expected = [2e200, 1e-200, 9.0]
+    A = np.array([[1e100, -1e100], [1e-100, 0.0], [1e300, 1.0], [1.5e-162, 1.5e-162]])
+    B = np.array([[0.0, 0.0], [0.0, 0.0], [1e300, -2.0], [0.0, 0.0]])
+    expected = [2e200, 1e-200, 9.0, 4.5e-324]
     np.testing.assert_allclose(_direct_sq_distances(A, B), expected, rtol=1e-15)
 
 
