@@ -399,6 +399,7 @@ def _preprocessing_rows(seed):
         DPMinMaxScaler,
         DPQuantileTransformer,
         DPRobustScaler,
+        DPStandardScaler,
         PrivacyLedger,
     )
     from skdp.pipeline import make_private_pipeline
@@ -421,6 +422,7 @@ def _preprocessing_rows(seed):
         f"{base_time * 1e3:.0f}",
     )
     transformers = (
+        ("DPStandardScaler", DPStandardScaler),
         (
             "DPQuantileTransformer",
             lambda: DPQuantileTransformer(output_distribution="normal"),
