@@ -916,7 +916,7 @@ def _located_counts():
     the bounds they give (see test_located_bounds_read_by_hand)."""
     edges = _quantiles.signed_grid(1e6)
     zb = 24  # the zero bin; magnitude bin k of each sign is zb ± (k + 1)
-    counts = np.zeros((8, 49))
+    counts = np.zeros((12, 49))
     counts[0, zb + 1 + 15] = 100  # all in one bin: its span
     counts[1, [zb + 1 + 20, zb + 1 + 21, zb - 1 - 20, zb - 1 - 21]] = 3.0  # centred
     counts[2, zb + 1 + 10] = 50  # one sign, spread: folded bins reach k = 12
@@ -926,9 +926,17 @@ def _located_counts():
     counts[4, zb] = 100  # all zero
     # 93.5 read in one bin: 93.5 + 2 < 96, short by a hair, so the folded
     # tail in k = 17 (2.5 + 2.5 > 3.5·sqrt(2)) widens it; 94.5 + 2 is not.
-    for j, read in [(6, 93.5), (7, 94.5)]:
+    for j, read in [(6, 93.5), (7, 94.5), (8, 90.0), (9, 94.0), (10, 93.5)]:
         counts[j, zb + 1 + 15] = read
         counts[j, zb + 1 + 17] = counts[j, zb - 1 - 17] = 2.5
+    # Ties, each on the side of "not": a count of exactly 3.5 is not read
+    # (90 + 2 is short); 94 + 2 = 96 is not short; a folded count of
+    # exactly 3.5·sqrt(2) is not read; a sign's sum of exactly 2 is not
+    # visible (a spike at 0, its tail in k = 16 mostly negative).
+    counts[8, zb - 1 - 5] = 3.5
+    counts[10, [zb + 1 + 17, zb - 1 - 17]] = 3.5 * math.sqrt(2.0) / 2
+    counts[11, zb] = 70
+    counts[11, zb + 1 + 16], counts[11, zb - 1 - 16] = 2.0, 3.0
 
     def padded(a, b):
         return a - 0.25 * (b - a), b + 0.25 * (b - a)
@@ -943,6 +951,10 @@ def _located_counts():
         (-1e6, 1e6),  # nothing seen: the public range
         padded(edges[zb + 1 + 15], edges[zb + 2 + 17]),
         padded(edges[zb + 1 + 15], edges[zb + 2 + 15]),
+        padded(edges[zb + 1 + 15], edges[zb + 2 + 17]),
+        padded(edges[zb + 1 + 15], edges[zb + 2 + 15]),
+        padded(edges[zb + 1 + 15], edges[zb + 2 + 15]),
+        padded(-edges[zb + 2 + 16], 0.0),
     ]
     return edges, counts, expected
 
@@ -957,8 +969,8 @@ def test_located_bounds_read_by_hand():
     )
     np.testing.assert_allclose(lower, [e[0] for e in expected], rtol=1e-12)
     np.testing.assert_allclose(upper, [e[1] for e in expected], rtol=1e-12)
-    assert located.tolist() == [True, True, True, True, False, False, True, True]
-    assert zero.tolist() == [False, False, False, False, True, False, False, False]
+    assert located.tolist() == [True] * 4 + [False, False] + [True] * 6
+    assert zero.tolist() == [False] * 4 + [True] + [False] * 7
 
 
 def test_located_bounds_are_mirror_symmetric_and_scale_free():
