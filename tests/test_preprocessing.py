@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skdp import PrivacyLeakWarning
 from skdp.accounting import gaussian_noise_multiplier, mu_from_epsilon
+from skdp.mechanisms import SecureNoise
 from skdp.preprocessing import DPStandardScaler, _quantiles, _scaler
 from skdp.preprocessing._quantiles import (
     N_BOUND_RELEASES,
@@ -395,7 +396,11 @@ def test_nothing_non_private_is_stored(shifted):
 
 def test_nothing_to_release_is_free():
     scaler = DPStandardScaler(with_mean=False, with_std=False).fit(np.ones((9, 2)))
-    assert scaler.privacy_spent_.epsilon == 0 and scaler.n_iter_ == 0
+    spent = scaler.privacy_spent_
+    assert (spent.epsilon, spent.delta, spent.mu) == (0.0, 0.0, 0.0)
+    assert spent.mechanism == "DPStandardScaler: nothing released"
+    assert scaler.n_iter_ == 0 and scaler.noise_multiplier_ == math.inf
+    assert scaler.n_samples_seen_ == 9
     assert scaler.mean_ is None and scaler.scale_ is None
     np.testing.assert_array_equal(scaler.transform(np.ones((3, 2))), np.ones((3, 2)))
 
@@ -874,6 +879,40 @@ def test_histogram_scale_is_sane_on_awkward_columns(
         # No blow-up: at most 20 times StandardScaler's largest value, plus 20.
         largest = np.abs(X[:, j] - X[:, j].mean()).max() / (std if std > 0 else 1.0)
         assert np.abs(Z).max() < 20 * largest + 20
+
+
+@pytest.mark.parametrize(
+    "n_samples, bounds, n_iter, released",
+    [
+        (100, (-4.0, 4.0), 1, ": noisy clipped sums and sums of squares"),
+        (60, None, 1, ": one noisy histogram per feature"),
+        (200, None, 2, ": one noisy histogram (bounds), then noisy clipped sums"),
+        (800, None, 5, ": 4 noisy histograms (bounds), then noisy clipped sums"),
+    ],
+)
+def test_secure_noise_reaches_every_release(
+    monkeypatch, n_samples, bounds, n_iter, released
+):
+    """noise="secure", each schedule (given bounds; ratio 6.6: one histogram;
+    22: a histogram, then the moments; 88: the search): every Gaussian
+    release of the fit draws from a SecureNoise source, as its
+    privacy_spent_ says, which names the releases."""
+    sources = []
+    for module in (_scaler, _quantiles):
+
+        def spy(value, *, rng, real=module.gaussian_mechanism, **kwargs):
+            sources.append(rng)
+            return real(value, rng=rng, **kwargs)
+
+        monkeypatch.setattr(module, "gaussian_mechanism", spy)
+    X = np.random.default_rng(0).normal(size=(n_samples, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the small-n one
+        scaler = DPStandardScaler(bounds=bounds, noise="secure").fit(X)
+    assert scaler.n_iter_ == len(sources) == n_iter
+    assert all(isinstance(rng, SecureNoise) for rng in sources)
+    assert "discrete Gaussian" in scaler.privacy_spent_.sampler
+    assert released in scaler.privacy_spent_.mechanism
 
 
 def test_located_schedule_drops_a_feature_no_bin_shows():
