@@ -182,6 +182,28 @@ def test_standard_scaler_matches_in_memory(rows, bounds):
     _assert_same(memory, fitted, ["bounds_", "mean_", "var_", "scale_"])
 
 
+@pytest.mark.parametrize("n_samples, n_iter", [(60, 1), (200, 2)])
+def test_standard_scaler_small_n_schedules_match_in_memory(
+    n_samples, n_iter, monkeypatch
+):
+    # Ratios 6.6 and 22 (d = 3, ε = 1): one signed histogram; one, then the
+    # moments. The histogram is a sum over the chunks too, and the Dask X is
+    # never loaded whole (validate_data, the in-memory check, is not called).
+    import skdp.preprocessing._scaler
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(loc=[100.0, -3.0, 0.0], scale=[5.0, 0.01, 1.0], size=(n_samples, 3))
+    memory = DPStandardScaler(random_state=0).fit(X)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a Dask X validated (loaded) in memory")
+
+    monkeypatch.setattr(skdp.preprocessing._scaler, "validate_data", refuse)
+    fitted = DPStandardScaler(random_state=0).fit(_dask(X, (n_samples // 2,) * 2))
+    assert memory.n_iter_ == fitted.n_iter_ == n_iter
+    _assert_same(memory, fitted, ["bounds_", "mean_", "var_", "scale_"])
+
+
 @pytest.mark.parametrize("rows", CHUNKINGS)
 def test_gaussian_sampler_matches_in_memory(rows):
     rng = np.random.default_rng(0)

@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 import skdp
 from skdp import PrivacyLeakWarning
 from skdp.accounting import gaussian_noise_multiplier, mu_from_epsilon
+from skdp.mechanisms import SecureNoise
 from skdp.preprocessing import DPStandardScaler, _quantiles, _scaler
 from skdp.preprocessing._quantiles import (
     N_BOUND_RELEASES,
@@ -433,7 +434,11 @@ def test_nothing_non_private_is_stored(shifted):
 
 def test_nothing_to_release_is_free():
     scaler = DPStandardScaler(with_mean=False, with_std=False).fit(np.ones((9, 2)))
-    assert scaler.privacy_spent_.epsilon == 0 and scaler.n_iter_ == 0
+    spent = scaler.privacy_spent_
+    assert (spent.epsilon, spent.delta, spent.mu) == (0.0, 0.0, 0.0)
+    assert spent.mechanism == "DPStandardScaler: nothing released"
+    assert scaler.n_iter_ == 0 and scaler.noise_multiplier_ == math.inf
+    assert scaler.n_samples_seen_ == 9
     assert scaler.mean_ is None and scaler.scale_ is None
     np.testing.assert_array_equal(scaler.transform(np.ones((3, 2))), np.ones((3, 2)))
 
@@ -698,6 +703,7 @@ def test_histogram_schedule_accounting_is_exact(monkeypatch, epsilon):
     with pytest.warns(UserWarning, match="is small for"):
         scaler = DPStandardScaler(epsilon=epsilon, delta=delta, random_state=0).fit(X)
     assert scaler.n_iter_ == 1 and len(calls) == 1
+    assert "one noisy histogram per feature" in scaler.privacy_spent_.mechanism
     shape, sensitivity, z = calls[0]
     assert shape == (6, _quantiles.signed_grid(1e6).size - 1) == (6, 49)
     assert sensitivity == pytest.approx(math.sqrt(12), rel=1e-15)
@@ -723,6 +729,9 @@ def test_located_schedule_accounting_is_exact(monkeypatch, epsilon, share):
         epsilon=epsilon, delta=delta, bounds_share=share, random_state=0
     ).fit(X)
     assert scaler.n_iter_ == 2 and len(calls) == 2
+    assert "one noisy histogram (bounds), then noisy clipped sums" in (
+        scaler.privacy_spent_.mechanism
+    )
     (shape_h, sens_h, z_h), (shape_m, sens_m, z_m) = calls
     assert shape_h == (6, 49) and shape_m == (12,)
     assert sens_h == pytest.approx(math.sqrt(12), rel=1e-15)
@@ -910,13 +919,81 @@ def test_histogram_scale_is_sane_on_awkward_columns(
         assert np.abs(Z).max() < 20 * largest + 20
 
 
-def test_located_bounds_read_by_hand():
-    """located_bounds on hand-made noisy counts (noise sd 1, n = 100: a bin
-    is read above 3.5, a folded one above 3.5·sqrt(2), a read short of the
-    data below 96 - 2·sqrt(bins read), a sign visible above 2·sqrt(bins))."""
+@pytest.mark.parametrize(
+    "n_samples, bounds, n_iter, released",
+    [
+        (100, (-4.0, 4.0), 1, ": noisy clipped sums and sums of squares"),
+        (60, None, 1, ": one noisy histogram per feature"),
+        (200, None, 2, ": one noisy histogram (bounds), then noisy clipped sums"),
+        (800, None, 5, ": 4 noisy histograms (bounds), then noisy clipped sums"),
+    ],
+)
+def test_secure_noise_reaches_every_release(
+    monkeypatch, n_samples, bounds, n_iter, released
+):
+    """noise="secure", each schedule (given bounds; ratio 6.6: one histogram;
+    22: a histogram, then the moments; 88: the search): every Gaussian
+    release of the fit draws from a SecureNoise source, as its
+    privacy_spent_ says, which names the releases."""
+    sources = []
+    for module in (_scaler, _quantiles):
+
+        def spy(value, *, rng, real=module.gaussian_mechanism, **kwargs):
+            sources.append(rng)
+            return real(value, rng=rng, **kwargs)
+
+        monkeypatch.setattr(module, "gaussian_mechanism", spy)
+    X = np.random.default_rng(0).normal(size=(n_samples, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the small-n one
+        scaler = DPStandardScaler(bounds=bounds, noise="secure").fit(X)
+    assert scaler.n_iter_ == len(sources) == n_iter
+    assert all(isinstance(rng, SecureNoise) for rng in sources)
+    assert "discrete Gaussian" in scaler.privacy_spent_.sampler
+    assert released in scaler.privacy_spent_.mechanism
+
+
+def test_located_schedule_drops_a_feature_no_bin_shows():
+    """n = 200, d = 2, ε = 1 (ratio 27): a feature spread over the 48 signed
+    decade bins (about 4 records each; noise sd 10.6) stands out in none, so
+    it is scaled by data_range (var_ data_range², in effect dropped), with
+    mean 0 and the public range as bounds; the other is located."""
+    rng = np.random.default_rng(0)
+    n = 200
+    spread = rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-6.0, 6.0, n)
+    X = np.column_stack([rng.normal(5.0, 1.0, n), spread])
+    scaler = DPStandardScaler(random_state=0).fit(X)
+    assert scaler.n_iter_ == 2
+    assert scaler.var_[1] == 1e12 and scaler.scale_[1] == 1e6
+    assert scaler.mean_[1] == 0.0 and scaler.bounds_[:, 1].tolist() == [-1e6, 1e6]
+    # The other: seen in [sqrt(10), 10], widened by a quarter on each side;
+    # its mean within 4 noise sds (7.5·width/n = 0.38) of the data's.
+    a, b = math.sqrt(10.0), 10.0
+    np.testing.assert_allclose(
+        scaler.bounds_[:, 0], [a - (b - a) / 4, b + (b - a) / 4], rtol=1e-12
+    )
+    assert abs(scaler.mean_[0] - X[:, 0].mean()) < 4 * 0.38
+
+
+def test_located_schedule_starts_at_exactly_min_snr(monkeypatch):
+    """The switch is inclusive: at a ratio of exactly _MIN_SNR (set to this
+    fit's ratio), a histogram then the moments (2 releases), no warning."""
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    ratio = _scaler.histogram_snr(100, 2, 1.0, 1e-5)
+    monkeypatch.setattr(_scaler, "_MIN_SNR", ratio)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scaler = DPStandardScaler(random_state=0).fit(X)
+    assert scaler.n_iter_ == 2
+    assert not [w for w in caught if "is small for" in str(w.message)]
+
+
+def _located_counts():
+    """Hand-made noisy counts for located_bounds (noise sd 1, n = 100) and
+    the bounds they give (see test_located_bounds_read_by_hand)."""
     edges = _quantiles.signed_grid(1e6)
     zb = 24  # the zero bin; magnitude bin k of each sign is zb ± (k + 1)
-    counts = np.zeros((6, 49))
+    counts = np.zeros((12, 49))
     counts[0, zb + 1 + 15] = 100  # all in one bin: its span
     counts[1, [zb + 1 + 20, zb + 1 + 21, zb - 1 - 20, zb - 1 - 21]] = 3.0  # centred
     counts[2, zb + 1 + 10] = 50  # one sign, spread: folded bins reach k = 12
@@ -924,9 +1001,19 @@ def test_located_bounds_read_by_hand():
     counts[3, zb] = 70  # a spike at 0, a positive tail in k = 16 (folded 5)
     counts[3, zb + 1 + 16], counts[3, zb - 1 - 16] = 3.4, 1.6
     counts[4, zb] = 100  # all zero
-    lower, upper, located, zero = _quantiles.located_bounds(
-        counts, edges, 1.0, n_samples=100
-    )
+    # 93.5 read in one bin: 93.5 + 2 < 96, short by a hair, so the folded
+    # tail in k = 17 (2.5 + 2.5 > 3.5·sqrt(2)) widens it; 94.5 + 2 is not.
+    for j, read in [(6, 93.5), (7, 94.5), (8, 90.0), (9, 94.0), (10, 93.5)]:
+        counts[j, zb + 1 + 15] = read
+        counts[j, zb + 1 + 17] = counts[j, zb - 1 - 17] = 2.5
+    # Ties, each on the side of "not": a count of exactly 3.5 is not read
+    # (90 + 2 is short); 94 + 2 = 96 is not short; a folded count of
+    # exactly 3.5·sqrt(2) is not read; a sign's sum of exactly 2 is not
+    # visible (a spike at 0, its tail in k = 16 mostly negative).
+    counts[8, zb - 1 - 5] = 3.5
+    counts[10, [zb + 1 + 17, zb - 1 - 17]] = 3.5 * math.sqrt(2.0) / 2
+    counts[11, zb] = 70
+    counts[11, zb + 1 + 16], counts[11, zb - 1 - 16] = 2.0, 3.0
 
     def padded(a, b):
         return a - 0.25 * (b - a), b + 0.25 * (b - a)
@@ -939,11 +1026,50 @@ def test_located_bounds_read_by_hand():
         padded(0.0, edges[zb + 2 + 16]),
         (edges[zb], edges[zb + 1]),  # the zero bin, not widened
         (-1e6, 1e6),  # nothing seen: the public range
+        padded(edges[zb + 1 + 15], edges[zb + 2 + 17]),
+        padded(edges[zb + 1 + 15], edges[zb + 2 + 15]),
+        padded(edges[zb + 1 + 15], edges[zb + 2 + 17]),
+        padded(edges[zb + 1 + 15], edges[zb + 2 + 15]),
+        padded(edges[zb + 1 + 15], edges[zb + 2 + 15]),
+        padded(-edges[zb + 2 + 16], 0.0),
     ]
+    return edges, counts, expected
+
+
+def test_located_bounds_read_by_hand():
+    """located_bounds on hand-made noisy counts (noise sd 1, n = 100: a bin
+    is read above 3.5, a folded one above 3.5·sqrt(2), a read short of the
+    data below 96 - 2·sqrt(bins read), a sign visible above 2·sqrt(bins))."""
+    edges, counts, expected = _located_counts()
+    lower, upper, located, zero = _quantiles.located_bounds(
+        counts, edges, 1.0, n_samples=100
+    )
     np.testing.assert_allclose(lower, [e[0] for e in expected], rtol=1e-12)
     np.testing.assert_allclose(upper, [e[1] for e in expected], rtol=1e-12)
-    assert located.tolist() == [True, True, True, True, False, False]
-    assert zero.tolist() == [False, False, False, False, True, False]
+    assert located.tolist() == [True] * 4 + [False, False] + [True] * 6
+    assert zero.tolist() == [False] * 4 + [True] + [False] * 7
+
+
+def test_located_bounds_are_mirror_symmetric_and_scale_free():
+    """The signed grid is symmetric (edges[::-1] == -edges): the counts of
+    -x are the reversed counts, and their bounds are exactly (-upper,
+    -lower). Counts, noise sd and n doubled (exact in floats) leave every
+    rule unchanged: the same bounds, bit for bit."""
+    edges, counts, _ = _located_counts()
+    np.testing.assert_array_equal(edges[::-1], -edges)
+    lower, upper, located, zero = _quantiles.located_bounds(
+        counts, edges, 1.0, n_samples=100
+    )
+    m_lower, m_upper, m_located, m_zero = _quantiles.located_bounds(
+        counts[:, ::-1], edges, 1.0, n_samples=100
+    )
+    np.testing.assert_array_equal(m_lower, -upper)
+    np.testing.assert_array_equal(m_upper, -lower)
+    np.testing.assert_array_equal(m_located, located)
+    np.testing.assert_array_equal(m_zero, zero)
+    doubled = _quantiles.located_bounds(2.0 * counts, edges, 2.0, n_samples=200)
+    for a, b in zip(doubled, (lower, upper, located, zero), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_histogram_scale_reads_the_significant_bins_exactly():
