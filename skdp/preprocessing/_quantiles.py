@@ -513,9 +513,9 @@ def located_bounds(noisy_counts, edges, noise_std, *, n_samples):
     has_positive = np.where(folded_read, positive, 0.0).sum(axis=1) > sum_margin
     has_negative = np.where(folded_read, negative, 0.0).sum(axis=1) > sum_margin
     # Without signed bins read, the interval starts from 0 on a side that
-    # holds data. At least one sign does: the folded bins read hold more than
-    # 3.5·sqrt(2) noise sds each, so their two sums more than 2·sqrt(r) sds
-    # together (r bins).
+    # holds data. At least one sign does: the r folded bins read hold more
+    # than 3.5·sqrt(2)·r noise sds together, so the two signs' sums cannot
+    # both stay below 2·sqrt(r) sds.
     start_lower = np.where(seen, lower, np.where(has_positive, 0.0, -top))
     start_upper = np.where(seen, upper, np.where(has_negative, 0.0, top))
     lower = np.where(
