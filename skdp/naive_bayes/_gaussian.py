@@ -33,10 +33,9 @@ from ..preprocessing._quantiles import (
     signed_grid,
 )
 from ..preprocessing._scaler import (
-    _MAX_DATA_RANGE,
-    _MIN_DATA_RANGE,
     _MIN_SNR,
     _QUANTILE_SEARCH_SNR,
+    DATA_RANGE_CONSTRAINT,
     GAMMA,
     _center_half_width,
     _check_bounds,
@@ -397,7 +396,7 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         "priors": ["array-like", None],
         "var_smoothing": [Interval(Real, 0, None, closed="left")],
         "bounds": ["array-like", None],
-        "data_range": [Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")],
+        "data_range": [DATA_RANGE_CONSTRAINT],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
         "select_features": ["boolean"],
     }

@@ -31,7 +31,7 @@ from .._base import (
 )
 from ..accounting import REPLACE_ONE, PrivacyCost
 from ..mechanisms import as_generator
-from ._scaler import _MAX_DATA_RANGE, _MIN_DATA_RANGE, _check_bounds
+from ._scaler import DATA_RANGE_CONSTRAINT, _check_bounds
 from ._stats import release_cdf
 
 #: The output of ``output_distribution="normal"`` is clipped to the normal
@@ -47,7 +47,7 @@ class _DPHistogramQuantiles(
     _parameter_constraints = {
         **{k: v for k, v in PRIVACY_CONSTRAINTS.items() if k != "accounting"},
         "bounds": ["array-like", None],
-        "data_range": [Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")],
+        "data_range": [DATA_RANGE_CONSTRAINT],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
     }
 

@@ -62,6 +62,9 @@ MIN_HALF_WIDTH = 1e-140
 #: down to ``data_range·1e-12``, so their half-width stays above
 #: ``MIN_HALF_WIDTH``.
 _MIN_DATA_RANGE = 1e-120
+#: The ``data_range`` parameter's constraint, shared by every estimator that
+#: searches bounds in it.
+DATA_RANGE_CONSTRAINT = Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")
 
 
 #: Resolution of the private search, relative to ``data_range``: its
@@ -104,16 +107,20 @@ def bounds_schedule(
     unseen,
     stacklevel,
     search_snr=None,
+    locate=False,
 ):
-    """How a fit finds its bounds: "given", "search" or "histogram".
+    """How a fit finds its bounds: "given", "search", "located" or "histogram".
 
     "given": the bounds are public, nothing is spent on them; "search": the
     four-round search of :func:`private_bounds`, when ``n·μ/sqrt(2d) >=
     search_snr`` (a public constant; None: ``_QUANTILE_SEARCH_SNR``, the
-    quantile releases' switch); else "histogram": one coarse histogram.
-    Below ``_MIN_SNR`` a feature's bulk is seen only if about a third of the
-    records fall in one bin: a warning says so, ``unseen`` saying what the
-    fit does with a feature it does not see. Public: depends on the
+    quantile releases' switch); else, with ``locate`` and from ``_MIN_SNR``,
+    "located": one coarse histogram locates each feature for a release
+    within (:func:`~skdp.preprocessing._quantiles.located_bounds`); else
+    "histogram": one coarse histogram. Below ``_MIN_SNR`` a feature's bulk
+    is seen only if about a third of the records fall in one bin: a warning
+    says so, ``unseen`` saying what the fit does with a feature it does not
+    see. Public: depends on the
     given-ness of the bounds, n, d, ε and δ only, so neighbouring data sets
     get the same schedule (and the same warning). ``stacklevel`` as for
     :func:`warnings.warn` called by the caller.
@@ -133,7 +140,9 @@ def bounds_schedule(
         )
     if search_snr is None:
         search_snr = _QUANTILE_SEARCH_SNR
-    return "search" if snr >= search_snr else "histogram"
+    if snr >= search_snr:
+        return "search"
+    return "located" if locate and snr >= _MIN_SNR else "histogram"
 
 
 def moment_sensitivity(n_features):
@@ -571,7 +580,7 @@ class DPStandardScaler(
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
         "bounds": ["array-like", None],
-        "data_range": [Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")],
+        "data_range": [DATA_RANGE_CONSTRAINT],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
         "clip": ["boolean"],
     }
@@ -651,11 +660,8 @@ class DPStandardScaler(
             unseen="is scaled by data_range (in effect dropped)",
             stacklevel=4,  # the caller of fit (through its two decorators)
             search_snr=_SEARCH_SNR,
+            locate=True,  # one histogram locates, the moments measure
         )
-        if schedule == "histogram" and (
-            histogram_snr(n, d, self.epsilon, self.delta) >= _MIN_SNR
-        ):
-            schedule = "located"  # one histogram locates, the moments measure
         n_bound_releases = {"search": N_BOUND_RELEASES, "located": 1}.get(schedule, 0)
         n_iter = n_bound_releases + 1  # and the moments, or the one histogram
         if n_bound_releases:

@@ -62,9 +62,8 @@ from ._quantiles import (
     signed_grid,
 )
 from ._scaler import (
-    _MAX_DATA_RANGE,
-    _MIN_DATA_RANGE,
     _RESOLUTION,
+    DATA_RANGE_CONSTRAINT,
     _check_bounds,
     bounds_schedule,
 )
@@ -476,7 +475,7 @@ def dp_histogram(
         "X": ["array-like"],
         "q": ["array-like", Interval(Real, 0, 1, closed="both")],
         "bounds": ["array-like", None],
-        "data_range": [Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")],
+        "data_range": [DATA_RANGE_CONSTRAINT],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
         **_BUDGET,
     },
