@@ -497,13 +497,10 @@ class RowChunks:
             )
         ]
         add = dask.delayed(_add, pure=False)
-        depth = 0
-        while len(level) > _FAN_IN:
-            depth += 1
-            level = [
-                add(*level[i : i + _FAN_IN], dask_key_name=(name, depth, i))
-                for i in range(0, len(level), _FAN_IN)
-            ]
+        level = _fan_in(
+            level,
+            lambda group, depth, i: add(*group, dask_key_name=(name, depth, i)),
+        )
         parts = dask.compute(*level)
         # The last (at most 32) additions on the client: one hop less than a
         # root task on a worker, for at most 32 small arrays.
@@ -554,11 +551,20 @@ class RowChunks:
         for call in calls:
             for i, part in call.result():
                 parts[i] = part
-        while len(parts) > _FAN_IN:
-            parts = [
-                _add(*parts[i : i + _FAN_IN]) for i in range(0, len(parts), _FAN_IN)
-            ]
-        return _add(*parts)
+        return _add(*_fan_in(parts, lambda group, depth, i: _add(*group)))
+
+
+def _fan_in(level, add):
+    """Add ``level`` in groups of ``_FAN_IN``, level by level, until at most
+    ``_FAN_IN`` items are left (``add(group, depth, index)``): the one tree
+    of both ways of a pass, so that their totals agree to the last bit."""
+    depth = 0
+    while len(level) > _FAN_IN:
+        depth += 1
+        level = [
+            add(level[i : i + _FAN_IN], depth, i) for i in range(0, len(level), _FAN_IN)
+        ]
+    return level
 
 
 def _release(handles, actors):
