@@ -84,8 +84,10 @@ class PrivacyLedger:
       ``FunctionTransformer`` with a row-wise ``func`` (None, a NumPy ufunc,
       or marked with :func:`skdp.rowwise`; and unless it checks ``func``
       against ``inverse_func`` on the data), ``Normalizer``, ``Binarizer``,
-      ``PolynomialFeatures``, and ``OneHotEncoder``/``OrdinalEncoder`` given
-      explicit ``categories`` and no ``min_frequency``/``max_categories``;
+      ``PolynomialFeatures``, ``OneHotEncoder``/``OrdinalEncoder`` given
+      explicit ``categories`` and no ``min_frequency``/``max_categories``,
+      ``SimpleImputer(strategy="constant", keep_empty_features=True)``
+      without ``add_indicator``, and ``MissingIndicator(features="all")``;
     * a :class:`~skdp.PrivacyLeakWarning` for a ``ColumnTransformer`` column
       selector (or ``SelectFromModel``'s ``max_features``) that is a callable
       other than ``make_column_selector`` and is not marked with
@@ -399,6 +401,7 @@ def _reads_only_shape(estimator):
     row-wise (:func:`rowwise`): one that mixes rows passes every record into
     every row of the next step's input.
     """
+    from sklearn.impute import MissingIndicator, SimpleImputer
     from sklearn.preprocessing import (
         Binarizer,
         FunctionTransformer,
@@ -427,6 +430,17 @@ def _reads_only_shape(estimator):
             and estimator.min_frequency is None
             and estimator.max_categories is None
         )
+    if type(estimator) is SimpleImputer:
+        # A constant fill reads nothing, but without keep_empty_features
+        # the columns that are entirely missing are dropped, and the
+        # indicator it adds keeps only the columns seen missing.
+        return (
+            estimator.strategy == "constant"
+            and estimator.keep_empty_features
+            and not estimator.add_indicator
+        )
+    if type(estimator) is MissingIndicator:
+        return estimator.features == "all"
     return False
 
 

@@ -15,7 +15,7 @@ from sklearn.datasets import make_classification
 from sklearn.ensemble import BaggingClassifier, StackingClassifier, VotingClassifier
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import RFE, SelectFromModel
-from sklearn.impute import SimpleImputer
+from sklearn.impute import MissingIndicator, SimpleImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import (
     GridSearchCV,
@@ -155,6 +155,15 @@ def test_non_private_final_model_warns(data):
         (OrdinalEncoder(), False),
         (SimpleImputer(), False),
         (SimpleImputer(strategy="constant", fill_value=0), False),
+        (SimpleImputer(strategy="constant", keep_empty_features=True), True),
+        (
+            SimpleImputer(
+                strategy="constant", keep_empty_features=True, add_indicator=True
+            ),
+            False,
+        ),
+        (SimpleImputer(keep_empty_features=True), False),
+        (MissingIndicator(features="all"), True),
         (StandardScaler(), False),
         ("passthrough", True),
     ],
@@ -168,6 +177,15 @@ def test_the_shape_only_list_is_explicit(step, silent):
         assert messages[0].startswith("Pipeline/step (")
     if not isinstance(step, str):
         assert _reads_only_shape(step) is silent
+
+
+def test_a_missing_indicator_keeps_the_columns_seen_missing():
+    # The default features="missing-only" drops the columns without a NaN:
+    # its output's width depends on the values.
+    X = np.array([[np.nan, 0.0], [1.0, 1.0]])
+    assert MissingIndicator().fit(X).transform(X).shape == (2, 1)
+    assert not _reads_only_shape(MissingIndicator())
+    assert _reads_only_shape(MissingIndicator(features="all"))
 
 
 def test_the_pairs_encoder_reads_only_the_shape():
@@ -1909,3 +1927,33 @@ def test_splits_with_empty_training_parts_hold_no_record():
             splits, len(splits), classifier=False, owner="test"
         )
         assert parts == 0
+
+
+def test_the_missing_values_recipe_is_silent_and_totals_its_budget():
+    # The pipelines guide's recipe for a table with NaN: a constant fill
+    # that keeps every column, an indicator of every column, then DP steps.
+    from sklearn.pipeline import make_union
+
+    from skdp.pipeline import make_private_pipeline
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    X[:, 2] = np.nan  # a column entirely missing is kept, not dropped
+    y = (rng.random(400) < 0.5).astype(int)
+    fill = make_union(
+        SimpleImputer(strategy="constant", fill_value=0.0, keep_empty_features=True),
+        MissingIndicator(features="all"),
+    )
+    model = make_private_pipeline(
+        fill,
+        DPStandardScaler(),
+        DPLogisticRegression(classes=[0, 1]),
+        epsilon=1.0,
+        delta=DELTA,
+    ).fit(X, y)
+    assert model[0].transform(X).shape == (400, 6)
+    ledger = PrivacyLedger()
+    assert record_quietly(ledger, model) == []
+    epsilon = ledger.total().epsilon
+    assert epsilon <= 1.0 and epsilon == pytest.approx(1.0, rel=1e-6)
