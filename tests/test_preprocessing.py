@@ -2,6 +2,7 @@
 
 import math
 import pickle
+import sys
 import warnings
 
 import dp_accounting
@@ -1215,3 +1216,51 @@ def test_transform_clips_to_the_private_bounds_by_default():
     np.testing.assert_allclose(
         unclipped.transform(far), (far - unclipped.mean_) / unclipped.scale_
     )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        skdp.DPStandardScaler,
+        skdp.DPRobustScaler,
+        skdp.DPMinMaxScaler,
+        skdp.DPQuantileTransformer,
+        lambda **kw: skdp.DPGaussianNB(classes=[0, 1], **kw),
+    ],
+)
+@pytest.mark.parametrize("n", [500, 3000, 50000])  # the three bound schedules
+def test_a_bulk_beyond_half_the_public_range_warns_at_the_caller(make, n):
+    # Values beyond data_range are clipped to it: a column of 10⁸ (or one
+    # whose bulk sits at 10⁶) keeps nothing of its spread. The fit says so,
+    # from its released centre, naming those columns only (a column with
+    # median 3e5 is fine) and pointing at the line that called fit.
+    rng = np.random.default_rng(3)
+    X = np.column_stack(
+        [
+            rng.normal(size=n),
+            rng.lognormal(np.log(1e8), 0.8, n),
+            1e6 + rng.normal(0, 2e4, n),
+            rng.lognormal(np.log(3e5), 0.8, n),
+        ]
+    )
+    y = np.arange(n) % 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        make().fit(X, y)
+    [far] = [w for w in caught if "private centre" in str(w.message)]
+    assert "feature(s) 1, 2 lies beyond data_range/2 = 500000." in str(far.message)
+    assert "pass a larger data_range" in str(far.message)
+    assert (far.filename, far.lineno) == (__file__, line)
+    # A range that holds the data, or public bounds: nothing to say.
+    for quiet in (make(data_range=1e10), make(bounds=(-1e9, 1e9))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            quiet.fit(X, y)
+        assert not [w for w in caught if "private centre" in str(w.message)]
+
+
+def test_dp_quantiles_warns_of_a_bulk_beyond_half_the_public_range():
+    X = np.column_stack([np.zeros(2000), np.full(2000, 3e6)])
+    with pytest.warns(UserWarning, match=r"dp_quantiles: the private centre of fe"):
+        skdp.preprocessing.dp_quantiles(X, 0.5)

@@ -42,6 +42,7 @@ from ..preprocessing._scaler import (
     bounds_schedule,
     histogram_snr,
     normalise,
+    warn_if_near_range,
 )
 
 #: Shift of the squares in the release: ``z² - 1/8`` lies in ``[-1/8, 1/8]``
@@ -175,7 +176,8 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         Used when ``bounds=None``: the public range ``[-data_range,
         data_range]`` in which the bounds are searched (as in
         :class:`~skdp.preprocessing.DPStandardScaler`), from ``1e-120`` to
-        below ``1e154/1.5``.
+        below ``1e154/1.5``. A fit whose private mean of a feature (in any
+        class) lies beyond ``data_range/2`` warns.
     bounds_share : float, default=0.4
         Used when ``bounds=None``: the share of the budget, in GDP terms
         (``μ_bounds² = bounds_share·μ²``), spent on finding the bounds.
@@ -489,6 +491,9 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
             keep = self._select_features(X, bounds, z_bounds[0], rng)
         stats = self._release(X, y, classes, bounds, keep, z_moments, rng)
         self._store(stats, classes, priors, bounds, keep, n)
+        if schedule != "given":
+            centre = np.where(keep, np.max(np.abs(self.theta_), axis=0), 0.0)
+            warn_if_near_range(centre, self.data_range, "DPGaussianNB", stacklevel=4)
         self.n_iter_ = n_bound_releases + 1
         self.noise_multiplier_ = z_total  # n_iter_ releases of it cost the same
         self.privacy_spent_ = gaussian_cost(

@@ -134,7 +134,9 @@ _BOUNDS_DOC = """bounds : tuple (lower, upper) or None, default=None
         Used when ``bounds=None``: the public range searched (values outside
         it are clipped to it); it resolves spreads down to
         ``data_range·1e-12``; from ``1e-120`` to below ``1e154/1.5``. Its
-        default does not depend on the data.
+        default does not depend on the data. A fit whose private median of a
+        feature lies beyond ``data_range/2`` warns (a column of 10⁸ at the
+        default is clipped to 10⁶ and keeps nothing of its spread).
     bounds_share : float, default=0.5
         Used when the bounds are searched: the share of the budget, in GDP
         terms (``μ_bounds² = bounds_share·μ²``), spent on them; the final

@@ -67,6 +67,32 @@ _MIN_DATA_RANGE = 1e-120
 DATA_RANGE_CONSTRAINT = Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")
 
 
+def warn_if_near_range(location, data_range, name, stacklevel):
+    """Warn of the features whose released location lies beyond ``data_range/2``.
+
+    Values beyond the public range ``[-data_range, data_range]`` are clipped
+    to it before anything is counted, so a feature whose bulk reaches it (a
+    balance near 10⁶, a population of 10⁸ at the default ``data_range=1e6``)
+    keeps little or nothing of its spread, silently. ``location`` is a
+    released per-feature statistic (a noisy mean, a noisy median); reading
+    it is post-processing, and noise alone cannot move a feature seen near
+    0 half-way to ``data_range``. ``stacklevel`` as for
+    :func:`warnings.warn` called by the caller.
+    """
+    far = np.flatnonzero(np.abs(location) > data_range / 2.0)
+    if far.size:
+        shown = ", ".join(str(j) for j in far[:10]) + (", ..." if far.size > 10 else "")
+        warnings.warn(
+            f"{name}: the private centre of feature(s) {shown} lies beyond "
+            f"data_range/2 = {data_range / 2.0:g}. Values beyond the public range "
+            f"[-data_range, data_range] are clipped to it, so a feature whose bulk "
+            "reaches it loses its spread: pass a larger data_range (up to "
+            f"{_MAX_DATA_RANGE:.3g}), or public bounds.",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
 #: Resolution of the private search, relative to ``data_range``: its
 #: smallest magnitude bin is ``[0, data_range·1e-12]``. A spread below it is
 #: indistinguishable from 0 and gets scikit-learn's zero-variance scale, 1.
@@ -291,7 +317,9 @@ class DPStandardScaler(
         clipped to it); from ``1e-120`` to below ``1e154/1.5``, so that the
         variance within the bounds found stays representable. Its default
         does not depend on the data. The search resolves magnitudes down to
-        ``data_range·1e-12``.
+        ``data_range·1e-12``. A fit whose private mean of a feature lies
+        beyond ``data_range/2`` warns (a column of 10⁸ at the default is
+        clipped to 10⁶ and keeps nothing of its spread).
     bounds_share : float, default=0.5
         Used when ``bounds=None``: the share of the budget, in GDP terms
         (``μ_bounds² = bounds_share·μ²``), spent on finding the bounds (the
@@ -700,6 +728,8 @@ class DPStandardScaler(
         else:
             mean, scale = self._noisy_moments(X, bounds, z, rng)
             mechanism = "DPStandardScaler: noisy clipped sums and sums of squares"
+        if schedule != "given":
+            warn_if_near_range(mean, self.data_range, "DPStandardScaler", stacklevel=4)
         self.bounds_ = np.vstack(bounds)
         self.mean_ = mean
         self.var_ = scale**2 if self.with_std else None

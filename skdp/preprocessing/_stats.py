@@ -66,6 +66,7 @@ from ._scaler import (
     DATA_RANGE_CONSTRAINT,
     _check_bounds,
     bounds_schedule,
+    warn_if_near_range,
 )
 
 #: A bin weighs in the CDF only if its noisy count is also at least half a
@@ -251,6 +252,9 @@ def release_cdf(
     # empty bin then weighs anything.
     floor = np.maximum(thresholds * noise_std, _MIN_COUNT)
     cdf, seen = cdf_from_counts(noisy, edges, sizes, floor)
+    if schedule != "given":
+        median = np.where(seen, inverse_cdf(edges, cdf, [0.5])[0][0], 0.0)
+        warn_if_near_range(median, data_range, name, stacklevel=stacklevel + 1)
     cost = gaussian_cost(
         noise_multiplier,
         n_iter,
@@ -520,7 +524,8 @@ def dp_quantiles(
     data_range : float, default=1e6
         Used when ``bounds=None``: the public range ``[-data_range,
         data_range]`` searched (values outside it are clipped to it), from
-        ``1e-120`` to below ``1e154/1.5``.
+        ``1e-120`` to below ``1e154/1.5``. A release whose private median of
+        a feature lies beyond ``data_range/2`` warns.
     bounds_share : float, default=0.5
         Used when the bounds are searched: the share of μ² spent on them.
     random_state : int, RandomState instance, Generator or None, default=None
