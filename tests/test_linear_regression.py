@@ -10,6 +10,7 @@ with margin on the seeds used.
 
 import math
 import re
+import sys
 import warnings
 
 import dp_accounting
@@ -549,3 +550,59 @@ def test_secure_audit_does_not_refute_the_claim():
     est = DPLinearRegression(epsilon=1.0, delta=1e-5, noise="secure")
     report = audit_estimator(est, X, y, n_trials=200, random_state=0)
     assert report.claimed_mu is None and not report.refuted
+
+
+def _scale_warnings(X, y, **params):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPLinearRegression(**params).fit(X, y)
+    return [w for w in caught if str(w.message).startswith("DPLinearRegression:")]
+
+
+def test_raw_targets_and_uncentred_rows_warn_from_the_release():
+    # A new user's first fit on raw columns (a price as y; all-positive X,
+    # one column in the thousands): nearly every row is clipped, the same
+    # way, and the model is useless. The released yᵀy and column sums show
+    # it; the warnings name the remedy and point at the caller.
+    rng = np.random.default_rng(5)
+    n = 2000
+    X = np.column_stack([rng.uniform(1500, 5000, n), rng.uniform(50, 200, n)])
+    y = 20.0 + 0.01 * X[:, 0] + rng.normal(0, 3, n)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        DPLinearRegression(delta=1e-6).fit(X, y)
+    [target, rows] = [w for w in caught if "DPLinearRegression:" in str(w.message)]
+    assert "most target rows reach target_clip=2" in str(target.message)
+    assert "TransformedTargetRegressor" in str(target.message)
+    assert "the clipped feature rows point one way" in str(rows.message)
+    assert "DPStandardScaler" in str(rows.message)
+    for w in (target, rows):
+        assert (w.filename, w.lineno) == (__file__, line)
+    # Each statistic is read on its own: standardised y alone, X alone.
+    Xs = (X - X.mean(0)) / X.std(0)
+    ys = (y - y.mean()) / y.std()
+    assert [str(w.message)[:40] for w in _scale_warnings(X, ys, delta=1e-6)] == [
+        "DPLinearRegression: the clipped feature "
+    ]
+    assert [str(w.message)[:40] for w in _scale_warnings(Xs, y, delta=1e-6)] == [
+        "DPLinearRegression: most target rows rea"
+    ]
+    # Without an intercept the column sums are not released: y only.
+    assert len(_scale_warnings(X, y, delta=1e-6, fit_intercept=False)) == 1
+
+
+@pytest.mark.parametrize("n", [200, 2000, 200000])
+@pytest.mark.parametrize("seed", range(5))
+def test_standardised_data_never_warns(n, seed):
+    # Standardised X and y (and y 1.5 times wider than that), at every size:
+    # no false alarm. Noise alone would need > 3 standard deviations, and
+    # the statistics sit far below their thresholds (0.23 and 0.45 of the
+    # clip² for y, about 0 for the mean row).
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    y = X @ rng.normal(size=6)
+    y *= 1.5 / y.std()
+    assert _scale_warnings(X, y, delta=0.1 / n) == []
+    # A tight budget's noise is no false alarm either.
+    assert _scale_warnings(X, y, delta=0.1 / n, epsilon=0.05) == []

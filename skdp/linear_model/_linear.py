@@ -1,6 +1,7 @@
 """DPLinearRegression: sufficient-statistics perturbation, adaptive ridge (AdaSSP)."""
 
 import math
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -66,6 +67,62 @@ def _target_weight(x_bound, target_clip):
     return math.sqrt(x_bound / target_clip)
 
 
+#: Share of its clip above which a released mean says the data are far from
+#: standardised (see :func:`_warn_if_far_from_standardised`).
+_CLIPPED_SHARE = 0.5
+
+
+def _warn_if_far_from_standardised(
+    gram, n, d, constant, weight, clip, target_clip, sigma, stacklevel
+):
+    """Warn where the noisy Gram matrix shows X or y far from standardised.
+
+    Post-processing of the release. Two of its means reach their clip only
+    when nearly every row is clipped the same way:
+
+    * ``mean ||clip(y_i)||²`` (from ``yᵀy``) is at most ``target_clip²``;
+      for standardised targets it is about ``0.23·target_clip²`` at the
+      default clip of two standard deviations, ``0.58·target_clip²`` for a
+      target twice as wide, and about 1 for a raw one (a price, a count);
+    * the norm of the mean clipped feature row (from the column sums, with
+      an intercept) is at most ``clip``; about 0 for centred features, about
+      ``clip`` when every row is clipped in one direction (raw columns, all
+      positive and some large).
+
+    A mean above ``_CLIPPED_SHARE`` of its clip by more than three noise
+    standard deviations warns, naming the remedy.
+    """
+    k = gram.shape[0] - d - (constant is not None)
+    y_part = gram[d + (constant is not None) :, d + (constant is not None) :]
+    mean_square = np.trace(y_part) / (weight**2 * n)
+    noise = 3.0 * sigma * math.sqrt(k) / (weight**2 * n)
+    if mean_square - noise > _CLIPPED_SHARE * target_clip**2:
+        warnings.warn(
+            "DPLinearRegression: most target rows reach target_clip="
+            f"{target_clip:g} (the released mean of ||clip(y)||² is "
+            f"{mean_square / target_clip**2:.2f} of target_clip²): y is far from "
+            "standardised, and the fit sees little of it. Standardise y "
+            "(TransformedTargetRegressor(regressor=..., transformer="
+            "DPStandardScaler()), which the ledger counts) or give target_clip.",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+    if constant is None:
+        return
+    mean_row = np.linalg.norm(gram[:d, d]) / (constant * n)
+    noise = 3.0 * sigma / math.sqrt(2.0) * math.sqrt(d) / (constant * n)
+    if mean_row - noise > _CLIPPED_SHARE * clip:
+        warnings.warn(
+            "DPLinearRegression: the clipped feature rows point one way (the "
+            f"released mean row has norm {mean_row / clip:.2f} of clip_norm="
+            f"{clip:g}): X is far from centred and standardised, and clipping "
+            "keeps little of it. Standardise X first (DPStandardScaler in a "
+            "pipeline) or give clip_norm.",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
 class DPLinearRegression(
     DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimator
 ):
@@ -111,7 +168,10 @@ class DPLinearRegression(
         deviations of standardised targets. For targets on another scale,
         give the bound, or standardise y (e.g.
         ``TransformedTargetRegressor(transformer=DPStandardScaler())``, which
-        :class:`~skdp.PrivacyLedger` counts).
+        :class:`~skdp.PrivacyLedger` counts). A fit whose released ``yᵀy``
+        shows most targets at the clip, or whose released column sums show
+        the clipped feature rows pointing one way (raw, uncentred columns),
+        warns (post-processing of the release).
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise; use None in production (a known seed makes the
         noise predictable). The rule
@@ -395,6 +455,17 @@ class DPLinearRegression(
             sigma = z_gram * gram_sensitivity(bound)
             alpha = _adassp_ridge(noisy, n, d, constant, sigma, lower)
         coef, intercept = _solve(noisy, n, d, constant, weight, alpha)
+        _warn_if_far_from_standardised(
+            noisy,
+            n,
+            d,
+            constant,
+            weight,
+            clip,
+            target_clip,
+            z_gram * gram_sensitivity(bound),
+            stacklevel=4,  # the caller of fit (through its two decorators)
+        )
         self.coef_ = coef[0] if one_output else coef
         self.intercept_ = float(intercept[0]) if one_output else intercept
         self.alpha_ = float(alpha)
