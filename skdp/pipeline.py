@@ -27,6 +27,17 @@ __all__ = ["make_private_pipeline", "set_privacy_budget"]
 #: Every step's share is lowered by this factor, so that the rounding of the
 #: conversions can never lift the composed total above the target.
 _SAFETY = 1.0 - 1e-9
+#: Default weight of the DP transformer of a TransformedTargetRegressor (the
+#: other DP steps weigh 1). It releases statistics of the target alone, one
+#: column where the features' scaler has d and the model more: for the same
+#: relative accuracy it needs about 1/d of their μ². Measured with
+#: DPStandardScaler on y at total ε = 1 (20 splits, median R² of
+#: DPLinearRegression / DPRandomFeaturesRegressor after a DPStandardScaler,
+#: weight 1 → 1/4): diabetes −0.03 → 0.04 / 0.20 → 0.29, ISLP Boston
+#: 0.08 → 0.13 / 0.35 → 0.45, Auto 0.17 → 0.41 / 0.65 → 0.68, Credit −0.10
+#: → 0.06 / 0.59 → 0.62; Bikeshare (n = 8645) unchanged. At 1/10 the
+#: scaler no longer saw Credit's zero-inflated target (R² far below 0).
+_TARGET_WEIGHT = 0.25
 
 
 def make_private_pipeline(*steps, epsilon=1.0, delta=1e-5, weights=None, **kwargs):
@@ -53,8 +64,9 @@ def make_private_pipeline(*steps, epsilon=1.0, delta=1e-5, weights=None, **kwarg
     weights : dict or None, default=None
         Share of each DP step, keyed by its parameter path (e.g.
         ``"dpstandardscaler"``, or ``"columntransformer__num"`` for a step
-        inside a ColumnTransformer); steps not named weigh 1. None: equal
-        weights. See :func:`set_privacy_budget`.
+        inside a ColumnTransformer); steps not named weigh 1, but the
+        ``transformer`` of a TransformedTargetRegressor 1/4 (it scales one
+        column). See :func:`set_privacy_budget`.
     **kwargs
         ``memory``, ``transform_input`` and ``verbose``, passed to
         :func:`~sklearn.pipeline.make_pipeline`.
@@ -105,7 +117,12 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
         Total δ in (0, 1); every DP step gets an equal part of it.
     weights : dict or None, default=None
         Weight of each DP step, keyed by its parameter path (the key of
-        ``estimator.get_params()`` that holds it); steps not named weigh 1.
+        ``estimator.get_params()`` that holds it); steps not named weigh 1,
+        but the DP ``transformer`` of a
+        :class:`~sklearn.compose.TransformedTargetRegressor` 1/4: it
+        releases statistics of the target alone (one column, where the
+        features' scaler has d), and a quarter of the others' μ² served it
+        better on every table measured (``_TARGET_WEIGHT``).
 
     Returns
     -------
@@ -157,8 +174,11 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
         raise TypeError(
             f"{type(estimator).__name__} holds no DP estimator: nothing to budget."
         )
-    weights = _check_weights(weights, [path for path, _ in steps])
-    params = _split(steps, weights, float(epsilon), float(delta))
+    paths = [path for path, _, _ in steps]
+    defaults = [_TARGET_WEIGHT if on_target else 1.0 for _, _, on_target in steps]
+    weights = _check_weights(weights, paths, defaults)
+    pairs = [(p, step) for p, step, _ in steps]
+    params = _split(pairs, weights, float(epsilon), float(delta))
     if "" in params:  # the estimator itself is the one DP step
         return estimator.set_params(**params[""])
     estimator.set_params(
@@ -176,8 +196,12 @@ def _check_total(epsilon, delta):
         )
 
 
-def _dp_steps(estimator, path=""):
-    """``[(parameter path, DP step)]`` found through the known composites."""
+def _dp_steps(estimator, path="", on_target=False):
+    """``[(parameter path, DP step, on_target)]`` found through the known composites.
+
+    ``on_target``: the step is (inside) the ``transformer`` of a
+    TransformedTargetRegressor, so it is fitted on y.
+    """
     if estimator in ("passthrough", "drop", None) or isinstance(estimator, str):
         return []
     if is_dp_estimator(estimator):
@@ -186,7 +210,7 @@ def _dp_steps(estimator, path=""):
                 f"{type(estimator).__name__} ({path or 'estimator'}) has no "
                 "epsilon and delta parameters to set."
             )
-        return [(path, estimator)]
+        return [(path, estimator, on_target)]
     children = _composite_children(estimator)
     if children is None:  # not a known composite: it must hold no DP estimator
         if _dp_inside(estimator) is not None:
@@ -199,8 +223,13 @@ def _dp_steps(estimator, path=""):
             )
         return []
     found = []
+    ttr = isinstance(estimator, TransformedTargetRegressor)
     for name, child in children:
-        found += _dp_steps(child, f"{path}__{name}" if path else name)
+        found += _dp_steps(
+            child,
+            f"{path}__{name}" if path else name,
+            on_target or (ttr and name == "transformer"),
+        )
     return found
 
 
@@ -222,9 +251,10 @@ def _composite_children(estimator):
     return None
 
 
-def _check_weights(weights, paths):
+def _check_weights(weights, paths, defaults=None):
+    defaults = [1.0] * len(paths) if defaults is None else defaults
     if weights is None:
-        return [1.0] * len(paths)
+        return list(defaults)
     if not isinstance(weights, dict):
         raise TypeError(
             f"weights must be a dict or None; got {type(weights).__name__}."
@@ -235,7 +265,7 @@ def _check_weights(weights, paths):
             f"weights names {unknown}, which are not DP steps; the DP steps are "
             f"{paths}."
         )
-    out = [weights.get(path, 1.0) for path in paths]
+    out = [weights.get(path, d) for path, d in zip(paths, defaults, strict=True)]
     for path, w in zip(paths, out, strict=True):
         if not isinstance(w, Real) or not (0 < w < math.inf):
             raise ValueError(f"The weight of {path!r} must be > 0; got {w!r}.")

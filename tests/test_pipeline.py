@@ -143,6 +143,55 @@ def test_weights_split_mu_squared_and_dp_accounting_agrees_on_the_total():
     assert accountant.get_epsilon(1e-5) == pytest.approx(1.0, abs=2e-3)
 
 
+def _target_pipeline(transformer):
+    return make_pipeline(
+        DPStandardScaler(),
+        TransformedTargetRegressor(
+            regressor=DPRandomFeaturesRegressor(),
+            transformer=transformer,
+            check_inverse=False,
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "transformer, path",
+    [
+        (DPStandardScaler(), "transformedtargetregressor__transformer"),
+        (
+            make_pipeline(FunctionTransformer(), DPStandardScaler()),
+            "transformedtargetregressor__transformer__dpstandardscaler",
+        ),
+    ],
+)
+def test_the_targets_scaler_weighs_a_quarter_by_default(transformer, path):
+    # The DP steps fitted on y (a TransformedTargetRegressor's transformer,
+    # or a step inside it) get a quarter of the others' μ² unless weighted;
+    # the total stays exact.
+    pipe = set_privacy_budget(_target_pipeline(transformer), epsilon=1.0, delta=1e-5)
+    params = pipe.get_params()
+    mu2 = {
+        k: params[k].privacy_budget().mu ** 2
+        for k in (
+            "dpstandardscaler",
+            "transformedtargetregressor__regressor",
+            path,
+        )
+    }
+    assert mu2[path] / mu2["dpstandardscaler"] == pytest.approx(0.25, rel=1e-8)
+    assert mu2["transformedtargetregressor__regressor"] == pytest.approx(
+        mu2["dpstandardscaler"], rel=1e-8
+    )
+    assert math.sqrt(sum(mu2.values())) == pytest.approx(
+        params["dpstandardscaler"].privacy_budget().mu / math.sqrt(1 / 2.25), rel=1e-8
+    )
+    # An explicit weight replaces the default.
+    set_privacy_budget(pipe, epsilon=1.0, delta=1e-5, weights={path: 1.0})
+    assert pipe.get_params()[path].epsilon == pytest.approx(
+        pipe.get_params()["dpstandardscaler"].epsilon, rel=1e-12
+    )
+
+
 def test_zcdp_shares_follow_the_weights():
     pipe = make_pipeline(DPStandardScaler(noise="secure"), _lr())
     set_privacy_budget(pipe, epsilon=1.0, delta=1e-5, weights={"dpstandardscaler": 3})
