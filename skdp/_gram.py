@@ -22,6 +22,7 @@ noise is added once.
 """
 
 import math
+import warnings
 
 import numpy as np
 from scipy.linalg.blas import dsyrk
@@ -29,7 +30,12 @@ from scipy.linalg.blas import dsyrk
 from ._clipping import _dense_row_norms
 from ._inputs import is_dask_array
 
-__all__ = ["clipped_gram", "clipped_rows", "row_norm_bound"]
+__all__ = [
+    "clipped_gram",
+    "clipped_rows",
+    "row_norm_bound",
+    "warn_if_rows_point_one_way",
+]
 
 #: Values per block of rows (the block's clipped copy stays in cache).
 _BLOCK_VALUES = 2**20
@@ -38,6 +44,39 @@ _BLOCK_VALUES = 2**20
 def row_norm_bound(x_clip, constant=0.0, y_clip=0.0, y_weight=1.0):
     """``sqrt(x_clip² + constant² + (y_weight·y_clip)²)``: the bound on ``||w_i||``."""
     return math.sqrt(x_clip**2 + constant**2 + (y_weight * y_clip) ** 2)
+
+
+#: Share of ``x_clip`` above which the norm of the mean clipped row says the
+#: rows point one way (see :func:`warn_if_rows_point_one_way`).
+ONE_WAY_SHARE = 0.5
+
+
+def warn_if_rows_point_one_way(
+    gram, n, d, constant, x_clip, noise_std, *, name, remedy, stacklevel
+):
+    """Warn when the released column sums show the clipped rows pointing one way.
+
+    Post-processing of a noisy Gram matrix with a ``constant`` column: its
+    entries ``G[:d, d] = constant·Σ_i clip(x_i)`` give the mean clipped row,
+    of norm at most ``x_clip``: about 0 for centred features, about
+    ``x_clip`` when nearly every row is clipped in the same direction (raw
+    columns, all positive and some large), where clipping keeps little but
+    that direction. A norm above ``ONE_WAY_SHARE·x_clip`` by more than three
+    noise standard deviations (off-diagonal noise std ``noise_std/√2`` per
+    entry) warns, naming ``remedy``. ``stacklevel`` as for
+    :func:`warnings.warn` called by the caller.
+    """
+    mean_row = np.linalg.norm(gram[:d, d]) / (constant * n)
+    noise = 3.0 * noise_std / math.sqrt(2.0) * math.sqrt(d) / (constant * n)
+    if mean_row - noise > ONE_WAY_SHARE * x_clip:
+        warnings.warn(
+            f"{name}: the clipped rows point one way (the released mean row has "
+            f"norm {mean_row / x_clip:.2f} of clip_norm={x_clip:g}): X is far "
+            f"from centred and standardised, and clipping keeps little of it. "
+            f"{remedy}",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _clip_factors(X, clip):

@@ -8,6 +8,7 @@ fits to 15% (the sample std of 400 Gaussians is within 15% with probability
 """
 
 import math
+import sys
 import warnings
 
 import dp_accounting
@@ -367,3 +368,41 @@ def test_gram_canary_pair_attains_the_sensitivity():
         assert np.linalg.norm(canary.delta_) == pytest.approx(
             gram_sensitivity(math.sqrt(C * C + c * c)), rel=1e-12
         )
+
+
+def _one_way_warnings(X, **params):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPPCA(n_components=2, **params).fit(X)
+    return [w for w in caught if "point one way" in str(w.message)]
+
+
+def test_raw_uncentred_rows_warn_from_the_released_column_sums():
+    # Raw pixel counts (digits: all >= 0, row norms ~50 against the default
+    # clip of 8): every row is clipped, all pointing about one way, and the
+    # private subspace is far from PCA's. The released column sums show it.
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        DPPCA(n_components=2, delta=1e-6).fit(X)
+    [w] = [w for w in caught if "point one way" in str(w.message)]
+    assert str(w.message).startswith("DPPCA: the clipped rows point one way")
+    assert "DPStandardScaler" in str(w.message)
+    assert (w.filename, w.lineno) == (__file__, line)
+    # Without private centring the column sums are not released.
+    assert _one_way_warnings(X, delta=1e-6, with_mean=False) == []
+
+
+@pytest.mark.parametrize("n", [300, 3000, 100000])
+@pytest.mark.parametrize("seed", range(4))
+def test_centred_rows_never_warn(n, seed):
+    # Standardised features, correlated, at every size and a tight budget:
+    # the mean clipped row is about 0, far below half the clip.
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 8)) @ rng.normal(size=(8, 8))
+    X = (X - X.mean(0)) / X.std(0)
+    assert _one_way_warnings(X, delta=0.1 / n) == []
+    assert _one_way_warnings(X, delta=0.1 / n, epsilon=0.05) == []

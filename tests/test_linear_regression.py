@@ -575,7 +575,7 @@ def test_raw_targets_and_uncentred_rows_warn_from_the_release():
     [target, rows] = [w for w in caught if "DPLinearRegression:" in str(w.message)]
     assert "most target rows reach target_clip=2" in str(target.message)
     assert "TransformedTargetRegressor" in str(target.message)
-    assert "the clipped feature rows point one way" in str(rows.message)
+    assert "the clipped rows point one way" in str(rows.message)
     assert "DPStandardScaler" in str(rows.message)
     for w in (target, rows):
         assert (w.filename, w.lineno) == (__file__, line)
@@ -583,7 +583,7 @@ def test_raw_targets_and_uncentred_rows_warn_from_the_release():
     Xs = (X - X.mean(0)) / X.std(0)
     ys = (y - y.mean()) / y.std()
     assert [str(w.message)[:40] for w in _scale_warnings(X, ys, delta=1e-6)] == [
-        "DPLinearRegression: the clipped feature "
+        "DPLinearRegression: the clipped rows poi"
     ]
     assert [str(w.message)[:40] for w in _scale_warnings(Xs, y, delta=1e-6)] == [
         "DPLinearRegression: most target rows rea"

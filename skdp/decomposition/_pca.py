@@ -22,7 +22,7 @@ from .._base import (
     require_positive_delta,
     warn_if_delta_is_large,
 )
-from .._gram import clipped_gram, row_norm_bound
+from .._gram import clipped_gram, row_norm_bound, warn_if_rows_point_one_way
 from ..accounting import REPLACE_ONE, gaussian_cost, gaussian_noise_multiplier
 from ..mechanisms import as_generator, gram_mechanism, gram_sensitivity
 
@@ -75,7 +75,10 @@ class DPPCA(
         Each row (after nothing: no centring happens before the clip) is
         scaled down to this L2 norm. It never depends on the data.
         ``"auto"``: ``sqrt(n_features)``, the root-mean-square norm of
-        standardised features.
+        standardised features. With ``with_mean``, a fit whose released
+        column sums show the clipped rows pointing one way (raw, uncentred
+        columns: the mean clipped row's norm above half the clip, past the
+        noise) warns: centre and scale first.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise; use None in production (a known seed makes the
         noise predictable). The rule
@@ -300,6 +303,18 @@ class DPPCA(
             mean = np.zeros(d)
         else:
             mean = noisy[:d, d] / (constant * n)
+            warn_if_rows_point_one_way(
+                noisy,
+                n,
+                d,
+                constant,
+                clip,
+                z * gram_sensitivity(bound),
+                name="DPPCA",
+                remedy="Centre and scale X first (DPStandardScaler in a pipeline) "
+                "or give clip_norm.",
+                stacklevel=4,  # the caller of fit (through its two decorators)
+            )
         cov = noisy[:d, :d] / n - np.outer(mean, mean)
         eigenvalues, eigenvectors = scipy.linalg.eigh(cov)
         eigenvalues = np.maximum(eigenvalues[::-1], 0.0)

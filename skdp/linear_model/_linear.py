@@ -21,7 +21,12 @@ from .._base import (
     warn_if_delta_is_large,
     with_ones_column,
 )
-from .._gram import clipped_gram, clipped_rows, row_norm_bound
+from .._gram import (
+    clipped_gram,
+    clipped_rows,
+    row_norm_bound,
+    warn_if_rows_point_one_way,
+)
 from ..accounting import REPLACE_ONE, gaussian_cost, split_gaussian_budget
 from ..mechanisms import (
     as_generator,
@@ -67,8 +72,9 @@ def _target_weight(x_bound, target_clip):
     return math.sqrt(x_bound / target_clip)
 
 
-#: Share of its clip above which a released mean says the data are far from
-#: standardised (see :func:`_warn_if_far_from_standardised`).
+#: Share of ``target_clip²`` above which the released mean of ``||clip(y)||²``
+#: says the targets are far from standardised (see
+#: :func:`_warn_if_far_from_standardised`).
 _CLIPPED_SHARE = 0.5
 
 
@@ -77,20 +83,14 @@ def _warn_if_far_from_standardised(
 ):
     """Warn where the noisy Gram matrix shows X or y far from standardised.
 
-    Post-processing of the release. Two of its means reach their clip only
-    when nearly every row is clipped the same way:
-
-    * ``mean ||clip(y_i)||²`` (from ``yᵀy``) is at most ``target_clip²``;
-      for standardised targets it is about ``0.23·target_clip²`` at the
-      default clip of two standard deviations, ``0.58·target_clip²`` for a
-      target twice as wide, and about 1 for a raw one (a price, a count);
-    * the norm of the mean clipped feature row (from the column sums, with
-      an intercept) is at most ``clip``; about 0 for centred features, about
-      ``clip`` when every row is clipped in one direction (raw columns, all
-      positive and some large).
-
-    A mean above ``_CLIPPED_SHARE`` of its clip by more than three noise
-    standard deviations warns, naming the remedy.
+    Post-processing of the release. ``mean ||clip(y_i)||²`` (from ``yᵀy``)
+    is at most ``target_clip²``: about ``0.23·target_clip²`` for
+    standardised targets at the default clip of two standard deviations,
+    ``0.58·target_clip²`` for a target twice as wide, about 1 for a raw one
+    (a price, a count). Above ``_CLIPPED_SHARE`` of it by more than three
+    noise standard deviations, a warning names the remedy. The features'
+    column sums (with an intercept) are read by
+    :func:`skdp._gram.warn_if_rows_point_one_way`.
     """
     k = gram.shape[0] - d - (constant is not None)
     y_part = gram[d + (constant is not None) :, d + (constant is not None) :]
@@ -107,18 +107,17 @@ def _warn_if_far_from_standardised(
             UserWarning,
             stacklevel=stacklevel + 1,
         )
-    if constant is None:
-        return
-    mean_row = np.linalg.norm(gram[:d, d]) / (constant * n)
-    noise = 3.0 * sigma / math.sqrt(2.0) * math.sqrt(d) / (constant * n)
-    if mean_row - noise > _CLIPPED_SHARE * clip:
-        warnings.warn(
-            "DPLinearRegression: the clipped feature rows point one way (the "
-            f"released mean row has norm {mean_row / clip:.2f} of clip_norm="
-            f"{clip:g}): X is far from centred and standardised, and clipping "
-            "keeps little of it. Standardise X first (DPStandardScaler in a "
-            "pipeline) or give clip_norm.",
-            UserWarning,
+    if constant is not None:
+        warn_if_rows_point_one_way(
+            gram,
+            n,
+            d,
+            constant,
+            clip,
+            sigma,
+            name="DPLinearRegression",
+            remedy="Standardise X first (DPStandardScaler in a pipeline) or give "
+            "clip_norm.",
             stacklevel=stacklevel + 1,
         )
 
