@@ -164,9 +164,9 @@ def _target_pipeline(transformer):
         ),
     ],
 )
-def test_the_targets_scaler_weighs_a_quarter_by_default(transformer, path):
+def test_the_targets_scaler_weighs_a_half_by_default(transformer, path):
     # The DP steps fitted on y (a TransformedTargetRegressor's transformer,
-    # or a step inside it) get a quarter of the others' μ² unless weighted;
+    # or a step inside it) get half of the others' μ² unless weighted;
     # the total stays exact.
     pipe = set_privacy_budget(_target_pipeline(transformer), epsilon=1.0, delta=1e-5)
     params = pipe.get_params()
@@ -178,12 +178,12 @@ def test_the_targets_scaler_weighs_a_quarter_by_default(transformer, path):
             path,
         )
     }
-    assert mu2[path] / mu2["dpstandardscaler"] == pytest.approx(0.25, rel=1e-8)
+    assert mu2[path] / mu2["dpstandardscaler"] == pytest.approx(0.5, rel=1e-8)
     assert mu2["transformedtargetregressor__regressor"] == pytest.approx(
         mu2["dpstandardscaler"], rel=1e-8
     )
     assert math.sqrt(sum(mu2.values())) == pytest.approx(
-        params["dpstandardscaler"].privacy_budget().mu / math.sqrt(1 / 2.25), rel=1e-8
+        params["dpstandardscaler"].privacy_budget().mu * math.sqrt(2.5), rel=1e-8
     )
     # An explicit weight replaces the default.
     set_privacy_budget(pipe, epsilon=1.0, delta=1e-5, weights={path: 1.0})

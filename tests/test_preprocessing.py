@@ -32,6 +32,7 @@ FITTED = {
     "var_",
     "scale_",
     "bounds_",
+    "dropped_features_",
     "n_samples_seen_",
     "n_iter_",
     "noise_multiplier_",
@@ -1264,3 +1265,42 @@ def test_dp_quantiles_warns_of_a_bulk_beyond_half_the_public_range():
     X = np.column_stack([np.zeros(2000), np.full(2000, 3e6)])
     with pytest.warns(UserWarning, match=r"dp_quantiles: the private centre of fe"):
         skdp.preprocessing.dp_quantiles(X, 0.5)
+
+
+@pytest.mark.parametrize("n", [40, 150])  # the one-histogram, the located schedule
+def test_an_unseen_feature_is_dropped_with_a_warning_and_never_magnified(n):
+    # A column spread thinly over many decades (log-uniform over 10 decades)
+    # fills no bin of the coarse grid above the noise: it is dropped (mean 0,
+    # scale data_range), the fit says which, and inverse_transform gives its
+    # mean, 0, for any input: as a TransformedTargetRegressor's target
+    # scaler it must never multiply a model's prediction by data_range.
+    rng = np.random.default_rng(8)
+    spread = 10.0 ** rng.uniform(-4, 6, n)
+    X = np.column_stack([rng.normal(5.0, 0.1, n), spread])  # one bin; many
+    scaler = DPStandardScaler(epsilon=1.0, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        scaler.fit(X)
+    [dropped] = [w for w in caught if "stood out" in str(w.message)]
+    assert "feature(s) 1 stood out of the noise: they are dropped" in str(
+        dropped.message
+    )
+    assert (dropped.filename, dropped.lineno) == (__file__, line)
+    assert scaler.dropped_features_.tolist() == [False, True]
+    assert scaler.scale_[1] == scaler.data_range and scaler.mean_[1] == 0.0
+    Z = np.column_stack([np.linspace(-3, 3, 7), np.linspace(-3, 3, 7)])
+    back = scaler.inverse_transform(Z)
+    np.testing.assert_array_equal(back[:, 1], 0.0)
+    np.testing.assert_allclose(back[:, 0], Z[:, 0] * scaler.scale_[0] + scaler.mean_[0])
+
+
+def test_seen_features_are_not_dropped():
+    rng = np.random.default_rng(9)
+    for n_rows in (400, 5000):
+        X = rng.normal(3.0, 2.0, size=(n_rows, 3))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            scaler = DPStandardScaler(epsilon=1.0, random_state=1).fit(X)
+        assert not [w for w in caught if "stood out" in str(w.message)]
+        assert not scaler.dropped_features_.any()

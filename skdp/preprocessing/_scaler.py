@@ -67,6 +67,23 @@ _MIN_DATA_RANGE = 1e-120
 DATA_RANGE_CONSTRAINT = Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")
 
 
+def warn_dropped(dropped, name, stacklevel):
+    """Warn of the features a one-histogram schedule did not see (post-processing).
+
+    ``dropped`` is a mask read from the noisy histogram only. ``stacklevel``
+    as for :func:`warnings.warn` called by the caller.
+    """
+    where = np.flatnonzero(dropped)
+    shown = ", ".join(str(j) for j in where[:10]) + (", ..." if where.size > 10 else "")
+    warnings.warn(
+        f"{name}: no bin of the private histogram of feature(s) {shown} stood out "
+        "of the noise: they are dropped (mean 0, scale data_range). Give public "
+        "bounds, fewer features or more budget.",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
 def warn_if_near_range(location, data_range, name, stacklevel):
     """Warn of the features whose released location lies beyond ``data_range/2``.
 
@@ -365,6 +382,12 @@ class DPStandardScaler(
         ``sqrt(var_)``, always > 0; None when ``with_std=False``.
     bounds_ : ndarray of shape (2, n_features) or None
         The clipping bounds used (given, or private output of the search).
+    dropped_features_ : ndarray of shape (n_features,) of bool or None
+        Features that the one-histogram schedules did not see (no bin above
+        the noise): mean 0 and scale ``data_range``, so that ``transform``
+        gives about 0, and ``inverse_transform`` gives their mean 0 (it
+        never multiplies a model's output by ``data_range``: a target scaled
+        in a TransformedTargetRegressor). The fit warns when there are any.
     n_samples_seen_ : int
         Number of records (public).
     n_iter_ : int
@@ -525,7 +548,8 @@ class DPStandardScaler(
     digits). A feature with no bin above the noise, or seen only in a zero bin
     that visibly misses records (a spike at 0 whose tail no bin saw), gets
     mean 0 and scale ``data_range``: in effect dropped, rather than blown up
-    by a guessed small scale. ``bounds_`` spans the bins read. The scale is
+    by a guessed small scale (``dropped_features_``, with a warning; its
+    ``inverse_transform`` is its mean, 0). ``bounds_`` spans the bins read. The scale is
     that of the grid: within a factor 2-3 of the standard deviation for a
     feature inside one decade, and up to 8 times too large for one with a
     small spread that straddles a bin edge. All of this is free
@@ -672,6 +696,7 @@ class DPStandardScaler(
         self.n_samples_seen_ = n
         if not (self.with_mean or self.with_std):  # nothing to release
             self.mean_ = self.var_ = self.scale_ = self.bounds_ = None
+            self.dropped_features_ = None
             self.n_iter_, self.noise_multiplier_ = 0, math.inf
             self.privacy_spent_ = PrivacyCost(
                 0.0, 0.0, 0.0, REPLACE_ONE, "DPStandardScaler: nothing released"
@@ -704,11 +729,12 @@ class DPStandardScaler(
             (z,), z_total = split_gaussian_budget(
                 self.epsilon, self.delta, [(1, 1.0)], noise=self.noise
             )
+        dropped = np.zeros(d, dtype=bool)
         if schedule == "histogram":
-            mean, scale, bounds = self._histogram_moments(X, z, rng)
+            mean, scale, bounds, dropped = self._histogram_moments(X, z, rng)
             mechanism = "DPStandardScaler: one noisy histogram per feature"
         elif schedule == "located":
-            mean, scale, bounds = self._located_moments(X, z_bounds, z, rng)
+            mean, scale, bounds, dropped = self._located_moments(X, z_bounds, z, rng)
             mechanism = (
                 "DPStandardScaler: one noisy histogram (bounds), then noisy "
                 "clipped sums and sums of squares"
@@ -730,7 +756,10 @@ class DPStandardScaler(
             mechanism = "DPStandardScaler: noisy clipped sums and sums of squares"
         if schedule != "given":
             warn_if_near_range(mean, self.data_range, "DPStandardScaler", stacklevel=4)
+        if dropped.any():
+            warn_dropped(dropped, "DPStandardScaler", stacklevel=4)
         self.bounds_ = np.vstack(bounds)
+        self.dropped_features_ = dropped
         self.mean_ = mean
         self.var_ = scale**2 if self.with_std else None
         self.scale_ = scale if self.with_std else None
@@ -760,7 +789,7 @@ class DPStandardScaler(
         scale = np.where(zero, 1.0, np.where(seen, scale, self.data_range))
         lower = np.where(seen, lower, -self.data_range)
         upper = np.where(seen, upper, self.data_range)
-        return mean, scale, (lower, upper)
+        return mean, scale, (lower, upper), ~seen & ~zero
 
     def _located_moments(self, X, z_histogram, z_moments, rng):
         """Bounds from one noisy histogram, then the moments within them.
@@ -781,7 +810,7 @@ class DPStandardScaler(
         mean, scale = self._noisy_moments(X, (lower, upper), z_moments, rng)
         mean = np.where(located, mean, 0.0)
         scale = np.where(located, scale, np.where(zero, 1.0, self.data_range))
-        return mean, scale, (lower, upper)
+        return mean, scale, (lower, upper), ~located & ~zero
 
     @staticmethod
     def _noisy_moments(X, bounds, noise_multiplier, rng):
@@ -835,6 +864,11 @@ class DPStandardScaler(
     def inverse_transform(self, X):
         """Undo :meth:`transform`: ``X * scale_ + mean_``.
 
+        A dropped feature (``dropped_features_``) gets its mean, 0, whatever
+        its input: the scaler saw nothing of it, and ``data_range`` times a
+        model's output (a TransformedTargetRegressor's prediction) would be
+        noise magnified a millionfold.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
@@ -852,7 +886,7 @@ class DPStandardScaler(
             return _dask.map_rows(self.inverse_transform, self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
         if self.with_std:
-            X *= self.scale_
+            X *= np.where(self.dropped_features_, 0.0, self.scale_)
         if self.with_mean:
             X += self.mean_
         return X
