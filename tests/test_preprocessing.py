@@ -1269,13 +1269,13 @@ def test_dp_quantiles_warns_of_a_bulk_beyond_half_the_public_range():
 
 @pytest.mark.parametrize("n", [40, 150])  # the one-histogram, the located schedule
 def test_an_unseen_feature_is_dropped_with_a_warning_and_never_magnified(n):
-    # A column spread thinly over many decades (log-uniform over 10 decades)
+    # A column spread thinly over many decades (log-uniform over 12 decades)
     # fills no bin of the coarse grid above the noise: it is dropped (mean 0,
     # scale data_range), the fit says which, and inverse_transform gives its
     # mean, 0, for any input: as a TransformedTargetRegressor's target
     # scaler it must never multiply a model's prediction by data_range.
     rng = np.random.default_rng(8)
-    spread = 10.0 ** rng.uniform(-4, 6, n)
+    spread = 10.0 ** rng.uniform(-6, 6, n)
     X = np.column_stack([rng.normal(5.0, 0.1, n), spread])  # one bin; many
     scaler = DPStandardScaler(epsilon=1.0, random_state=0)
     with warnings.catch_warnings(record=True) as caught:

@@ -864,6 +864,7 @@ def test_n_quantiles_is_capped_at_n_samples():
 
 FITTED = {
     "n_samples_seen_",
+    "dropped_features_",
     "bin_edges_",
     "n_bins_",
     "histogram_",
@@ -1395,3 +1396,33 @@ def test_transform_checks_the_fitted_width_and_casts_to_float(cls):
     np.testing.assert_allclose(
         est.transform(integer), est.transform(integer.astype(float)), rtol=1e-12
     )
+
+
+@pytest.mark.parametrize("cls", TRANSFORMERS)
+@pytest.mark.parametrize("n", [40, 150])
+def test_an_unseen_feature_is_dropped_with_a_warning_and_never_magnified(cls, n):
+    # As DPStandardScaler's: a column spread over 12 decades fills no bin of
+    # the searched grid above the noise; its statistics span the public
+    # range. The fit says which column, and inverse_transform gives its
+    # centre (0) whatever the input: a target transformer must never map a
+    # model's output back through a range of ±data_range.
+    rng = np.random.default_rng(8)
+    X = np.column_stack([rng.normal(5.0, 0.1, n), 10.0 ** rng.uniform(-6, 6, n)])
+    est = cls(epsilon=1.0, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        est.fit(X)
+    [dropped] = [w for w in caught if "stood out" in str(w.message)]
+    assert str(dropped.message).startswith(
+        f"{cls.__name__}: no bin of the private histogram of feature(s) 1 stood"
+    )
+    assert (dropped.filename, dropped.lineno) == (__file__, line)
+    assert est.dropped_features_.tolist() == [False, True]
+    Z = np.column_stack([np.linspace(0.1, 0.9, 5)] * 2)
+    back = est.inverse_transform(Z)
+    np.testing.assert_allclose(back[:, 1], 0.0, atol=1e-6)
+    assert np.ptp(back[:, 0]) > 0  # the seen column still maps back
+    # Public bounds: the grid is not searched, nothing is dropped.
+    given = cls(epsilon=1.0, random_state=0, bounds=(0.0, 1e6)).fit(X)
+    assert not given.dropped_features_.any()

@@ -31,7 +31,7 @@ from .._base import (
 )
 from ..accounting import REPLACE_ONE, PrivacyCost
 from ..mechanisms import as_generator
-from ._scaler import DATA_RANGE_CONSTRAINT, _check_bounds
+from ._scaler import DATA_RANGE_CONSTRAINT, _check_bounds, warn_dropped
 from ._stats import release_cdf
 
 #: The output of ``output_distribution="normal"`` is clipped to the normal
@@ -85,6 +85,14 @@ class _DPHistogramQuantiles(
             stacklevel=5,  # the caller of fit (through fit's two decorators)
         )
         self.n_samples_seen_ = X.shape[0]
+        # A searched grid on which no bin stood out for a feature leaves it
+        # uniform over the public range: dropped (post-processing).
+        dropped = np.zeros(X.shape[1], dtype=bool)
+        if release.schedule != "given":
+            dropped = ~release.seen
+        if dropped.any():
+            warn_dropped(dropped, type(self).__name__, stacklevel=5)
+        self.dropped_features_ = dropped
         self.bin_edges_ = release.edges
         self.n_bins_ = release.sizes
         self.histogram_ = release.counts
@@ -95,6 +103,7 @@ class _DPHistogramQuantiles(
 
     def _nothing_released(self, n):
         self.n_samples_seen_ = n
+        self.dropped_features_ = None
         self.bin_edges_ = self.n_bins_ = self.histogram_ = None
         self.n_iter_, self.noise_multiplier_ = 0, math.inf
         self.privacy_spent_ = PrivacyCost(
@@ -103,6 +112,20 @@ class _DPHistogramQuantiles(
 
     def _check_transform_input(self, X):
         return validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+
+    def _centre_dropped(self, X, centre):
+        """``inverse_transform``'s output for the dropped features: ``centre``.
+
+        Their statistics are spread over the whole public range, and mapping
+        a model's output back through them (a TransformedTargetRegressor's
+        prediction) would magnify its noise up to ``data_range``; the fit
+        saw nothing of them, so every input maps to the centre.
+        """
+        if self.dropped_features_.any():
+            X[:, self.dropped_features_] = np.broadcast_to(centre, X.shape[1:])[
+                self.dropped_features_
+            ]
+        return X
 
 
 def _check_fraction_pair(pair, name, low, high):
@@ -162,6 +185,11 @@ _PRIVACY_ATTRIBUTES_DOC = """n_samples_seen_ : int
         ``sqrt(2·n_features)`` of a count matrix is in the noise).
     privacy_spent_ : PrivacyCost
         The exact guarantee of this fit.
+    dropped_features_ : ndarray of shape (n_features,) of bool or None
+        Features of a searched grid that no bin showed above the noise: their
+        statistics span the public range (``transform`` gives about the
+        middle of its output), ``inverse_transform`` gives their centre
+        whatever its input, and the fit warns. None when nothing is released.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -405,7 +433,11 @@ class DPQuantileTransformer(_DPHistogramQuantiles):
         X_original : ndarray of shape (n_samples, n_features)
             Values between ``quantiles_[0]`` and ``quantiles_[-1]``.
         """
-        return self._map(X, inverse=True)
+        X = self._map(X, inverse=True)
+        if is_dask_array(X):
+            return X
+        middle = self.quantiles_[0] / 2.0 + self.quantiles_[-1] / 2.0
+        return self._centre_dropped(X, middle)
 
 
 class DPRobustScaler(_DPHistogramQuantiles):
@@ -619,7 +651,7 @@ class DPRobustScaler(_DPHistogramQuantiles):
             X *= self.scale_
         if self.with_centering:
             X += self.center_
-        return X
+        return self._centre_dropped(X, self.center_ if self.with_centering else 0.0)
 
 
 class DPMinMaxScaler(_DPHistogramQuantiles):
@@ -825,7 +857,7 @@ class DPMinMaxScaler(_DPHistogramQuantiles):
         X = self._check_transform_input(X)
         X -= self.min_
         X /= self.scale_
-        return X
+        return self._centre_dropped(X, self.data_min_ / 2.0 + self.data_max_ / 2.0)
 
 
 for _cls in (DPQuantileTransformer, DPRobustScaler, DPMinMaxScaler):
