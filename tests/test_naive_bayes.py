@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import sys
 import warnings
 from collections import namedtuple
 
@@ -854,3 +855,26 @@ def test_class_record_canary_statistic_is_the_noisy_sum_of_its_class(monkeypatch
     d = int(keep.sum())
     sums = noisy[2 : 2 * (d + 1)].reshape(2, d)[y[3]]
     assert canary.statistic(fitted) == pytest.approx(sums.sum(), rel=1e-9)
+
+
+def test_a_feature_no_bin_shows_is_left_out_with_a_warning():
+    # A column spread over 12 decades fills no bin of the one histogram: it
+    # is left out of the release (dropped_features_), and the fit says so at
+    # the caller's line. A column seen only at 0 (all zero) is left out
+    # silently: nothing was lost.
+    rng = np.random.default_rng(8)
+    n = 150
+    X = np.column_stack(
+        [rng.normal(5.0, 0.1, n), 10.0 ** rng.uniform(-6, 6, n), np.zeros(n)]
+    )
+    y = np.arange(n) % 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        nb = DPGaussianNB(classes=[0, 1], random_state=0).fit(X, y)
+    [dropped] = [w for w in caught if "stood out" in str(w.message)]
+    assert str(dropped.message).startswith(
+        "DPGaussianNB: no bin of the private histogram of feature(s) 1 stood out"
+    )
+    assert (dropped.filename, dropped.lineno) == (__file__, line)
+    assert nb.dropped_features_.tolist() == [False, True, True]

@@ -42,6 +42,7 @@ from ..preprocessing._scaler import (
     bounds_schedule,
     histogram_snr,
     normalise,
+    warn_dropped,
     warn_if_near_range,
 )
 
@@ -234,7 +235,7 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         Features left out of the release because the private histogram saw
         them as constant or not at all (public by post-processing); they get
         the same mean and variance in every class, so they do not affect
-        predictions.
+        predictions. The fit warns of those it did not see at all.
     n_iter_ : int
         Number of Gaussian releases: 1 with given bounds (2 with
         ``select_features=True``: one histogram, then the moments); 2 with
@@ -633,6 +634,13 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
             per_decade=_PER_DECADE if snr >= _MIN_SNR else _PER_DECADE_SMALL,
         )
         keep = seen & ~zero
+        if (~seen & ~zero).any():  # a feature all zero is left out silently
+            warn_dropped(
+                ~seen & ~zero,
+                "DPGaussianNB",
+                "they are left out of the model (dropped_features_)",
+                stacklevel=5,
+            )
         lower = np.where(keep, lower, -self.data_range)
         upper = np.where(keep, upper, self.data_range)
         return (lower, upper), keep

@@ -91,7 +91,13 @@ class _DPHistogramQuantiles(
         if release.schedule != "given":
             dropped = ~release.seen
         if dropped.any():
-            warn_dropped(dropped, type(self).__name__, stacklevel=5)
+            warn_dropped(
+                dropped,
+                type(self).__name__,
+                "they are dropped (spread over the public range; inverse_transform "
+                "gives their centre)",
+                stacklevel=5,
+            )
         self.dropped_features_ = dropped
         self.bin_edges_ = release.edges
         self.n_bins_ = release.sizes

@@ -67,18 +67,19 @@ _MIN_DATA_RANGE = 1e-120
 DATA_RANGE_CONSTRAINT = Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")
 
 
-def warn_dropped(dropped, name, stacklevel):
+def warn_dropped(dropped, name, effect, stacklevel):
     """Warn of the features a one-histogram schedule did not see (post-processing).
 
-    ``dropped`` is a mask read from the noisy histogram only. ``stacklevel``
-    as for :func:`warnings.warn` called by the caller.
+    ``dropped`` is a mask read from the noisy histogram only; ``effect``
+    says what the estimator does with them. ``stacklevel`` as for
+    :func:`warnings.warn` called by the caller.
     """
     where = np.flatnonzero(dropped)
     shown = ", ".join(str(j) for j in where[:10]) + (", ..." if where.size > 10 else "")
     warnings.warn(
         f"{name}: no bin of the private histogram of feature(s) {shown} stood out "
-        "of the noise: they are dropped (mean 0, scale data_range). Give public "
-        "bounds, fewer features or more budget.",
+        f"of the noise: {effect}. Give public bounds, fewer features or more "
+        "budget.",
         UserWarning,
         stacklevel=stacklevel + 1,
     )
@@ -757,7 +758,12 @@ class DPStandardScaler(
         if schedule != "given":
             warn_if_near_range(mean, self.data_range, "DPStandardScaler", stacklevel=4)
         if dropped.any():
-            warn_dropped(dropped, "DPStandardScaler", stacklevel=4)
+            warn_dropped(
+                dropped,
+                "DPStandardScaler",
+                "they are dropped (mean 0, scale data_range)",
+                stacklevel=4,
+            )
         self.bounds_ = np.vstack(bounds)
         self.dropped_features_ = dropped
         self.mean_ = mean
