@@ -93,8 +93,9 @@ def warn_if_near_range(location, data_range, name, stacklevel):
     balance near 10⁶, a population of 10⁸ at the default ``data_range=1e6``)
     keeps little or nothing of its spread, silently. ``location`` is a
     released per-feature statistic (a noisy mean, a noisy median); reading
-    it is post-processing, and noise alone cannot move a feature seen near
-    0 half-way to ``data_range``. ``stacklevel`` as for
+    it is post-processing. Noise alone moves a feature whose bulk lies near
+    0 half-way to ``data_range`` only through a false bin far out in a tiny
+    data set (a warning then is no harm). ``stacklevel`` as for
     :func:`warnings.warn` called by the caller.
     """
     far = np.flatnonzero(np.abs(location) > data_range / 2.0)
@@ -550,8 +551,8 @@ class DPStandardScaler(
     that visibly misses records (a spike at 0 whose tail no bin saw), gets
     mean 0 and scale ``data_range``: in effect dropped, rather than blown up
     by a guessed small scale (``dropped_features_``, with a warning; its
-    ``inverse_transform`` is its mean, 0). ``bounds_`` spans the bins read. The scale is
-    that of the grid: within a factor 2-3 of the standard deviation for a
+    ``inverse_transform`` is its mean, 0). ``bounds_`` spans the bins read.
+    The scale is that of the grid: within a factor 2-3 of the standard deviation for a
     feature inside one decade, and up to 8 times too large for one with a
     small spread that straddles a bin edge. All of this is free
     post-processing.
