@@ -254,8 +254,8 @@ def _composite_children(estimator):
     return None
 
 
-def _check_weights(weights, paths, defaults=None):
-    defaults = [1.0] * len(paths) if defaults is None else defaults
+def _check_weights(weights, paths, defaults):
+    """The weights of the steps at ``paths``: given, or ``defaults``."""
     if weights is None:
         return list(defaults)
     if not isinstance(weights, dict):

@@ -22,6 +22,7 @@ from skdp import (
     PrivacyLeakWarning,
     PrivacyLedger,
 )
+from skdp.accounting import mu_from_epsilon
 from skdp.pipeline import make_private_pipeline, set_privacy_budget
 
 rng = np.random.default_rng(0)
@@ -206,6 +207,31 @@ def test_a_pair_budget_adds_by_basic_composition():
     set_privacy_budget(pipe, epsilon=2.0, delta=1e-5, weights={"dpsparseglm": 3})
     assert pipe[1].epsilon == pytest.approx(1.5, rel=1e-8)
     assert pipe[0].privacy_budget().epsilon == pytest.approx(0.5, rel=1e-8)
+    # Shares err low, never high: rounding must not lift the total.
+    assert pipe[1].epsilon < 1.5 and pipe[0].privacy_budget().epsilon < 0.5
+
+
+def test_make_private_pipeline_forwards_the_total_and_the_weights():
+    # Its defaults are (1, 1e-5); a given delta and weights reach every step.
+    pipe = make_private_pipeline(DPStandardScaler(), _lr())
+    assert [pipe[0].privacy_budget().mu, pipe[1].privacy_budget().mu] == [
+        pytest.approx(mu_from_epsilon(1.0, 1e-5) / math.sqrt(2.0), rel=1e-8)
+    ] * 2
+    assert pipe[0].delta == pipe[1].delta == pytest.approx(0.5e-5, rel=1e-12)
+    assert set_privacy_budget(make_pipeline(DPStandardScaler(), _lr()))[
+        0
+    ].epsilon == pytest.approx(pipe[0].epsilon, rel=1e-12)
+    pipe = make_private_pipeline(
+        DPStandardScaler(),
+        _lr(),
+        epsilon=2.0,
+        delta=1e-7,
+        weights={"dplogisticregression": 3.0},
+    )
+    mu = mu_from_epsilon(2.0, 1e-7)
+    assert pipe[0].delta == pipe[1].delta == pytest.approx(0.5e-7, rel=1e-12)
+    assert pipe[0].privacy_budget().mu == pytest.approx(mu / 2.0, rel=1e-8)
+    assert pipe[1].privacy_budget().mu == pytest.approx(mu * math.sqrt(0.75), rel=1e-8)
 
 
 def test_make_private_pipeline_passes_pipeline_options():
@@ -247,6 +273,7 @@ def test_refuses_what_it_cannot_split(estimator, match):
         (dict(weights={"nope": 1.0}), "not DP steps"),
         (dict(weights={"dpstandardscaler": 0.0}), "must be > 0"),
         (dict(weights={"dpstandardscaler": math.nan}), "must be > 0"),
+        (dict(weights={"dpstandardscaler": math.inf}), "must be > 0"),
         (dict(weights=[1.0, 2.0]), "dict"),
     ],
 )
