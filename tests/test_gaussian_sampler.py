@@ -16,6 +16,7 @@ import dp_accounting
 import mpmath
 import numpy as np
 import pytest
+from _warning_location import points_at
 from scipy import stats
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
@@ -1413,7 +1414,7 @@ def test_auto_warns_on_data_too_small_before_reading_it():
     assert est.n_iter_ == 5 and est.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)
     # It points at the line that called fit, not into skdp.
     small = [w for w in caught if "too small" in str(w.message)]
-    assert small and all(w.filename == __file__ for w in small)
+    assert small and all(points_at(w, __file__) for w in small)
     # Enough rows, or a public ball: no warning.
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)

@@ -16,6 +16,7 @@ import warnings
 import dp_accounting
 import numpy as np
 import pytest
+from _warning_location import points_at
 from sklearn.linear_model import LinearRegression, Ridge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -578,7 +579,7 @@ def test_raw_targets_and_uncentred_rows_warn_from_the_release():
     assert "the clipped rows point one way" in str(rows.message)
     assert "DPStandardScaler" in str(rows.message)
     for w in (target, rows):
-        assert (w.filename, w.lineno) == (__file__, line)
+        assert points_at(w, __file__, line)
     # Each statistic is read on its own: standardised y alone, X alone.
     Xs = (X - X.mean(0)) / X.std(0)
     ys = (y - y.mean()) / y.std()

@@ -8,6 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
+from _warning_location import points_at
 from sklearn.base import clone
 from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
@@ -256,7 +257,7 @@ def test_label_set_read_from_y_warns_and_is_a_caveat():
     assert message.startswith("The label set was inferred from y and is treated")
     assert "(it is released in classes_ and shapes theta_). If which" in message
     assert message.endswith("pass classes=[...] declared in advance.")
-    assert warning.filename == __file__
+    assert points_at(warning, __file__)
     assert any("label set" in c for c in model.privacy_spent_.caveats)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
@@ -672,7 +673,7 @@ def test_small_data_warning_names_the_estimator_and_points_at_the_caller():
     (warning,) = [w for w in record if "is small" in str(w.message)]
     assert str(warning.message).startswith("DPGaussianNB: ")
     assert "a feature not seen is dropped." in str(warning.message)
-    assert warning.filename == __file__
+    assert points_at(warning, __file__)
 
 
 def test_secure_noise_draws_every_release_from_the_secure_sampler(monkeypatch):
@@ -876,5 +877,5 @@ def test_a_feature_no_bin_shows_is_left_out_with_a_warning():
     assert str(dropped.message).startswith(
         "DPGaussianNB: no bin of the private histogram of feature(s) 1 stood out"
     )
-    assert (dropped.filename, dropped.lineno) == (__file__, line)
+    assert points_at(dropped, __file__, line)
     assert nb.dropped_features_.tolist() == [False, True, True]

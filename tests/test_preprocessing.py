@@ -8,6 +8,7 @@ import warnings
 import dp_accounting
 import numpy as np
 import pytest
+from _warning_location import points_at
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.preprocessing import StandardScaler
@@ -1252,7 +1253,7 @@ def test_a_bulk_beyond_half_the_public_range_warns_at_the_caller(make, n):
     [far] = [w for w in caught if "private centre" in str(w.message)]
     assert "feature(s) 1, 2 lies beyond data_range/2 = 500000." in str(far.message)
     assert "pass a larger data_range" in str(far.message)
-    assert (far.filename, far.lineno) == (__file__, line)
+    assert points_at(far, __file__, line)
     # A range that holds the data, or public bounds: nothing to say.
     for quiet in (make(data_range=1e10), make(bounds=(-1e9, 1e9))):
         with warnings.catch_warnings(record=True) as caught:
@@ -1286,7 +1287,7 @@ def test_an_unseen_feature_is_dropped_with_a_warning_and_never_magnified(n):
     assert "feature(s) 1 stood out of the noise: they are dropped" in str(
         dropped.message
     )
-    assert (dropped.filename, dropped.lineno) == (__file__, line)
+    assert points_at(dropped, __file__, line)
     assert scaler.dropped_features_.tolist() == [False, True]
     assert scaler.scale_[1] == scaler.data_range and scaler.mean_[1] == 0.0
     Z = np.column_stack([np.linspace(-3, 3, 7), np.linspace(-3, 3, 7)])

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _warning_location import points_at
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut, cross_validate
@@ -344,4 +345,4 @@ def test_the_seed_warning_names_the_seed_and_points_at_the_caller(data):
     assert "random_state=Generator seeds the privacy noise of DPStandardScaler" in (
         str(warning.message)
     )
-    assert warning.filename == __file__
+    assert points_at(warning, __file__)
