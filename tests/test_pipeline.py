@@ -323,3 +323,78 @@ def test_private_target_scaling_recipe_on_diabetes(regressor):
     total = PrivacyLedger().record(fitted[0]).total()
     assert len(PrivacyLedger().record(fitted[0])) == 3  # X, y and the model
     assert total.epsilon == pytest.approx(100.0, rel=1e-7)
+
+
+def _missing_values_pipeline():
+    from sklearn.impute import MissingIndicator, SimpleImputer
+    from sklearn.pipeline import make_union
+
+    fill = make_union(
+        SimpleImputer(strategy="constant", fill_value=0.0, keep_empty_features=True),
+        MissingIndicator(features="all"),
+    )
+    return make_private_pipeline(
+        fill, DPStandardScaler(), _lr(), epsilon=1.0, delta=1e-5
+    ), False
+
+
+def _target_scaled_pipeline():
+    return make_private_pipeline(
+        DPStandardScaler(),
+        TransformedTargetRegressor(
+            regressor=DPRandomFeaturesRegressor(),
+            transformer=DPStandardScaler(),
+            check_inverse=False,
+        ),
+        epsilon=1.0,
+        delta=1e-5,
+    ), True
+
+
+@pytest.mark.parametrize("make", [_missing_values_pipeline, _target_scaled_pipeline])
+def test_new_defaults_compose_through_clones_folds_and_a_search(make):
+    # This session's two composites (a shape-only imputer in front; the
+    # target's scaler at half weight) fitted as users fit them: cloned by
+    # cross_validate and by a GridSearchCV over a fixed-seed KFold. The
+    # ledger's total must never be below the composition of the fits that
+    # touch one record, checked against dp-accounting's PLD of them.
+    from sklearn.model_selection import GridSearchCV, KFold, cross_validate
+
+    pipe, regression = make()
+    target = y_real if regression else y
+    Xn = X.copy()
+    Xn[np.random.default_rng(3).random(X.shape) < 0.1] = np.nan
+    data = Xn if not regression else X
+    one_fit = math.sqrt(
+        sum(s.privacy_budget().mu ** 2 for _, s in _dp_steps_of(clone(pipe)))
+    )
+    assert one_fit == pytest.approx(mu_from_epsilon(1.0, 1e-5), rel=1e-8)
+    kfold = KFold(3, shuffle=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        folds = cross_validate(pipe, data, target, cv=kfold, return_estimator=True)
+        search = GridSearchCV(pipe, {"memory": [None, None]}, cv=kfold, refit=True).fit(
+            data, target
+        )
+    # A record is in 2 of the 3 training parts: 2 fits touch it in the
+    # cross-validation, 2 x 2 + the refit in the search.
+    for fitted, n_fits, kwargs in ((folds, 2, {"cv": kfold}), (search, 5, {})):
+        ledger = PrivacyLedger(delta=1e-5)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ledger.record(fitted, **kwargs)
+        # Only the search's selection is named, never a step that read data.
+        leaks = [str(w.message) for w in caught if w.category is PrivacyLeakWarning]
+        assert all("chose its best candidate" in m for m in leaks), leaks
+        total = ledger.total()
+        assert total.mu >= math.sqrt(n_fits) * one_fit * (1 - 1e-9)
+        pld = dp_accounting.pld.PLDAccountant(
+            value_discretization_interval=1e-4
+        ).compose(dp_accounting.GaussianDpEvent(1.0 / one_fit), n_fits)
+        assert total.epsilon >= pld.get_epsilon(1e-5) - 2e-3
+
+
+def _dp_steps_of(pipe):
+    from skdp.pipeline import _dp_steps
+
+    return [(path, step) for path, step, _ in _dp_steps(pipe)]

@@ -67,6 +67,12 @@ _MIN_DATA_RANGE = 1e-120
 DATA_RANGE_CONSTRAINT = Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")
 
 
+def _feature_list(indices):
+    """``"0, 3, 7"``: the first ten feature indices, for a warning."""
+    more = ", ..." if len(indices) > 10 else ""
+    return ", ".join(str(j) for j in indices[:10]) + more
+
+
 def warn_dropped(dropped, name, effect, stacklevel):
     """Warn of the features a one-histogram schedule did not see (post-processing).
 
@@ -74,10 +80,9 @@ def warn_dropped(dropped, name, effect, stacklevel):
     says what the estimator does with them. ``stacklevel`` as for
     :func:`warnings.warn` called by the caller.
     """
-    where = np.flatnonzero(dropped)
-    shown = ", ".join(str(j) for j in where[:10]) + (", ..." if where.size > 10 else "")
     warnings.warn(
-        f"{name}: no bin of the private histogram of feature(s) {shown} stood out "
+        f"{name}: no bin of the private histogram of feature(s) "
+        f"{_feature_list(np.flatnonzero(dropped))} stood out "
         f"of the noise: {effect}. Give public bounds, fewer features or more "
         "budget.",
         UserWarning,
@@ -100,11 +105,10 @@ def warn_if_near_range(location, data_range, name, stacklevel):
     """
     far = np.flatnonzero(np.abs(location) > data_range / 2.0)
     if far.size:
-        shown = ", ".join(str(j) for j in far[:10]) + (", ..." if far.size > 10 else "")
         warnings.warn(
-            f"{name}: the private centre of feature(s) {shown} lies beyond "
-            f"data_range/2 = {data_range / 2.0:g}. Values beyond the public range "
-            f"[-data_range, data_range] are clipped to it, so a feature whose bulk "
+            f"{name}: the private centre of feature(s) {_feature_list(far)} lies "
+            f"beyond data_range/2 = {data_range / 2.0:g}. Values beyond the public "
+            f"range [-data_range, data_range] are clipped to it, so a feature whose bulk "
             "reaches it loses its spread: pass a larger data_range (up to "
             f"{_MAX_DATA_RANGE:.3g}), or public bounds.",
             UserWarning,
