@@ -108,8 +108,8 @@ def warn_if_near_range(location, data_range, name, stacklevel):
         warnings.warn(
             f"{name}: the private centre of feature(s) {_feature_list(far)} lies "
             f"beyond data_range/2 = {data_range / 2.0:g}. Values beyond the public "
-            f"range [-data_range, data_range] are clipped to it, so a feature whose bulk "
-            "reaches it loses its spread: pass a larger data_range (up to "
+            "range [-data_range, data_range] are clipped to it, so a feature whose "
+            "bulk reaches it loses its spread: pass a larger data_range (up to "
             f"{_MAX_DATA_RANGE:.3g}), or public bounds.",
             UserWarning,
             stacklevel=stacklevel + 1,
