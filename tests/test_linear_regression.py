@@ -609,3 +609,21 @@ def test_standardised_data_never_warns(n, seed):
     assert _scale_warnings(X, y, seed, delta=0.1 / n) == []
     # A tight budget's noise is no false alarm either.
     assert _scale_warnings(X, y, seed, delta=0.1 / n, epsilon=0.05) == []
+
+
+@pytest.mark.parametrize("d, k", [(1, 1), (4, 1), (3, 2)])
+def test_the_target_warning_fires_at_half_the_squared_clip(d, k):
+    # White box: with |y| below the clip and a tiny noise, the released mean
+    # of ||clip(y)||² is ||y||² itself; the warning fires above half of
+    # target_clip² (2·k at the default clip 2·sqrt(k)) and not below it,
+    # whatever d, the intercept's row weight and the number of targets.
+    rng = np.random.default_rng(1)
+    n = 20000
+    X = rng.normal(size=(n, d)) / math.sqrt(d) * 0.3
+    for per_target, warns in ((2.2, True), (1.8, False)):
+        y = np.full((n, k), math.sqrt(per_target))
+        y[::2] *= -1.0  # centred targets of norm² per_target·k
+        got = _scale_warnings(X, y if k > 1 else y[:, 0], epsilon=1e4, delta=1e-6)
+        assert [str(w.message)[:40] for w in got] == (
+            ["DPLinearRegression: most target rows rea"] if warns else []
+        ), (d, k, per_target)
