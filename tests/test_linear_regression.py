@@ -169,11 +169,15 @@ def test_without_noise_it_is_ridge_on_the_clipped_data(monkeypatch):
     )
     X, y, _ = _data(n=500, d=3, k=2)
     X[0] *= 10  # one row that is clipped
+    y = y + np.array([3.0, -2.0])  # intercepts far from 0
     reg = DPLinearRegression(alpha=3.0, clip_norm=2.0, target_clip=50.0).fit(X, y)
     Xc = X * np.minimum(1, 2.0 / np.linalg.norm(X, axis=1))[:, None]
     ref = Ridge(alpha=3.0).fit(Xc, y)
     np.testing.assert_allclose(reg.coef_, ref.coef_, rtol=1e-9)
     np.testing.assert_allclose(reg.intercept_, ref.intercept_, rtol=1e-9, atol=1e-12)
+    assert np.all(np.abs(reg.intercept_) > 1.0)
+    # predict is the linear model with its intercept, on any rows (unclipped).
+    np.testing.assert_allclose(reg.predict(X), ref.predict(X), rtol=1e-9, atol=1e-9)
     assert reg.coef_.shape == (2, 3) and reg.intercept_.shape == (2,)
     no_intercept = DPLinearRegression(
         alpha=0.0, fit_intercept=False, clip_norm=1e6, target_clip=1e6
