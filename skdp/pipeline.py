@@ -53,7 +53,9 @@ def make_private_pipeline(*steps, epsilon=1.0, delta=1e-5, weights=None, **kwarg
     :class:`~sklearn.pipeline.FeatureUnion` and
     :class:`~sklearn.compose.TransformedTargetRegressor` included, so that
     one fit of the pipeline spends exactly (``epsilon``, ``delta``) as
-    :class:`~skdp.PrivacyLedger` totals it.
+    :class:`~skdp.PrivacyLedger` totals it. A TransformedTargetRegressor
+    with a DP ``transformer`` gets ``check_inverse=False`` (its round-trip
+    check on y is a release of its own; see :func:`set_privacy_budget`).
 
     Parameters
     ----------
@@ -150,6 +152,14 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     once on the same data (cross-validation, a search) spends it more than
     once: record the search or the folds with the ledger.
 
+    **The target's round trip.** A
+    :class:`~sklearn.compose.TransformedTargetRegressor` whose
+    ``transformer`` holds a DP step gets ``check_inverse=False``:
+    scikit-learn's check compares ``inverse_transform(transform(y))`` with
+    ``y`` on every tenth training target and warns on a mismatch, which one
+    record beyond the bounds a private scaler clips to can cause (a release
+    no budget covers; :class:`~skdp.PrivacyLedger` names it where it ran).
+
     **Refused**, before anything is changed: a DP step without
     ``epsilon``/``delta`` parameters, and a DP estimator held by anything
     other than the four composites above (a wrapper may fit it several
@@ -187,7 +197,30 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     estimator.set_params(
         **{f"{path}__{name}": v for path, p in params.items() for name, v in p.items()}
     )
+    for path in _target_round_trips(estimator):
+        estimator.set_params(**{_join(path, "check_inverse"): False})
     return estimator
+
+
+def _join(path, name):
+    return f"{path}__{name}" if path else name
+
+
+def _target_round_trips(estimator, path=""):
+    """Paths of the TransformedTargetRegressors whose ``transformer`` holds a
+    DP step: their round-trip check on y (``check_inverse``) warns on a
+    mismatch that one record can cause, a release outside the budget."""
+    if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
+        return []
+    children = _composite_children(estimator) or []
+    found = []
+    if isinstance(estimator, TransformedTargetRegressor) and _dp_steps(
+        estimator.transformer
+    ):
+        found.append(path)
+    for name, child in children:
+        found += _target_round_trips(child, _join(path, name))
+    return found
 
 
 def _check_total(epsilon, delta):

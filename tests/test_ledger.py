@@ -228,6 +228,7 @@ def test_column_transformer_feature_union_and_target_transformer(data):
     ttr = TransformedTargetRegressor(
         regressor=DPRandomFeaturesRegressor(epsilon=0.7, delta=DELTA, random_state=0),
         transformer=DPStandardScaler(epsilon=0.4, delta=DELTA, random_state=1),
+        check_inverse=False,
     ).fit(X[:300], X[:300, 0])
     ledger = PrivacyLedger(delta=DELTA)
     assert record_quietly(ledger, ttr) == []
@@ -1091,6 +1092,62 @@ def test_gaussian_fits_refuse_delta_zero_and_warn_from_delta_one_over_n():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         DPStandardScaler(delta=np.nextafter(1 / 40, 0), bounds=(0, 1)).fit(X)
+
+
+def test_a_target_round_trip_check_is_named_as_a_release(data):
+    # scikit-learn's TransformedTargetRegressor(check_inverse=True), its
+    # default, compares inverse_transform(transform(y)) with y on every
+    # tenth target and warns on a mismatch: neighbours that differ in one
+    # target (beyond the bounds the private scaler clips to) differ in
+    # whether the fit warns. The ledger names it; unchecked, or with no
+    # transform of y at all, it does not.
+    X, _ = data
+    y = np.clip((X[:, 0] - 50.0) / 10.0, -2.0, 2.0)  # within the bounds
+
+    def ttr(**params):
+        return TransformedTargetRegressor(
+            regressor=DPRandomFeaturesRegressor(50, delta=DELTA),
+            transformer=DPStandardScaler(delta=DELTA, bounds=(-3.0, 3.0)),
+            **params,
+        )
+
+    outlier = y.copy()
+    outlier[0] = 100.0  # row 0 is among those checked (every n // 10-th)
+    for target, warns in ((y, False), (outlier, True)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fitted = ttr().fit(X, target)
+        mismatch = [w for w in caught if "not strictly inverse" in str(w.message)]
+        assert len(mismatch) == warns
+    messages = record_quietly(PrivacyLedger(delta=DELTA), fitted)
+    assert len(messages) == 1
+    assert messages[0].startswith(
+        "TransformedTargetRegressor (TransformedTargetRegressor) has "
+        "check_inverse=True: its fit compares inverse_transform(transform(y)) "
+        "with y on every tenth training target"
+    )
+    # Inside a pipeline, by its path; declared (a search's candidates) too.
+    with pytest.warns(UserWarning, match="not strictly inverse"):
+        piped = make_pipeline(StandardScaler(), ttr()).fit(X, outlier)
+    messages = record_quietly(PrivacyLedger(delta=DELTA), piped)
+    assert any(
+        m.startswith("Pipeline/transformedtargetregressor (TransformedTarget")
+        and "check_inverse=True" in m
+        for m in messages
+    )
+    search = GridSearchCV(
+        ttr(), {"regressor__epsilon": [0.5]}, cv=KFold(2), refit=False
+    ).fit(X, y)
+    messages = record_quietly(PrivacyLedger(), search)
+    assert any("check_inverse=True" in m for m in messages)
+    # Unchecked: nothing named.
+    quiet = ttr(check_inverse=False).fit(X, outlier)
+    assert record_quietly(PrivacyLedger(delta=DELTA), quiet) == []
+    # No transform of y: the check compares y with itself.
+    identity = TransformedTargetRegressor(
+        regressor=DPRandomFeaturesRegressor(50, delta=DELTA)
+    ).fit(X, y)
+    assert record_quietly(PrivacyLedger(delta=DELTA), identity) == []
 
 
 def test_search_over_a_target_transformer_charges_its_dp_transformer(data):

@@ -325,6 +325,51 @@ def test_private_target_scaling_recipe_on_diabetes(regressor):
     assert total.epsilon == pytest.approx(100.0, rel=1e-7)
 
 
+def test_the_targets_round_trip_check_is_turned_off():
+    # scikit-learn's check_inverse (on by default) compares
+    # inverse_transform(transform(y)) with y and warns on a mismatch that one
+    # record beyond the private scaler's bounds can cause: the budget helpers
+    # turn it off wherever the target's transformer holds a DP step, at any
+    # depth, and leave other regressors' checks alone.
+    def target(transformer, check_inverse=True):
+        return TransformedTargetRegressor(
+            regressor=DPRandomFeaturesRegressor(),
+            transformer=transformer,
+            check_inverse=check_inverse,
+        )
+
+    pipe = make_private_pipeline(
+        DPStandardScaler(), target(DPStandardScaler(bounds=(-3.0, 3.0)))
+    )
+    assert pipe.get_params()["transformedtargetregressor__check_inverse"] is False
+    nested = set_privacy_budget(
+        make_pipeline(
+            DPStandardScaler(),
+            make_pipeline(
+                target(make_pipeline(FunctionTransformer(), DPStandardScaler()))
+            ),
+        )
+    )
+    assert (
+        nested.get_params()["pipeline__transformedtargetregressor__check_inverse"]
+        is False
+    )
+    alone = set_privacy_budget(target(DPStandardScaler()))
+    assert alone.check_inverse is False
+    # A target transformed without a DP step keeps the user's setting (the
+    # ledger names its non-DP transformer as reading the data anyway).
+    plain = set_privacy_budget(make_pipeline(target(StandardScaler())))
+    assert plain.get_params()["transformedtargetregressor__check_inverse"] is True
+    # One target beyond the bounds: no warning from the fit, none in the ledger.
+    y_out = y_real.copy()
+    y_out[0] = 100.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # unseeded is fine
+        pipe.fit(X, y_out)
+        PrivacyLedger().record(pipe)
+
+
 def _missing_values_pipeline():
     from sklearn.impute import MissingIndicator, SimpleImputer
     from sklearn.pipeline import make_union

@@ -103,7 +103,8 @@ def _warn_if_far_from_standardised(
             f"{mean_square / target_clip**2:.2f} of target_clip²): y is far from "
             "standardised, and the fit sees little of it. Standardise y "
             "(TransformedTargetRegressor(regressor=..., transformer="
-            "DPStandardScaler()), which the ledger counts) or give target_clip.",
+            "DPStandardScaler(), check_inverse=False), which the ledger counts) "
+            "or give target_clip.",
             UserWarning,
             stacklevel=stacklevel + 1,
         )
@@ -166,11 +167,11 @@ class DPLinearRegression(
         to this L2 norm. ``"auto"``: ``2·sqrt(n_targets)``, two standard
         deviations of standardised targets. For targets on another scale,
         give the bound, or standardise y (e.g.
-        ``TransformedTargetRegressor(transformer=DPStandardScaler())``, which
-        :class:`~skdp.PrivacyLedger` counts). A fit whose released ``yᵀy``
-        shows most targets at the clip, or whose released column sums show
-        the clipped feature rows pointing one way (raw, uncentred columns),
-        warns (post-processing of the release).
+        ``TransformedTargetRegressor(transformer=DPStandardScaler(),
+        check_inverse=False)``, which :class:`~skdp.PrivacyLedger` counts).
+        A fit whose released ``yᵀy`` shows most targets at the clip, or whose
+        released column sums show the clipped feature rows pointing one way
+        (raw, uncentred columns), warns (post-processing of the release).
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise; use None in production (a known seed makes the
         noise predictable). The rule
