@@ -1294,10 +1294,28 @@ def test_an_unseen_feature_is_dropped_with_a_warning_and_never_magnified(n):
     assert points_at(dropped, __file__, line)
     assert scaler.dropped_features_.tolist() == [False, True]
     assert scaler.scale_[1] == scaler.data_range and scaler.mean_[1] == 0.0
+    # Its bounds are the public range (the histogram knows nothing narrower).
+    assert scaler.bounds_[:, 1].tolist() == [-scaler.data_range, scaler.data_range]
     Z = np.column_stack([np.linspace(-3, 3, 7), np.linspace(-3, 3, 7)])
     back = scaler.inverse_transform(Z)
     np.testing.assert_array_equal(back[:, 1], 0.0)
     np.testing.assert_allclose(back[:, 0], Z[:, 0] * scaler.scale_[0] + scaler.mean_[0])
+
+
+def test_noisy_moments_stay_within_the_bounds_at_any_noise():
+    # Data clipped to [lower, upper] has its mean inside; the released mean,
+    # however noisy (ε = 1e-3 on 50 rows), is post-processed to say the
+    # same, and the scale is positive and finite (at least the release's
+    # noise level, which here exceeds the bounds' half-width: see var_).
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(50, 6))
+    lower, upper = -np.arange(1.0, 7.0), np.arange(1.0, 7.0) * 2
+    for seed in range(20):
+        scaler = DPStandardScaler(
+            epsilon=1e-3, bounds=(lower, upper), random_state=seed
+        ).fit(X)
+        assert np.all((lower <= scaler.mean_) & (scaler.mean_ <= upper))
+        assert np.all((scaler.scale_ > 0) & np.isfinite(scaler.scale_))
 
 
 def test_seen_features_are_not_dropped():
