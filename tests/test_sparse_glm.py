@@ -1,12 +1,14 @@
 """DPSparseGLM, private peeling and the Poisson datafit: inputs, privacy, utility."""
 
 import math
+import sys
 
 import dp_accounting
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from _sklearn_compat import parametrize_with_checks
+from _warning_location import points_at
 from dp_accounting.rdp import RdpAccountant
 from scipy import integrate, stats
 from scipy.optimize import check_grad
@@ -945,6 +947,78 @@ def test_large_given_step_on_correlated_features_warns():
         _w.filterwarnings("ignore", message=".*random_state.*")
         _w.filterwarnings("ignore", message=".*reproducible.*")
         DPSparseGLM(epsilon=1e6, random_state=0).fit(Xtr, ytr)
+
+
+def test_noise_dominated_threshold_is_two_sds_above_pure_noise():
+    """``noise_dominated``: ||coef||² against s·σ² + 2σ²·sqrt(2s) on the
+    support (zeros off it do not count), exactly at the edge; and its rate
+    on pure noise (χ²_s) and on a clear signal."""
+    from skdp.linear_model._sparse_glm import noise_dominated
+
+    sigma = 0.3
+    for s in (1, 4, 10):
+        edge = sigma**2 * (s + 2.0 * math.sqrt(2.0 * s))
+        coef = np.zeros(25)
+        coef[:s] = math.sqrt(edge / s)
+        assert not noise_dominated(coef * (1 + 1e-9), sigma)
+        assert noise_dominated(coef * (1 - 1e-9), sigma)
+    assert not noise_dominated(np.zeros(5), sigma)
+    rng = np.random.default_rng(0)
+    noise = sigma * rng.standard_normal((2000, 10))
+    flagged = np.mean([noise_dominated(w, sigma) for w in noise])
+    # P(χ²_10 < 10 + 2·sqrt(20)) = 0.966.
+    assert flagged == pytest.approx(
+        stats.chi2.cdf(10 + 2 * math.sqrt(20), 10), abs=0.015
+    )
+    signal = noise + 3 * sigma  # ||m||² = 9·s·σ²
+    assert not any(noise_dominated(w, sigma) for w in signal)
+
+
+def test_a_fit_that_is_mostly_noise_says_so(monkeypatch):
+    """The warning reads the released coefficients and the last release's σ
+    only (both paths: released and given step sizes), and points at the
+    caller; at the acceptance sizes it stays silent."""
+    import warnings as _w
+
+    import skdp.linear_model._sparse_glm as module
+
+    seen = []
+    real = module.noise_dominated
+
+    def spy(coef, noise_std):
+        seen.append((coef.copy(), noise_std))
+        return real(coef, noise_std)
+
+    monkeypatch.setattr(module, "noise_dominated", spy)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3300, 12))
+    y = X[:, :3] @ np.array([0.5, -0.3, 0.2]) + rng.standard_normal(3300)
+    for learning_rate in ("auto", 1.0):
+        seen.clear()
+        model = DPSparseGLM(epsilon=0.4, learning_rate=learning_rate, random_state=0)
+        with _w.catch_warnings(record=True) as record:
+            _w.simplefilter("always")
+            line = sys._getframe().f_lineno + 1
+            model.fit(X[:300], y[:300])  # 300 records: noise σ of 1-5 per value
+        [warning] = [w for w in record if "mostly noise" in str(w.message)]
+        assert points_at(warning, __file__, line)
+        [(coef, noise_std)] = seen
+        np.testing.assert_array_equal(coef, model.coef_)
+        assert noise_std == model.release_noise_scale_
+    # Several steps of released step sizes, each with its own σ: the last
+    # one's is the σ of the released coefficients.
+    seen.clear()
+    model = DPSparseGLM(epsilon=0.4, max_iter=3, random_state=0).fit(X, y)
+    scales = model.schedule_record_["release_scales"]
+    assert len(scales) == 3 and scales[0] != scales[-1]
+    [(coef, noise_std)] = seen
+    assert noise_std == scales[-1]
+    Xtr, ytr, _, _ = _equicorrelated(0.25)
+    for seed in range(3):
+        with _w.catch_warnings(record=True) as record:
+            _w.simplefilter("always")
+            DPSparseGLM(epsilon=1.0, random_state=seed).fit(Xtr, ytr)
+        assert not [w for w in record if "mostly noise" in str(w.message)]
 
 
 def test_private_schedule_accounting_against_dp_accounting():

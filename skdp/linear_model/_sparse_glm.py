@@ -726,6 +726,27 @@ def diverged(iterates, noise_std, n_released):
     return bool(last > 2.0 * first + 4.0 * math.sqrt(n_released) * noise_std)
 
 
+def noise_dominated(coef, noise_std):
+    """Whether the released coefficients are mostly release noise (post-processing).
+
+    The last step releases ``m + w`` on its support (size s), with ``w ~
+    N(0, noise_std² I_s)`` drawn after the support was chosen, so
+    ``E||coef||² = ||m||² + s·noise_std²``. Flags a fit whose ``||coef||²``
+    is below ``s·noise_std² + 2·noise_std²·sqrt(2s)`` (two standard
+    deviations of the pure-noise χ²_s above its mean): the last release's
+    noise alone then carries about as much of the coefficients' norm as
+    the signal, or more. It counts the last release only (noise that earlier
+    steps left in ``m`` is not seen): it can miss a noisy fit, but a fit it
+    flags has at least that much noise.
+    """
+    support = np.flatnonzero(coef)
+    s = support.size
+    if s == 0:
+        return False
+    norm2 = float(np.dot(coef[support], coef[support]))
+    return norm2 < noise_std**2 * (s + 2.0 * math.sqrt(2.0 * s))
+
+
 # ---------------------------------------------------------------------------
 # The estimator
 # ---------------------------------------------------------------------------
@@ -993,6 +1014,13 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
     ±``x_bound`` like any large value (no input raises where its neighbour
     fits).
 
+    **Warnings from the release.** Two checks read the released iterates
+    only (post-processing): iterates that grow instead of settling (a given
+    step size too large for the curvature), and final coefficients whose
+    squared norm is within two standard deviations of what the last
+    release's noise alone gives (``s·σ² + 2σ²·sqrt(2s)``: too few records
+    for the budget, the fit is mostly noise).
+
     **Caveats.** Noise is drawn with numpy floating point, not hardened
     against Mironov (2012). Each fit spends the budget; compose several with
     :class:`skdp.PrivacyLedger`.
@@ -1210,7 +1238,9 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         )
         progress.done(cost)
         release_std = scales[1] * (1.0 if exact else math.sqrt(2.0))
-        self._warn_if_diverged(iterates, release_std, sizes["n_released"])
+        self._warn_if_unreliable(
+            iterates, coef, release_std, sizes["n_released"], depth=0
+        )
         self.coef_, self.intercept_ = coef, intercept
         self.support_ = coef != 0
         self.sparsity_, self.n_iter_, self.learning_rate_ = (
@@ -1230,7 +1260,14 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         under ``accounting="exact"``) rather than fixed in advance."""
         return self.learning_rate == "auto" and self.accounting == "exact"
 
-    def _warn_if_diverged(self, iterates, release_std, n_released):
+    def _warn_if_unreliable(self, iterates, coef, release_std, n_released, depth):
+        """Warnings read from the released iterates only (post-processing).
+
+        ``depth``: the frames between this method and ``fit`` (0 when ``fit``
+        calls it), so that the warning points at the caller of ``fit``
+        (through ``fit``'s two decorators).
+        """
+        stacklevel = 5 + depth
         if diverged(iterates, release_std, n_released):
             warnings.warn(
                 "DPSparseGLM's iterates grew instead of settling (read from the "
@@ -1239,7 +1276,18 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
                 "learning_rate='auto' (a released, safe step) or a smaller "
                 "learning_rate with more max_iter.",
                 UserWarning,
-                stacklevel=6,  # the caller of fit (via 2 helpers and 2 decorators)
+                stacklevel=stacklevel,
+            )
+        elif noise_dominated(coef, release_std):
+            warnings.warn(
+                "DPSparseGLM: the released coefficients are mostly noise (their "
+                "squared norm is within two standard deviations of what the last "
+                f"release's noise alone gives, σ = {release_std:.3g} on each; "
+                "read from the released values only): predictions will be "
+                "poor. Give the fit more records or budget, or use "
+                "DPLinearRegression, which shrinks a noisy fit.",
+                UserWarning,
+                stacklevel=stacklevel,
             )
 
     def _fit_private_schedule(self, X, y, residual_bound):
@@ -1293,7 +1341,9 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
             ),
         )
         progress.done(cost)
-        self._warn_if_diverged(iterates, record["release_scales"][-1], n_released)
+        self._warn_if_unreliable(
+            iterates, coef, record["release_scales"][-1], n_released, depth=1
+        )
         self.coef_, self.intercept_ = coef, intercept
         self.support_ = coef != 0
         self.sparsity_, self.n_iter_ = sparsity, record["n_iter"]
