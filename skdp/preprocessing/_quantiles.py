@@ -4,10 +4,15 @@
 holds the bulk of the data, reading the data only through Gaussian-noised
 histograms:
 
-1. one histogram of ``|x|`` on a public logarithmic grid over
-   ``[0, data_range]`` (``_PER_DECADE`` bins per decade over ``_DECADES``
-   decades, plus ``[0, data_range·1e-12]``), which finds the magnitude ``M``
-   of the bulk: the first interval is ``[-M, M]``;
+1. one histogram on the public signed grid of the one-histogram schedule
+   (:func:`signed_grid`: bins a factor sqrt(10) wide over ``_DECADES``
+   decades of each sign, and a zero bin), read by :func:`located_bounds`,
+   which finds the bulk even where it is spread over a decade or over both
+   signs (the bins read folded); a feature it does not see starts from the
+   public range ``[-data_range, data_range]``. This round gets
+   ``_FIRST_SHARE`` of the bounds' budget: a failed first round leaves the
+   zoom rounds a range they cannot narrow enough, a failed zoom round only
+   keeps its interval;
 2. ``_ZOOM_ROUNDS`` histograms with ``_ZOOM_BINS`` equal bins on the
    interval found by the round before, each of which narrows it to the bins
    that hold the bulk. A feature whose bulk fitted in ``_NARROW_RUN`` bins
@@ -18,10 +23,10 @@ histograms:
    instead of ending ~64³ times coarser than the offset. The choice reads
    only earlier noisy counts.
 
-In every round the bulk is a run of bins grown greedily from the bin with
-the largest noisy count, one neighbour at a time (the larger first), until
-its noisy count reaches ``(1 - 2·_TAIL)·n`` (``(1 - _TAIL)·n`` for ``|x|``)
-less one noise standard deviation of the run's sum. Only sums over the
+In every zoom round the bulk is a run of bins grown greedily from the bin
+with the largest noisy count, one neighbour at a time (the larger first),
+until its noisy count reaches ``(1 - 2·_TAIL)·n`` less one noise standard
+deviation of the run's sum. Only sums over the
 run are used, never sums over the many empty bins far from the data, whose
 noise would swamp small data sets. If no bin stands out of the noise, the
 round keeps its whole interval. Values outside the current interval are
@@ -80,11 +85,9 @@ import numpy as np
 from .._base import sum_over_rows
 from ..mechanisms import gaussian_mechanism
 
-#: Decades of magnitude covered by the first (log) grid: its smallest bin is
-#: ``[0, data_range·1e-12]``.
+#: Decades of magnitude covered by each sign of the signed grid: its zero bin
+#: is ``[-data_range·1e-12, data_range·1e-12]``.
 _DECADES = 12
-#: Bins per decade of the log grid (edges a factor 10**0.25 ≈ 1.78 apart).
-_PER_DECADE = 4
 #: Equal-width bins of each zoom round.
 _ZOOM_BINS = 64
 #: Equal-width bins of a zoom round that follows a round whose bulk fitted in
@@ -125,12 +128,12 @@ _PAD = 0.25
 
 #: Gaussian releases spent on the bounds.
 N_BOUND_RELEASES = 1 + _ZOOM_ROUNDS
-
-
-def magnitude_grid(data_range):
-    """Edges of the public grid of ``|x|``: 0, then ``data_range·10**(-k/4)``."""
-    k = np.arange(_DECADES * _PER_DECADE, -1, -1)
-    return np.concatenate([[0.0], data_range * 10.0 ** (-k / _PER_DECADE)])
+#: Share of the bounds' μ² spent on the first round (the located histogram);
+#: the zoom rounds share the rest equally. At a public ratio n·μ/sqrt(2d) of
+#: 32, equal shares left a column spread over a decade, or centred on 0,
+#: unseen by round 1 in 8-24% of fits, and the zoom rounds cannot come back
+#: from the public range (docs/benchmarks.md, "the search's first round").
+_FIRST_SHARE = 0.5
 
 
 def histogram_sensitivity(n_features):
@@ -252,9 +255,11 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     data_range : float
         Public range: the bounds lie in ``[-data_range, data_range]``.
     noise_multiplier : float
-        Noise std of every round divided by its L2 sensitivity ``sqrt(2 d)``;
-        the ``N_BOUND_RELEASES`` rounds together are
-        ``sqrt(N_BOUND_RELEASES) / noise_multiplier``-GDP (replace one).
+        ``z``: the ``N_BOUND_RELEASES`` rounds together are
+        ``sqrt(N_BOUND_RELEASES) / z``-GDP (replace one), as that many
+        releases of noise multiplier ``z`` would be. The first round gets
+        ``_FIRST_SHARE`` of that μ² (multiplier ``z/sqrt(N·_FIRST_SHARE)``),
+        the zoom rounds equal parts of the rest.
     rng : numpy.random.Generator
 
     Returns
@@ -263,23 +268,26 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     """
     n, d = X.shape
     sensitivity = histogram_sensitivity(d)
-    noise_std = noise_multiplier * sensitivity
+    z_first, z_zoom = round_multipliers(noise_multiplier)
+    noise_std = z_zoom * sensitivity
 
     def release(counts):
         return gaussian_mechanism(
-            counts, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+            counts, sensitivity=sensitivity, noise_multiplier=z_zoom, rng=rng
         )
 
-    edges = magnitude_grid(data_range)
-    n_log_bins = edges.size - 1
-    counts = sum_over_rows(
-        _magnitude_counts, X, (d, n_log_bins), edges=edges, data_range=data_range
+    # Round 1: the located histogram (one signed, coarse grid) of the
+    # one-histogram schedule, which finds the bulk of a column spread over a
+    # decade or centred on 0 where no bin of a finer grid stands out.
+    signed, edges, first_std = private_signed_histogram(
+        X, data_range=data_range, noise_multiplier=z_first, rng=rng
     )
-    noisy = release(counts)
-    magnitudes = noisy  # kept for the check of the final interval below
-    _, hi = bulk_window(noisy, (1.0 - _TAIL) * n, noise_std)
-    upper = edges[hi]
-    lower = -upper
+    lower, upper, located, zero = located_bounds(signed, edges, first_std, n_samples=n)
+    # A feature round 1 does not see at all keeps the public range.
+    lower = np.where(located | zero, lower, -float(data_range))
+    upper = np.where(located | zero, upper, float(data_range))
+    lower = np.maximum(lower, -float(data_range))
+    upper = np.minimum(upper, float(data_range))
     fine = np.zeros(d, dtype=bool)  # which features get the fine grid
     # The interval each side returns to if mass turns up beyond it (below).
     wider_lower = np.full(d, -float(data_range))
@@ -346,41 +354,52 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     # the tails, at a small cost in resolution.
     pad = _PAD * (upper - lower)
     lower, upper = lower - pad, upper + pad
-    # A heavy tail beyond a spike (zero inflation: ~97% zeros and a few large
-    # values) is outside the bulk the zoom rounds keep: the interval would
-    # shrink to the spike and clip the tail away, and the transform would
-    # then blow the tail up. Where the magnitude round's noisy counts beyond
-    # the final interval add up to more than _TAIL·n (plus two standard
-    # deviations of their noise) and one of them stands out of the noise,
-    # widen it to the top of the highest such bin (the first round's own
-    # magnitude can overshoot a heavy tail by decades). Post-processing of
-    # round 1.
-    n_log = magnitudes.shape[1]
+    return _widen_to_heavy_tails(lower, upper, signed, edges, first_std, n)
+
+
+def round_multipliers(noise_multiplier):
+    """``(z_first, z_zoom)``: the rounds' noise multipliers for a bounds budget
+    of ``N_BOUND_RELEASES`` releases at ``noise_multiplier``.
+
+    ``1/z_first² + _ZOOM_ROUNDS/z_zoom² = N_BOUND_RELEASES/z²``: the same μ²
+    (GDP composition), the share ``_FIRST_SHARE`` of it in the first round.
+    A failed first round leaves the zoom rounds the whole public range, out of
+    their reach, while a failed zoom round only keeps its interval.
+    """
+    mu2 = N_BOUND_RELEASES / noise_multiplier**2
+    z_first = 1.0 / math.sqrt(_FIRST_SHARE * mu2)
+    z_zoom = 1.0 / math.sqrt((1.0 - _FIRST_SHARE) * mu2 / _ZOOM_ROUNDS)
+    return z_first, z_zoom
+
+
+def _widen_to_heavy_tails(lower, upper, signed, edges, noise_std, n):
+    """Widen the final interval to a heavy tail that round 1 saw beyond it.
+
+    A heavy tail beyond a spike (zero inflation: ~97% zeros and a few large
+    values) is outside the bulk the zoom rounds keep: the interval would
+    shrink to the spike and clip the tail away, and the transform would then
+    blow the tail up. Where round 1's noisy counts of ``|x|`` (its signed
+    bins folded, noise std ``sqrt(2)`` times its own) beyond the final
+    interval add up to more than ``_TAIL·n`` (plus two standard deviations of
+    their noise) and one of them stands out of the noise, widen the interval
+    to the top of the highest such bin on both sides. Post-processing of
+    round 1.
+    """
+    zero_bin = (edges.size - 1) // 2
+    folded = signed[:, zero_bin + 1 :] + signed[:, zero_bin - 1 :: -1]
+    magnitude_edges = edges[zero_bin + 1 :]  # k-th folded bin: [e_k, e_k+1]
+    folded_std = math.sqrt(2.0) * noise_std
     reach = np.maximum(np.abs(lower), np.abs(upper))
-    beyond = edges[None, :-1] >= reach[:, None]  # bins wholly beyond the interval
-    mass = np.where(beyond, magnitudes, 0.0).sum(axis=1)
-    cut = mass > _TAIL * n + 2.0 * noise_std * np.sqrt(beyond.sum(axis=1))
-    significant = beyond & (magnitudes > _SIGNAL_SDS * noise_std)
-    highest = n_log - 1 - np.argmax(significant[:, ::-1], axis=1)
+    beyond = magnitude_edges[None, :-1] >= reach[:, None]  # wholly beyond
+    mass = np.where(beyond, folded, 0.0).sum(axis=1)
+    cut = mass > _TAIL * n + 2.0 * folded_std * np.sqrt(beyond.sum(axis=1))
+    significant = beyond & (folded > _SIGNAL_SDS * folded_std)
+    highest = folded.shape[1] - 1 - np.argmax(significant[:, ::-1], axis=1)
     cut &= significant.any(axis=1)
-    top = edges[1:][highest]
+    top = magnitude_edges[1:][highest]
     lower = np.where(cut, np.minimum(lower, -top), lower)
     upper = np.where(cut, np.maximum(upper, top), upper)
     return lower, upper
-
-
-def _magnitude_counts(X, *, edges, data_range):
-    """Counts of ``|x|`` (x clipped to the public range) on the log grid, per feature.
-
-    A sum over rows: :func:`private_bounds` calls it on X, or on every row
-    chunk of a Dask X (see :func:`skdp._base.sum_over_rows`).
-    """
-    X = np.clip(X, -data_range, data_range)  # the public range; no overflow below
-    n_log_bins = edges.size - 1
-    bins = np.clip(
-        np.searchsorted(edges, np.abs(X), side="right") - 1, 0, n_log_bins - 1
-    )
-    return bin_counts(bins, n_log_bins)
 
 
 def _zoom_counts(X, *, data_range, lower, width, n_bins):
@@ -389,7 +408,7 @@ def _zoom_counts(X, *, data_range, lower, width, n_bins):
     Column 0 counts the values below ``lower``, columns 1 to ``n_bins`` the
     grid's bins, column ``n_bins + 1`` the values above ``lower + width``
     (the top edge belongs to the last bin). A sum over rows, as
-    :func:`_magnitude_counts`.
+    :func:`_signed_counts`.
     """
     X = np.clip(X, -data_range, data_range)
     position = (X - lower) / width * n_bins
@@ -578,7 +597,8 @@ def private_signed_histogram(
 def _signed_counts(X, *, edges):
     """Counts of x (clipped to the grid's range) on the signed grid, per feature.
 
-    A sum over rows, as :func:`_magnitude_counts`.
+    A sum over rows: :func:`private_signed_histogram` calls it on X, or on
+    every row chunk of a Dask X (see :func:`skdp._base.sum_over_rows`).
     """
     n_bins = edges.size - 1
     bins = np.clip(np.searchsorted(edges, X, side="right") - 1, 0, n_bins - 1)
@@ -684,7 +704,7 @@ def grid_counts(X, *, edges, sizes, lower, upper):
     whose half-open interval ``[e_k, e_(k+1))`` holds the clipped value; the
     top edge belongs to the last bin), a function of ``x_ij`` alone: that is
     all the sensitivity argument needs (see :func:`release_cdf`). A sum
-    over rows, as :func:`_magnitude_counts`.
+    over rows, as :func:`_signed_counts`.
     """
     n, d = X.shape
     X = np.clip(X, lower, upper)

@@ -408,8 +408,9 @@ class DPStandardScaler(
         ``n_iter_`` times (add/remove relation; the replace-one factor is in
         the sensitivities) reproduces the guarantee. With the default
         ``bounds_share=0.5`` the moment release's own multiplier is
-        ``noise_multiplier_ / sqrt(2.5)`` and each histogram's is
-        ``noise_multiplier_ / sqrt(5/8)``; with two releases (default
+        ``noise_multiplier_ / sqrt(2.5)``, the first histogram's
+        ``noise_multiplier_ / sqrt(5/4)`` and each zoom histogram's
+        ``noise_multiplier_ / sqrt(5/12)``; with two releases (default
         share) both have ``noise_multiplier_``; the one coarse histogram's is
         ``noise_multiplier_``.
     privacy_spent_ : PrivacyCost
@@ -436,9 +437,12 @@ class DPStandardScaler(
       of squares cost nothing beyond the sums;
     * with ``bounds=None``, each of 4 rounds releases a ``d x bins`` count
       matrix (L2 sensitivity ``sqrt(2d)``: a replaced record leaves one bin
-      and enters another per feature). Round 1 counts ``|x|`` on a public
-      log-spaced grid over ``[0, data_range]`` and keeps ``[-M, M]`` around
-      the bulk; rounds 2-4 split the interval of the round before into 64
+      and enters another per feature). Round 1 is the located histogram
+      of the two-release schedule below (the public signed grid, read by
+      the same rule), with half of the rounds' μ²: a round 1 that misses a
+      column leaves it the whole public range, which the zoom rounds cannot
+      narrow to its spread; rounds 2-4 split the interval of the round
+      before into 64
       equal bins (4096 after a round whose bulk fitted in 2 bins: a large
       offset with a small spread), plus one bin below and one above the
       interval, and keep the run of bins that holds about 96% of the data
@@ -447,17 +451,19 @@ class DPStandardScaler(
       interval holds more than 4% of n (beyond 3 noise standard deviations)
       returns to the interval of the round before (the public range for
       the first round's), whose run had cut real mass off (a spike with
-      values beyond it: a discrete, zero-inflated column). In every round,
-      a fullest bin that visibly falls short of the round's target (96% of
-      n, 98% in round 1; by 2 noise standard deviations) with neighbours
+      values beyond it: a discrete, zero-inflated column). In every zoom
+      round, a fullest bin that visibly falls short of the round's target (96% of
+      n; by 2 noise standard deviations) with neighbours
       under a quarter of it is a spike with nothing beside it (a point
       mass): its run grows over the bins above the round's signal
       threshold only, skipping the empty bins whose summed noise would
       otherwise close it on the spike, or keeps the whole interval if
       those bins cannot reach the target. The final interval is widened by
       a quarter of its width on each side. These four rounds get ``μ_b² =
-      bounds_share·μ²``, the moments the rest.
-      If the first round's noisy counts beyond the final interval add up to
+      bounds_share·μ²`` (``μ_b²/2`` round 1, ``μ_b²/6`` each of the
+      others), the moments the rest.
+      If the first round's noisy counts of ``|x|`` (its bins folded) beyond
+      the final interval add up to
       more than 2% of n (a spike at 0 with a heavy tail, which the zoom
       rounds would otherwise cut away), the interval is widened to the top
       of the highest such bin above the noise (post-processing);
