@@ -1075,22 +1075,27 @@ def test_read_bins_keeps_the_bulk_and_drops_a_lone_false_bin():
     """read_bins on hand-made counts (noise sd 1): bins above 3.5 connected
     to the fullest bin through gaps of at most one bin are read, a lone bin
     is read only above 5 (and then seeds its own neighbours), and on a
-    signed grid a bin's mirror image counts as its neighbour."""
-    counts = np.zeros((5, 20))
+    signed grid the bins within two of a bin's mirror image count as its
+    neighbours."""
+    counts = np.zeros((6, 20))
     counts[0, [5, 6, 8]] = [50.0, 4.0, 3.6]  # a gap of one: connected
     counts[0, 15] = 4.9  # alone, 7 bins away, below 5: noise
     counts[1, [5, 9]] = [50.0, 3.6]  # a gap of three: not connected
     counts[2, [5, 12, 13]] = [50.0, 5.1, 3.6]  # a lone bin above 5 seeds 13
     counts[3, [5, 14]] = [50.0, 4.0]  # 14 mirrors 5 (20 bins: 19 - 5)
     counts[4, :] = 3.5  # nothing above the threshold
+    counts[5, [5, 16]] = [50.0, 4.0]  # 16 is two bins from 5's mirror
     read = _quantiles.read_bins(counts, 1.0)
     assert np.flatnonzero(read[0]).tolist() == [5, 6, 8]
     assert np.flatnonzero(read[1]).tolist() == [5]
     assert np.flatnonzero(read[2]).tolist() == [5, 12, 13]
     assert np.flatnonzero(read[3]).tolist() == [5]
     assert not read[4].any()
+    assert np.flatnonzero(read[5]).tolist() == [5]
     mirrored = _quantiles.read_bins(counts, 1.0, mirrored=True)
     assert np.flatnonzero(mirrored[3]).tolist() == [5, 14]
+    assert np.flatnonzero(mirrored[5]).tolist() == [5, 16]
+    np.testing.assert_array_equal(mirrored[1:3], read[1:3])
     # Scale free: counts and noise sd doubled read the same bins.
     np.testing.assert_array_equal(_quantiles.read_bins(2 * counts, 2.0), read)
 

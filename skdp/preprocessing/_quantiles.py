@@ -450,9 +450,9 @@ def read_bins(noisy_counts, noise_std, *, mirrored=False):
     by decades (0.5% of fits of one column at a public ratio of 32 before
     this rule, off by up to 38000 standard deviations; docs/benchmarks.md,
     "the tail of DPStandardScaler's error"). ``mirrored``: the bins of a
-    signed grid, whose bin at the same magnitude on the other side of the
-    zero bin counts as a neighbour too (a column centred on 0 fills both
-    signs).
+    signed grid, on which the bins within two of a bin's mirror image (the
+    same magnitude on the other side of the zero bin) count as its
+    neighbours too (a column on both sides of 0 fills both signs).
     """
     significant = noisy_counts > _COARSE_SIGNAL_SDS * noise_std
     d, n_bins = noisy_counts.shape
@@ -460,12 +460,11 @@ def read_bins(noisy_counts, noise_std, *, mirrored=False):
     read[np.arange(d), np.argmax(noisy_counts, axis=1)] = True
     read &= significant
     for _ in range(n_bins):  # a loop over bins, never over samples
-        grown = read.copy()
+        seeds = read | read[:, ::-1] if mirrored else read
+        grown = seeds.copy()
         for step in (1, 2):
-            grown[:, step:] |= read[:, :-step]
-            grown[:, :-step] |= read[:, step:]
-        if mirrored:
-            grown |= read[:, ::-1]
+            grown[:, step:] |= seeds[:, :-step]
+            grown[:, :-step] |= seeds[:, step:]
         grown &= significant
         if np.array_equal(grown, read):
             break
