@@ -1076,8 +1076,8 @@ def test_read_bins_keeps_the_bulk_and_drops_a_lone_false_bin():
     to the fullest bin through gaps of at most one bin are read, a lone bin
     is read only above 5 (and then seeds its own neighbours), and on a
     signed grid the bins within two of a bin's mirror image count as its
-    neighbours."""
-    counts = np.zeros((6, 20))
+    neighbours and the zero bin is read like the fullest."""
+    counts = np.zeros((7, 20))
     counts[0, [5, 6, 8]] = [50.0, 4.0, 3.6]  # a gap of one: connected
     counts[0, 15] = 4.9  # alone, 7 bins away, below 5: noise
     counts[1, [5, 9]] = [50.0, 3.6]  # a gap of three: not connected
@@ -1085,6 +1085,7 @@ def test_read_bins_keeps_the_bulk_and_drops_a_lone_false_bin():
     counts[3, [5, 14]] = [50.0, 4.0]  # 14 mirrors 5 (20 bins: 19 - 5)
     counts[4, :] = 3.5  # nothing above the threshold
     counts[5, [5, 16]] = [50.0, 4.0]  # 16 is two bins from 5's mirror
+    counts[6, [10, 18]] = [4.5, 50.0]  # the zero bin (20 // 2) of a spike
     read = _quantiles.read_bins(counts, 1.0)
     assert np.flatnonzero(read[0]).tolist() == [5, 6, 8]
     assert np.flatnonzero(read[1]).tolist() == [5]
@@ -1095,6 +1096,8 @@ def test_read_bins_keeps_the_bulk_and_drops_a_lone_false_bin():
     mirrored = _quantiles.read_bins(counts, 1.0, mirrored=True)
     assert np.flatnonzero(mirrored[3]).tolist() == [5, 14]
     assert np.flatnonzero(mirrored[5]).tolist() == [5, 16]
+    assert np.flatnonzero(read[6]).tolist() == [18]
+    assert np.flatnonzero(mirrored[6]).tolist() == [10, 18]
     np.testing.assert_array_equal(mirrored[1:3], read[1:3])
     # Scale free: counts and noise sd doubled read the same bins.
     np.testing.assert_array_equal(_quantiles.read_bins(2 * counts, 2.0), read)

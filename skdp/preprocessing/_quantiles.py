@@ -452,12 +452,16 @@ def read_bins(noisy_counts, noise_std, *, mirrored=False):
     "the tail of DPStandardScaler's error"). ``mirrored``: the bins of a
     signed grid, on which the bins within two of a bin's mirror image (the
     same magnitude on the other side of the zero bin) count as its
-    neighbours too (a column on both sides of 0 fills both signs).
+    neighbours too (a column on both sides of 0 fills both signs), and the
+    zero bin is read like the fullest (a spike at 0 and a tail decades
+    away: a zero-inflated column).
     """
     significant = noisy_counts > _COARSE_SIGNAL_SDS * noise_std
     d, n_bins = noisy_counts.shape
     read = noisy_counts > _LONE_SIGNAL_SDS * noise_std
     read[np.arange(d), np.argmax(noisy_counts, axis=1)] = True
+    if mirrored:  # a spike at 0 is a bulk of its own, wherever the rest is
+        read[:, n_bins // 2] = True
     read &= significant
     for _ in range(n_bins):  # a loop over bins, never over samples
         seeds = read | read[:, ::-1] if mirrored else read
