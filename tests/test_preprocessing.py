@@ -571,11 +571,14 @@ def test_every_round_reads_its_counts_with_its_own_rule(monkeypatch):
 
     def spy(noisy, target, noise_std, signal_sds=None):
         calls.append((noisy.shape[1], target, signal_sds))
+        stds.append(noise_std)
         return real(noisy, target, noise_std, signal_sds=signal_sds)
 
     def spy_located(noisy, edges, noise_std, *, n_samples):
-        located.append((noisy.shape, edges.size, n_samples))
+        located.append((noisy.shape, edges.size, n_samples, noise_std))
         return real_located(noisy, edges, noise_std, n_samples=n_samples)
+
+    stds = []
 
     monkeypatch.setattr(_quantiles, "bulk_window", spy)
     monkeypatch.setattr(_quantiles, "located_bounds", spy_located)
@@ -585,7 +588,11 @@ def test_every_round_reads_its_counts_with_its_own_rule(monkeypatch):
     _quantiles.private_bounds(
         X, data_range=1e6, noise_multiplier=1.0, rng=np.random.default_rng(8)
     )
-    assert located == [((2, 49), 50, n)]
+    # Each round reads its counts against its own noise: sqrt(2d)·z_round.
+    z_first, z_zoom = _quantiles.round_multipliers(1.0)
+    assert located == [((2, 49), 50, n, pytest.approx(2.0 * z_first, rel=1e-12))]
+    assert z_first < z_zoom
+    assert stds == [pytest.approx(2.0 * z_zoom, rel=1e-12)] * len(stds)
     zoom = calls
     assert len(zoom) >= 3
     assert all(target == pytest.approx(0.96 * n) for _, target, _ in zoom)
