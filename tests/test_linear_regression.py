@@ -96,9 +96,9 @@ def test_sensitivities_and_multipliers_match_an_independent_accountant(
         random_state=0,
     ).fit(X, y)
     # Sensitivities recomputed from the clips alone: C_x = sqrt(5), C_y = 2,
-    # the intercept column 1, the target weight β = sqrt(R_x/C_y).
+    # the intercept column C_x/2, the target weight β = sqrt(R_x/C_y).
     C_x, C_y = math.sqrt(5), 2.0
-    R_x = math.sqrt(C_x**2 + (1.0 if fit_intercept else 0.0))
+    R_x = math.sqrt(C_x**2 + ((C_x / 2) ** 2 if fit_intercept else 0.0))
     beta2 = R_x / C_y
     R2 = R_x**2 + beta2 * C_y**2
     kinds = [c[0] for c in calls]
@@ -150,7 +150,9 @@ def test_released_statistics_have_the_calibrated_noise(monkeypatch):
     for seed in range(400):
         DPLinearRegression(alpha=1.0, random_state=seed).fit(X, y)
     noise = np.array(released)
-    R2 = 2 + 1 + math.sqrt(3) / 2 * 4  # C_x² + 1 + β²C_y², β² = R_x/C_y
+    # C_x² + c² + β²C_y² with C_x = sqrt(2), the intercept column c = C_x/2,
+    # β² = R_x/C_y, R_x² = C_x² + c² = 2.5.
+    R2 = 2.5 + math.sqrt(2.5) / 2 * 4
     sigma = gaussian_noise_multiplier(1.0, 1e-5) * math.sqrt(2) * R2
     std = noise.std(axis=0, ddof=1)
     np.testing.assert_allclose(np.diag(std), sigma, rtol=0.15)
@@ -277,7 +279,7 @@ def test_solve_falls_back_to_least_squares_on_a_singular_system():
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_the_fit_hands_the_intercept_constant_to_the_ridge(monkeypatch, fit_intercept):
     """The ridge's centring term is there exactly when the Gram matrix has
-    the intercept column (constant 1)."""
+    the intercept column (constant clip/2: sqrt(3)/2 at d = 3)."""
     seen = []
     real = _linear._adassp_ridge
 
@@ -289,7 +291,7 @@ def test_the_fit_hands_the_intercept_constant_to_the_ridge(monkeypatch, fit_inte
     DPLinearRegression(fit_intercept=fit_intercept, random_state=0).fit(
         *_data(n=500, d=3)[:2]
     )
-    assert seen == [1.0 if fit_intercept else None]
+    assert seen == [pytest.approx(math.sqrt(3) / 2) if fit_intercept else None]
 
 
 # --------------------------------------------------------------------------
@@ -403,7 +405,7 @@ def test_verbose_states_the_guarantee(capsys):
     assert "[DPLinearRegression]" in out and "replace one record" in out
     # The Gram release's std z_gram·sqrt(2)·R², 90% of μ² on it, d = 2.
     z = gaussian_noise_multiplier(1.0, 1e-5, 2) / math.sqrt(2) / math.sqrt(0.9)
-    R2 = 2 + 1 + math.sqrt(3) / 2 * 4
+    R2 = 2.5 + math.sqrt(2.5) / 2 * 4  # the intercept column sqrt(2)/2
     printed = float(re.search(r"Gram noise std (\S+) ", out).group(1))
     assert printed == pytest.approx(z * math.sqrt(2) * R2, rel=1e-3)
 
