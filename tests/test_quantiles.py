@@ -188,10 +188,13 @@ def test_a_run_from_an_isolated_spike_skips_the_empty_bins():
 
 
 def test_public_grids_match_their_formulas():
-    """The grid is a public constant of data_range alone: the signed grid
-    ±R·10**(-k/2) for k = 24..0 (R·10**(-k/4) at per_decade=4), recomputed
-    here term by term."""
+    """The grids are public constants of data_range alone: the magnitude grid
+    0, R·10**(-k/4) for k = 48..0, and the signed grid ±R·10**(-k/2) for
+    k = 24..0 (R·10**(-k/4) at per_decade=4), recomputed here term by term."""
     for R in (1.0, 1e6, 3.5e-3):
+        magnitude = [0.0] + [R * 10.0 ** (-k / 4) for k in range(48, -1, -1)]
+        np.testing.assert_allclose(_quantiles.magnitude_grid(R), magnitude, rtol=1e-13)
+        assert _quantiles.magnitude_grid(R)[[0, -1]].tolist() == [0.0, R]
         for per_decade in (2, 4):
             top = 12 * per_decade
             positive = [R * 10.0 ** (-k / per_decade) for k in range(top, -1, -1)]
@@ -217,7 +220,7 @@ def test_bounds_search_counts_match_np_histogram():
     """Every round of private_bounds bins each value as np.histogram (an
     independent oracle) bins the value clipped to the grid: a value on an
     edge goes to the bin it opens (the top edge to the last bin); the signed
-    grid's ends collect everything beyond, a zoom grid counts the values
+    and log grids' ends collect everything beyond, a zoom grid counts the values
     below and above it in two bins of their own."""
     rng = np.random.default_rng(20)
     R = 1e6
@@ -227,6 +230,14 @@ def test_bounds_search_counts_match_np_histogram():
     counts = _quantiles._signed_counts(X, edges=edges)
     for j in range(2):
         expected = np.histogram(np.clip(X[:, j], -R, R), edges)[0]
+        np.testing.assert_array_equal(counts[j], expected)
+    # The extent search's round 1: |x| on the log grid.
+    edges = _quantiles.magnitude_grid(R)
+    x = _on_and_off_the_edges(edges, rng, 300)
+    X = np.column_stack([x, x[::-1] * 1e-6])
+    counts = _quantiles._magnitude_counts(X, edges=edges, data_range=R)
+    for j in range(2):
+        expected = np.histogram(np.abs(np.clip(X[:, j], -R, R)), edges)[0]
         np.testing.assert_array_equal(counts[j], expected)
     # A zoom round: 16 and 64 equal bins on [-3, 5] and [0, 1e-3].
     lower, width = np.array([-3.0, 0.0]), np.array([8.0, 1e-3])

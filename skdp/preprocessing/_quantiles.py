@@ -4,15 +4,22 @@
 holds the bulk of the data, reading the data only through Gaussian-noised
 histograms:
 
-1. one histogram on the public signed grid of the one-histogram schedule
-   (:func:`signed_grid`: bins a factor sqrt(10) wide over ``_DECADES``
-   decades of each sign, and a zero bin), read by :func:`located_bounds`,
-   which finds the bulk even where it is spread over a decade or over both
-   signs (the bins read folded); a feature it does not see starts from the
-   public range ``[-data_range, data_range]``. This round gets
-   ``_FIRST_SHARE`` of the bounds' budget: a failed first round leaves the
+1. a first round that finds where the column lies, in one of two ways
+   (``first_round``). The *extent* search (naive Bayes, the quantile
+   transformers' grids, the sampler's ball) counts ``|x|`` on a public
+   logarithmic grid over ``[0, data_range]`` (``_PER_DECADE`` bins per
+   decade over ``_DECADES`` decades, plus ``[0, data_range·1e-12]``) and
+   starts the zoom rounds from ``[-M, M]`` around the magnitude ``M`` of the
+   bulk, which keeps a column's extent (0 included, for a nonnegative
+   column). The *bulk* search (:class:`DPStandardScaler`, for a mean and a
+   variance) reads the one-histogram schedule's signed grid
+   (:func:`signed_grid`: bins a factor sqrt(10) wide on each sign, and a
+   zero bin) with :func:`located_bounds`, which finds the bulk even where it
+   is spread over a decade or over both signs (the bins read folded), with
+   ``_FIRST_SHARE`` of the rounds' budget: a failed first round leaves the
    zoom rounds a range they cannot narrow enough, a failed zoom round only
-   keeps its interval;
+   keeps its interval. A column the first round does not see starts from the
+   public range ``[-data_range, data_range]``;
 2. ``_ZOOM_ROUNDS`` histograms with ``_ZOOM_BINS`` equal bins on the
    interval found by the round before, each of which narrows it to the bins
    that hold the bulk. A feature whose bulk fitted in ``_NARROW_RUN`` bins
@@ -88,6 +95,9 @@ from ..mechanisms import gaussian_mechanism
 #: Decades of magnitude covered by each sign of the signed grid: its zero bin
 #: is ``[-data_range·1e-12, data_range·1e-12]``.
 _DECADES = 12
+#: Bins per decade of the log grid of ``|x|`` (edges a factor 10**0.25 ≈ 1.78
+#: apart), the first round of the extent search.
+_PER_DECADE = 4
 #: Equal-width bins of each zoom round.
 _ZOOM_BINS = 64
 #: Equal-width bins of a zoom round that follows a round whose bulk fitted in
@@ -134,6 +144,12 @@ N_BOUND_RELEASES = 1 + _ZOOM_ROUNDS
 #: unseen by round 1 in 8-24% of fits, and the zoom rounds cannot come back
 #: from the public range (docs/benchmarks.md, "the search's first round").
 _FIRST_SHARE = 0.5
+
+
+def magnitude_grid(data_range):
+    """Edges of the public grid of ``|x|``: 0, then ``data_range·10**(-k/4)``."""
+    k = np.arange(_DECADES * _PER_DECADE, -1, -1)
+    return np.concatenate([[0.0], data_range * 10.0 ** (-k / _PER_DECADE)])
 
 
 def histogram_sensitivity(n_features):
@@ -243,7 +259,7 @@ def _grow_run(noisy_counts, target, noise_std, signal_sds):
     return a, b
 
 
-def private_bounds(X, *, data_range, noise_multiplier, rng):
+def private_bounds(X, *, data_range, noise_multiplier, rng, first_round="extent"):
     """Per-feature ``(lower, upper)``, ``lower < upper``, from noisy histograms.
 
     Parameters
@@ -257,10 +273,19 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     noise_multiplier : float
         ``z``: the ``N_BOUND_RELEASES`` rounds together are
         ``sqrt(N_BOUND_RELEASES) / z``-GDP (replace one), as that many
-        releases of noise multiplier ``z`` would be. The first round gets
-        ``_FIRST_SHARE`` of that μ² (multiplier ``z/sqrt(N·_FIRST_SHARE)``),
-        the zoom rounds equal parts of the rest.
+        releases of noise multiplier ``z`` would be.
     rng : numpy.random.Generator
+    first_round : {"extent", "bulk"}, default="extent"
+        ``"extent"``: round 1 is the histogram of ``|x|`` on the log grid
+        (:func:`magnitude_grid`) and the zoom rounds start from the
+        symmetric ``[-M, M]`` it finds, every round with multiplier ``z``:
+        bounds that keep a column's extent (naive Bayes, the quantile
+        transformers' grids, the sampler's ball). ``"bulk"``: round 1 is
+        the located histogram (:func:`located_bounds`) with ``_FIRST_SHARE``
+        of the rounds' μ² (:func:`round_multipliers`): bounds around the
+        bulk for a mean and a variance (:class:`DPStandardScaler`), which
+        see a column spread over a decade or centred on 0 where no bin of
+        ``|x|`` stands out.
 
     Returns
     -------
@@ -268,7 +293,10 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     """
     n, d = X.shape
     sensitivity = histogram_sensitivity(d)
-    z_first, z_zoom = round_multipliers(noise_multiplier)
+    if first_round == "bulk":
+        z_first, z_zoom = round_multipliers(noise_multiplier)
+    else:
+        z_first = z_zoom = noise_multiplier
     noise_std = z_zoom * sensitivity
 
     def release(counts):
@@ -276,18 +304,10 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
             counts, sensitivity=sensitivity, noise_multiplier=z_zoom, rng=rng
         )
 
-    # Round 1: the located histogram (one signed, coarse grid) of the
-    # one-histogram schedule, which finds the bulk of a column spread over a
-    # decade or centred on 0 where no bin of a finer grid stands out.
-    signed, edges, first_std = private_signed_histogram(
-        X, data_range=data_range, noise_multiplier=z_first, rng=rng
-    )
-    lower, upper, located, zero = located_bounds(signed, edges, first_std, n_samples=n)
-    # A feature round 1 does not see at all keeps the public range.
-    lower = np.where(located | zero, lower, -float(data_range))
-    upper = np.where(located | zero, upper, float(data_range))
-    lower = np.maximum(lower, -float(data_range))
-    upper = np.minimum(upper, float(data_range))
+    if first_round == "bulk":
+        lower, upper, widen = _located_first_round(X, data_range, z_first, rng)
+    else:
+        lower, upper, widen = _magnitude_first_round(X, data_range, z_first, rng)
     fine = np.zeros(d, dtype=bool)  # which features get the fine grid
     # The interval each side returns to if mass turns up beyond it (below).
     wider_lower = np.full(d, -float(data_range))
@@ -353,8 +373,59 @@ def private_bounds(X, *, data_range, noise_multiplier, rng):
     # Widen the final interval a little (post-processing): less clipping of
     # the tails, at a small cost in resolution.
     pad = _PAD * (upper - lower)
-    lower, upper = lower - pad, upper + pad
-    return _widen_to_heavy_tails(lower, upper, signed, edges, first_std, n)
+    return widen(lower - pad, upper + pad)
+
+
+def _magnitude_first_round(X, data_range, noise_multiplier, rng):
+    """Round 1 of the extent search: ``[-M, M]`` from the noisy histogram of
+    ``|x|``, and the final widening to a heavy tail it saw (a function of the
+    final interval)."""
+    n, d = X.shape
+    sensitivity = histogram_sensitivity(d)
+    edges = magnitude_grid(data_range)
+    counts = sum_over_rows(
+        _magnitude_counts, X, (d, edges.size - 1), edges=edges, data_range=data_range
+    )
+    magnitudes = gaussian_mechanism(
+        counts, sensitivity=sensitivity, noise_multiplier=noise_multiplier, rng=rng
+    )
+    noise_std = noise_multiplier * sensitivity
+    _, hi = bulk_window(magnitudes, (1.0 - _TAIL) * n, noise_std)
+    upper = edges[hi]
+
+    def widen(lower, upper):
+        return _widen_to_heavy_tails(lower, upper, magnitudes, edges, noise_std, n)
+
+    return -upper, upper, widen
+
+
+def _located_first_round(X, data_range, noise_multiplier, rng):
+    """Round 1 of the bulk search: the located histogram of the one-histogram
+    schedule (one signed, coarse grid), which finds the bulk of a column
+    spread over a decade or centred on 0; a column it does not see at all
+    keeps the public range. With the final widening, as the extent
+    search's, on its bins folded (the counts of ``|x|``)."""
+    n = X.shape[0]
+    signed, edges, noise_std = private_signed_histogram(
+        X, data_range=data_range, noise_multiplier=noise_multiplier, rng=rng
+    )
+    lower, upper, located, zero = located_bounds(signed, edges, noise_std, n_samples=n)
+    lower = np.where(located | zero, lower, -float(data_range))
+    upper = np.where(located | zero, upper, float(data_range))
+    lower = np.maximum(lower, -float(data_range))
+    upper = np.minimum(upper, float(data_range))
+    zero_bin = (edges.size - 1) // 2
+    folded = signed[:, zero_bin + 1 :] + signed[:, zero_bin - 1 :: -1]
+    # The k-th folded bin spans [e_k, e_k+1] of the signed grid's positive
+    # edges (from the zero bin's top): a log grid of |x| above the zero bin.
+    magnitude_edges = edges[zero_bin + 1 :]
+
+    def widen(lower, upper):
+        return _widen_to_heavy_tails(
+            lower, upper, folded, magnitude_edges, math.sqrt(2.0) * noise_std, n
+        )
+
+    return lower, upper, widen
 
 
 def round_multipliers(noise_multiplier):
@@ -372,34 +443,46 @@ def round_multipliers(noise_multiplier):
     return z_first, z_zoom
 
 
-def _widen_to_heavy_tails(lower, upper, signed, edges, noise_std, n):
+def _widen_to_heavy_tails(lower, upper, magnitudes, edges, noise_std, n):
     """Widen the final interval to a heavy tail that round 1 saw beyond it.
 
     A heavy tail beyond a spike (zero inflation: ~97% zeros and a few large
     values) is outside the bulk the zoom rounds keep: the interval would
     shrink to the spike and clip the tail away, and the transform would then
-    blow the tail up. Where round 1's noisy counts of ``|x|`` (its signed
-    bins folded, noise std ``sqrt(2)`` times its own) beyond the final
-    interval add up to more than ``_TAIL·n`` (plus two standard deviations of
-    their noise) and one of them stands out of the noise, widen the interval
-    to the top of the highest such bin on both sides. Post-processing of
+    blow the tail up. Where round 1's noisy counts of ``|x|`` (``magnitudes``
+    on the grid ``edges`` of ``|x|``, noise std ``noise_std``) beyond the
+    final interval add up to more than ``_TAIL·n`` (plus two standard
+    deviations of their noise) and one of them stands out of the noise,
+    widen the interval to the top of the highest such bin on both sides
+    (round 1 can overshoot a heavy tail by decades). Post-processing of
     round 1.
     """
-    zero_bin = (edges.size - 1) // 2
-    folded = signed[:, zero_bin + 1 :] + signed[:, zero_bin - 1 :: -1]
-    magnitude_edges = edges[zero_bin + 1 :]  # k-th folded bin: [e_k, e_k+1]
-    folded_std = math.sqrt(2.0) * noise_std
+    n_log = magnitudes.shape[1]
     reach = np.maximum(np.abs(lower), np.abs(upper))
-    beyond = magnitude_edges[None, :-1] >= reach[:, None]  # wholly beyond
-    mass = np.where(beyond, folded, 0.0).sum(axis=1)
-    cut = mass > _TAIL * n + 2.0 * folded_std * np.sqrt(beyond.sum(axis=1))
-    significant = beyond & (folded > _SIGNAL_SDS * folded_std)
-    highest = folded.shape[1] - 1 - np.argmax(significant[:, ::-1], axis=1)
+    beyond = edges[None, :-1] >= reach[:, None]  # bins wholly beyond the interval
+    mass = np.where(beyond, magnitudes, 0.0).sum(axis=1)
+    cut = mass > _TAIL * n + 2.0 * noise_std * np.sqrt(beyond.sum(axis=1))
+    significant = beyond & (magnitudes > _SIGNAL_SDS * noise_std)
+    highest = n_log - 1 - np.argmax(significant[:, ::-1], axis=1)
     cut &= significant.any(axis=1)
-    top = magnitude_edges[1:][highest]
+    top = edges[1:][highest]
     lower = np.where(cut, np.minimum(lower, -top), lower)
     upper = np.where(cut, np.maximum(upper, top), upper)
     return lower, upper
+
+
+def _magnitude_counts(X, *, edges, data_range):
+    """Counts of ``|x|`` (x clipped to the public range) on the log grid, per feature.
+
+    A sum over rows: :func:`private_bounds` calls it on X, or on every row
+    chunk of a Dask X (see :func:`skdp._base.sum_over_rows`).
+    """
+    X = np.clip(X, -data_range, data_range)  # the public range; no overflow below
+    n_log_bins = edges.size - 1
+    bins = np.clip(
+        np.searchsorted(edges, np.abs(X), side="right") - 1, 0, n_log_bins - 1
+    )
+    return bin_counts(bins, n_log_bins)
 
 
 def _zoom_counts(X, *, data_range, lower, width, n_bins):

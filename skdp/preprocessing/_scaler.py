@@ -753,7 +753,11 @@ class DPStandardScaler(
             )
         elif schedule == "search":
             bounds = private_bounds(
-                X, data_range=self.data_range, noise_multiplier=z_bounds, rng=rng
+                X,
+                data_range=self.data_range,
+                noise_multiplier=z_bounds,
+                rng=rng,
+                first_round="bulk",  # a mean and a variance: the bulk
             )
             mean, scale = self._noisy_moments(X, bounds, z, rng)
             # scikit-learn's convention for a zero variance (scale 1), where
