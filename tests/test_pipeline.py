@@ -384,12 +384,14 @@ def _missing_values_pipeline():
 
 
 def _target_scaled_pipeline():
+    # check_inverse left at scikit-learn's default: make_private_pipeline
+    # turns the round trip off, and clones, folds and a search keep it off
+    # (the ledger would name a fit that ran it).
     return make_private_pipeline(
         DPStandardScaler(),
         TransformedTargetRegressor(
             regressor=DPRandomFeaturesRegressor(),
             transformer=DPStandardScaler(),
-            check_inverse=False,
         ),
         epsilon=1.0,
         delta=1e-5,

@@ -291,6 +291,10 @@ def private_bounds(X, *, data_range, noise_multiplier, rng, first_round="extent"
     -------
     lower, upper : ndarray of shape (n_features,)
     """
+    if first_round not in ("extent", "bulk"):
+        raise ValueError(
+            f"first_round must be 'extent' or 'bulk'; got {first_round!r}."
+        )
     n, d = X.shape
     sensitivity = histogram_sensitivity(d)
     if first_round == "bulk":
@@ -414,11 +418,7 @@ def _located_first_round(X, data_range, noise_multiplier, rng):
     upper = np.where(located | zero, upper, float(data_range))
     lower = np.maximum(lower, -float(data_range))
     upper = np.minimum(upper, float(data_range))
-    zero_bin = (edges.size - 1) // 2
-    folded = signed[:, zero_bin + 1 :] + signed[:, zero_bin - 1 :: -1]
-    # The k-th folded bin spans [e_k, e_k+1] of the signed grid's positive
-    # edges (from the zero bin's top): a log grid of |x| above the zero bin.
-    magnitude_edges = edges[zero_bin + 1 :]
+    folded, magnitude_edges = fold_signed(signed, edges)
 
     def widen(lower, upper):
         return _widen_to_heavy_tails(
@@ -559,6 +559,16 @@ def read_bins(noisy_counts, noise_std, *, mirrored=False):
     return read
 
 
+def fold_signed(noisy_counts, edges):
+    """``(folded, magnitude_edges)``: a signed grid's counts read as counts of
+    ``|x|`` above the zero bin (each positive bin plus its mirror, noise std
+    ``sqrt(2)`` times the bins'), and their edges (the k-th folded bin spans
+    ``[magnitude_edges[k], magnitude_edges[k + 1]]``)."""
+    zero_bin = (edges.size - 1) // 2
+    folded = noisy_counts[:, zero_bin + 1 :] + noisy_counts[:, zero_bin - 1 :: -1]
+    return folded, edges[zero_bin + 1 :]
+
+
 def signed_grid(data_range, per_decade=_COARSE_PER_DECADE):
     """Edges of the public signed grid of the one-release estimate.
 
@@ -572,10 +582,11 @@ def signed_grid(data_range, per_decade=_COARSE_PER_DECADE):
     return np.concatenate([-positive[::-1], positive])
 
 
-def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin, n_samples):
+def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin, n_samples, read=None):
     """Mean, scale and bounds per feature from a noisy histogram (post-processing).
 
-    Only the bins whose noisy count exceeds ``_COARSE_SIGNAL_SDS`` noise
+    ``read``: the bins :func:`read_bins` reads (computed here if None). Only
+    the bins whose noisy count exceeds ``_COARSE_SIGNAL_SDS`` noise
     standard deviations are read, as a histogram of the data (their noisy
     counts as weights): the mean is the weighted mean of the bin centres,
     and the variance that of the bin centres plus each bin's own
@@ -593,9 +604,9 @@ def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin, n_samples):
     left, right = edges[:-1], edges[1:]
     centre = left / 2.0 + right / 2.0
     width = right - left
-    weight = np.where(
-        read_bins(noisy_counts, noise_std, mirrored=True), noisy_counts, 0.0
-    )
+    if read is None:
+        read = read_bins(noisy_counts, noise_std, mirrored=True)
+    weight = np.where(read, noisy_counts, 0.0)
     total = weight.sum(axis=1)
     seen = total > 0
     total = np.where(seen, total, 1.0)
@@ -641,21 +652,26 @@ def located_bounds(noisy_counts, edges, noise_std, *, n_samples):
     """
     n_bins = edges.size - 1
     zero_bin = n_bins // 2
-    _, _, lower, upper, seen, zero = histogram_scale(
-        noisy_counts, edges, noise_std, zero_bin=zero_bin, n_samples=n_samples
-    )
     read = read_bins(noisy_counts, noise_std, mirrored=True)
+    _, _, lower, upper, seen, zero = histogram_scale(
+        noisy_counts,
+        edges,
+        noise_std,
+        zero_bin=zero_bin,
+        n_samples=n_samples,
+        read=read,
+    )
     mass = np.where(read, noisy_counts, 0.0).sum(axis=1)
     margin = 2.0 * noise_std * np.sqrt(read.sum(axis=1))
     short = ~zero & (mass + margin < (1.0 - 2.0 * _TAIL) * n_samples)
     # Magnitude bins k = 0, 1, ... outward from the zero bin, on each side.
     positive = noisy_counts[:, zero_bin + 1 :]
     negative = noisy_counts[:, zero_bin - 1 :: -1]
-    folded = positive + negative
+    folded, magnitude_edges = fold_signed(noisy_counts, edges)
     folded_read = read_bins(folded, math.sqrt(2.0) * noise_std)
     spread = short & folded_read.any(axis=1)
     highest = folded_read.shape[1] - 1 - np.argmax(folded_read[:, ::-1], axis=1)
-    top = edges[zero_bin + 2 :][highest]  # M: upper edge of the highest bin read
+    top = magnitude_edges[1:][highest]  # M: upper edge of the highest bin read
     sum_margin = 2.0 * noise_std * np.sqrt(folded_read.sum(axis=1))
     has_positive = np.where(folded_read, positive, 0.0).sum(axis=1) > sum_margin
     has_negative = np.where(folded_read, negative, 0.0).sum(axis=1) > sum_margin
