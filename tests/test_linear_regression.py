@@ -360,6 +360,9 @@ def test_multi_output_and_single_column_y():
     assert default.clip_norm_ == pytest.approx(math.sqrt(3))
     col = DPLinearRegression(random_state=0).fit(X, Y[:, :1])
     assert col.coef_.shape == (1, 3)
+    # Without an intercept: one zero intercept per output (k = 2, d = 3).
+    plain = DPLinearRegression(fit_intercept=False, random_state=0).fit(X, Y)
+    assert plain.intercept_.shape == (2,) and not plain.intercept_.any()
 
 
 @pytest.mark.parametrize(
@@ -616,6 +619,33 @@ def test_standardised_data_never_warns(n, seed):
     assert _scale_warnings(X, y, seed, delta=0.1 / n) == []
     # A tight budget's noise is no false alarm either.
     assert _scale_warnings(X, y, seed, delta=0.1 / n, epsilon=0.05) == []
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("k", [1, 3])
+def test_the_target_warning_allows_three_noise_sds(fit_intercept, k):
+    """White box of the target warning on a hand-made released Gram matrix:
+    it fires when the released mean of ||clip(y)||², trace(yᵀy)/(β²n), lies
+    above half of target_clip² by more than 3·σ·sqrt(k)/(β²n) (three noise
+    standard deviations of the trace of k diagonal entries), and not at a
+    hair below that."""
+    d, n, weight, target_clip, sigma = 2, 400, 1.7, 2.0, 900.0
+    constant = 0.7 if fit_intercept else None
+    size = d + (constant is not None) + k
+    edge = (0.5 * target_clip**2 * weight**2 * n + 3.0 * sigma * math.sqrt(k)) / k
+    for scale, warns in ((1 + 1e-9, True), (1 - 1e-9, False)):
+        gram = np.zeros((size, size))
+        y0 = d + (constant is not None)
+        gram[np.arange(y0, size), np.arange(y0, size)] = edge * scale
+        if constant is not None:
+            gram[d, d] = n * constant**2
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _linear._warn_if_far_from_standardised(
+                gram, n, d, constant, weight, 1.0, target_clip, sigma, stacklevel=1
+            )
+        fired = [w for w in caught if "most target rows" in str(w.message)]
+        assert len(fired) == warns, (scale, k, fit_intercept)
 
 
 @pytest.mark.parametrize("d, k", [(1, 1), (4, 1), (3, 2)])
