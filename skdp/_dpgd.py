@@ -186,7 +186,9 @@ def auto_schedule(n_samples, n_params, mu, *, sparse=False):
     coordinates of the model, ``(d + 1)·k`` for a linear model with intercept
     and k outputs), ``mu`` (the GDP budget of the whole run) and whether the
     features come as a sparse matrix (a property of the container, not of
-    the values). The learning rate is ``horizon / n_iter``.
+    the values, as long as the caller did not choose the container from the
+    values: see :func:`skdp.pipeline.set_privacy_budget`). The learning
+    rate is ``horizon / n_iter``.
 
     * Steps: ``n_iter = clip(764·sqrt(n_params / n_samples), 50, 200)``. More
       parameters per record need more (smaller) steps; many records per

@@ -93,7 +93,17 @@ class PrivacyLedger:
       other than ``make_column_selector`` and is not marked with
       :func:`skdp.rowwise` (it may choose from the values), and for DP fits
       inside a wrapper that seeded their noise itself (bagging gives every
-      sub-model a seed, kept in the fitted model).
+      sub-model a seed, kept in the fitted model);
+    * a :class:`~skdp.PrivacyLeakWarning` for a ``ColumnTransformer`` with
+      ``sparse_threshold > 0`` whose choice between a sparse and a dense
+      output can depend on the values: a sparse ``OneHotEncoder`` that drops
+      a category or does not raise on unknown ones, or, when the output was
+      stacked sparse, any part whose stored values the shape does not fix (a
+      sparse input passed through). The next step sees a different
+      container (DPLogisticRegression's automatic schedule follows it). A
+      dense output is not checked for parts of unknown density (the ledger
+      cannot see the input): with a sparse input or a transformer of your
+      own that returns a sparse matrix, set ``sparse_threshold=0``.
 
     It refuses, leaving itself as it was:
 
@@ -661,6 +671,89 @@ def _target_round_trip(obj, path, leaks):
     ] = None
 
 
+def _density_varies(part):
+    """Whether ``part`` (a ColumnTransformer's transformer) may return a sparse
+    matrix whose number of stored values depends on the values.
+
+    A ``OneHotEncoder`` with sparse output stores one value per feature and
+    row only if no category is dropped and an unknown category is an error
+    (otherwise a row of the dropped or an unknown category stores none).
+    """
+    from sklearn.preprocessing import OneHotEncoder
+
+    if not isinstance(part, OneHotEncoder) or not part.sparse_output:
+        return False
+    drops = part.drop is not None and not (
+        isinstance(part.drop, str)
+        and part.drop == "if_binary"
+        and not isinstance(part.categories, str)
+        and all(len(c) != 2 for c in part.categories)
+    )
+    return drops or part.handle_unknown != "error"
+
+
+def _density_fixed(part):
+    """Whether the stored values of ``part``'s output are fixed by the shape:
+    nothing, a dense array (skdp's DP transformers return one) or a
+    ``OneHotEncoder`` whose density does not vary (:func:`_density_varies`)."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    if part is None or (isinstance(part, str) and part == "drop"):
+        return True
+    if is_dp_estimator(part):
+        return True
+    if isinstance(part, OneHotEncoder):
+        return not part.sparse_output or not _density_varies(part)
+    return False
+
+
+def container_from_density(obj, fitted):
+    """Names of a ``ColumnTransformer``'s parts whose output density can
+    decide, from the values, whether its output is sparse; [] if none.
+
+    With ``sparse_threshold > 0`` scikit-learn stacks the parts' outputs as
+    a sparse matrix when the share of stored values is below the threshold.
+    When that share depends on the values, one record can flip the choice,
+    and the next step sees a different container (DPLogisticRegression's
+    automatic schedule is set by it; other DP steps refuse sparse input).
+    Unfitted: the parts known to vary (:func:`_density_varies`). Fitted and
+    stacked sparse: also every part whose density is not fixed by the shape
+    (a sparse input passed through, a transformer of the user's own).
+    """
+    from sklearn.compose import ColumnTransformer
+
+    if not isinstance(obj, ColumnTransformer) or obj.sparse_threshold <= 0:
+        return []
+    if fitted:
+        parts = [(name, t) for name, t, _ in obj.transformers_]
+    else:
+        parts = [(name, t) for name, t, _ in obj.transformers]
+        parts.append(("remainder", obj.remainder))
+    varying = [name for name, part in parts if _density_varies(part)]
+    if fitted and obj.sparse_output_:
+        varying += [name for name, part in parts if not _density_fixed(part)]
+    return list(dict.fromkeys(varying))
+
+
+def _container_choice(obj, path, leaks, fitted):
+    """Name a ColumnTransformer whose sparse-or-dense choice reads the values."""
+    varying = container_from_density(obj, fitted)
+    if not varying:
+        return
+    leaks[
+        f"{path} (ColumnTransformer) stacks its output as a sparse matrix when "
+        f"the share of stored values is below sparse_threshold="
+        f"{obj.sparse_threshold:g}, and that share depends on the values "
+        f"through {', '.join(repr(name) for name in varying)} (a dropped or "
+        "unknown category stores nothing; so may a sparse input passed "
+        "through): one record can switch the next step between a sparse and "
+        "a dense input, which changes what a DP step does (DPLogisticRegression's "
+        "automatic schedule) or whether it fits. It is not covered by the "
+        "ledger's total; set sparse_threshold=0 (make_private_pipeline and "
+        "set_privacy_budget do)."
+    ] = None
+
+
 def _fitted_with_templates(obj):
     """``(name, fitted child, the unfitted template it was made from)`` of a wrapper.
 
@@ -867,6 +960,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
         return
     _value_reading_callables(obj, path, leaks)
     _target_round_trip(obj, path, leaks)
+    _container_choice(obj, path, leaks, fitted)
     children = _children(obj, fitted, path)
     if children is not None:
         if fitted:

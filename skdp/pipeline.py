@@ -14,7 +14,7 @@ from sklearn.base import clone
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
 
-from ._ledger import _dp_inside, is_dp_estimator
+from ._ledger import _dp_inside, container_from_density, is_dp_estimator
 from .accounting import (
     epsilon_from_mu,
     epsilon_from_zcdp_tight,
@@ -55,7 +55,9 @@ def make_private_pipeline(*steps, epsilon=1.0, delta=1e-5, weights=None, **kwarg
     one fit of the pipeline spends exactly (``epsilon``, ``delta``) as
     :class:`~skdp.PrivacyLedger` totals it. A TransformedTargetRegressor
     with a DP ``transformer`` gets ``check_inverse=False`` (its round-trip
-    check on y is a release of its own; see :func:`set_privacy_budget`).
+    check on y is a release of its own; see :func:`set_privacy_budget`),
+    and a ColumnTransformer that would choose a sparse or dense output from
+    the values gets ``sparse_threshold=0``.
 
     Parameters
     ----------
@@ -160,6 +162,17 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     record beyond the bounds a private scaler clips to can cause (a release
     no budget covers; :class:`~skdp.PrivacyLedger` names it where it ran).
 
+    **The container.** A :class:`~sklearn.compose.ColumnTransformer` stacks
+    its parts as a sparse matrix when their share of stored values is below
+    ``sparse_threshold`` (0.3 by default). A sparse
+    :class:`~sklearn.preprocessing.OneHotEncoder` that drops a category or
+    ignores unknown ones stores nothing for those rows, so one record can
+    flip the choice, and the next step then sees another container
+    (DPLogisticRegression's automatic schedule follows it; other DP steps
+    refuse sparse input). Such a ColumnTransformer gets
+    ``sparse_threshold=0`` (always dense); one whose share the shape fixes
+    keeps its threshold.
+
     **Refused**, before anything is changed: a DP step without
     ``epsilon``/``delta`` parameters, and a DP estimator held by anything
     other than the four composites above (a wrapper may fit it several
@@ -199,6 +212,8 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     )
     for path in _target_round_trips(estimator):
         estimator.set_params(**{_join(path, "check_inverse"): False})
+    for path in _containers_from_density(estimator):
+        estimator.set_params(**{_join(path, "sparse_threshold"): 0.0})
     return estimator
 
 
@@ -220,6 +235,18 @@ def _target_round_trips(estimator, path=""):
         found.append(path)
     for name, child in children:
         found += _target_round_trips(child, _join(path, name))
+    return found
+
+
+def _containers_from_density(estimator, path=""):
+    """Paths of the ColumnTransformers that would choose a sparse or dense
+    output from the density of values a record can change
+    (:func:`skdp._ledger.container_from_density`)."""
+    if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
+        return []
+    found = [path] if container_from_density(estimator, fitted=False) else []
+    for name, child in _composite_children(estimator) or []:
+        found += _containers_from_density(child, _join(path, name))
     return found
 
 

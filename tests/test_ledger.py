@@ -1150,6 +1150,112 @@ def test_a_target_round_trip_check_is_named_as_a_release(data):
     assert record_quietly(PrivacyLedger(delta=DELTA), identity) == []
 
 
+def _categorical_table(n_unknown, n=100):
+    """One numeric column and one of five known categories, ``n_unknown`` rows
+    of an unknown one: with a sparse one-hot encoding (handle_unknown="ignore")
+    the share of stored values is (2n - n_unknown) / 6n, 0.3 at 20 of 100."""
+    rng = np.random.default_rng(0)
+    X = np.empty((n, 2), dtype=object)
+    X[:, 0] = rng.normal(size=n)
+    X[:, 1] = rng.choice(list("abcde"), size=n)
+    X[:n_unknown, 1] = "z"
+    return X, np.arange(n) % 2
+
+
+def _one_hot_pipeline(sparse_threshold=0.3, **encoder):
+    encoder = {"categories": [list("abcde")], **encoder}
+    pre = ColumnTransformer(
+        [
+            ("num", DPStandardScaler(delta=DELTA, bounds=(-5.0, 5.0)), [0]),
+            ("cat", OneHotEncoder(**encoder), [1]),
+        ],
+        sparse_threshold=sparse_threshold,
+    )
+    return make_pipeline(pre, DPLogisticRegression(delta=DELTA, classes=[0, 1]))
+
+
+def test_a_sparse_or_dense_choice_read_from_the_values_is_named():
+    # ColumnTransformer stacks sparse when the share of stored values is
+    # below sparse_threshold. An encoder that ignores unknown categories
+    # stores nothing for them, so neighbours (one more unknown) flip the
+    # choice, and DPLogisticRegression's automatic schedule follows the
+    # container: its clip differs between them. The ledger names it on
+    # both sides; with sparse_threshold=0 the choice is fixed and silent.
+    fits = [
+        _one_hot_pipeline(handle_unknown="ignore").fit(*_categorical_table(k))
+        for k in (20, 21)
+    ]
+    assert [f[0].sparse_output_ for f in fits] == [False, True]
+    assert [f[-1].clip_norm_ for f in fits] == [1.0, 0.5]
+    for fitted in fits:
+        messages = record_quietly(PrivacyLedger(delta=DELTA), fitted)
+        named = [m for m in messages if "sparse_threshold=0.3" in m]
+        assert len(named) == 1
+        assert named[0].startswith(
+            "Pipeline/columntransformer (ColumnTransformer) stacks its output "
+            "as a sparse matrix"
+        )
+        assert "through 'cat'" in named[0]
+    fixed = _one_hot_pipeline(0.0, handle_unknown="ignore")
+    assert record_quietly(
+        PrivacyLedger(delta=DELTA), fixed.fit(*_categorical_table(21))
+    ) == [m for m in messages if "sparse_threshold" not in m]
+
+
+@pytest.mark.parametrize(
+    "encoder, sparse_threshold, varies",
+    [
+        ({}, 0.3, False),  # one stored value per row: fixed by the shape
+        ({"handle_unknown": "ignore"}, 0.3, True),
+        ({"handle_unknown": "infrequent_if_exist"}, 0.3, True),
+        ({"drop": "first"}, 0.3, True),
+        ({"drop": "if_binary"}, 0.3, False),  # five categories: none dropped
+        ({"drop": "if_binary", "categories": [["a", "b"]]}, 0.3, True),
+        ({"drop": "first", "sparse_output": False}, 0.3, False),  # dense
+        ({"drop": "first"}, 0.0, False),  # always dense
+        ({"handle_unknown": "ignore"}, 1.0, True),
+    ],
+)
+def test_which_encoders_make_the_container_depend_on_the_values(
+    encoder, sparse_threshold, varies
+):
+    from skdp._ledger import container_from_density
+
+    pre = _one_hot_pipeline(sparse_threshold, **encoder)[0]
+    assert container_from_density(pre, fitted=False) == (["cat"] if varies else [])
+    # A search's candidates (walked unfitted) are named the same way.
+    search = GridSearchCV(
+        _one_hot_pipeline(sparse_threshold, **encoder),
+        {"dplogisticregression__epsilon": [1.0]},
+        cv=KFold(2),
+        refit=False,
+    )
+    X, y = _categorical_table(0)
+    X[:, 1] = np.resize(["a", "b"], 100)  # known to every encoder above
+    messages = record_quietly(PrivacyLedger(), search.fit(X, y))
+    assert any("stacks its output as a sparse" in m for m in messages) == varies
+
+
+def test_a_sparse_output_from_a_part_of_unknown_density_is_named():
+    # Stacked sparse, every part whose density the shape does not fix is
+    # named: here a sparse input passed through (its stored values are the
+    # data's non-zeros). Stacked dense, passthrough is not named (a dense
+    # input's parts count in full): the ledger cannot see the input.
+    import scipy.sparse as sp
+
+    X = sp.random(60, 4, density=0.2, random_state=0, format="csr")
+    y = np.arange(60) % 2
+    pre = ColumnTransformer([("keep", "passthrough", [0, 1, 2, 3])])
+    fitted = make_pipeline(pre, DPLogisticRegression(delta=DELTA, classes=[0, 1]))
+    fitted.fit(X, y)
+    assert fitted[0].sparse_output_
+    messages = record_quietly(PrivacyLedger(delta=DELTA), fitted)
+    assert any("through 'keep'" in m for m in messages)
+    dense = make_pipeline(clone(pre), DPLogisticRegression(delta=DELTA, classes=[0, 1]))
+    messages = record_quietly(PrivacyLedger(delta=DELTA), dense.fit(X.toarray(), y))
+    assert not any("stacks its output" in m for m in messages)
+
+
 def test_search_over_a_target_transformer_charges_its_dp_transformer(data):
     # An unfitted TransformedTargetRegressor candidate fits its transformer
     # too: a DP transformer is charged once per training part, like the

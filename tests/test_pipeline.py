@@ -370,6 +370,53 @@ def test_the_targets_round_trip_check_is_turned_off():
         PrivacyLedger().record(pipe)
 
 
+def test_a_container_chosen_from_the_values_is_fixed_dense():
+    # A ColumnTransformer stacks sparse when the share of stored values is
+    # below sparse_threshold; a one-hot encoder that ignores unknown
+    # categories (or drops one) makes that share depend on the values, and
+    # DPLogisticRegression's automatic schedule on the container. The budget
+    # helpers set sparse_threshold=0 there, at any depth, so that neighbours
+    # (one more unknown category) get the same schedule; encoders whose
+    # share is fixed by the shape keep the user's threshold.
+    from sklearn.preprocessing import OneHotEncoder
+
+    def encoded(**encoder):
+        return ColumnTransformer(
+            [
+                ("num", DPStandardScaler(bounds=(-5.0, 5.0)), [0]),
+                ("cat", OneHotEncoder(categories=[list("abcde")], **encoder), [1]),
+            ]
+        )
+
+    rng = np.random.default_rng(0)
+    X = np.empty((100, 2), dtype=object)
+    X[:, 0] = rng.normal(size=100)
+    X[:, 1] = rng.choice(list("abcde"), size=100)
+    X[:20, 1] = "z"  # stored share (200 - 20) / 600 = 0.3: dense
+    neighbour = X.copy()
+    neighbour[20, 1] = "z"  # 0.298: sparse at scikit-learn's threshold
+    y = np.arange(100) % 2
+    clips = []
+    for data in (X, neighbour):
+        pipe = make_private_pipeline(
+            encoded(handle_unknown="ignore"), DPLogisticRegression(classes=[0, 1])
+        )
+        assert pipe.get_params()["columntransformer__sparse_threshold"] == 0.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # unseeded
+            pipe.fit(data, y)
+        assert not pipe[0].sparse_output_
+        clips.append(pipe[-1].clip_norm_)
+    assert clips == [1.0, 1.0]
+    nested = set_privacy_budget(
+        make_pipeline(make_pipeline(encoded(drop="first")), _lr())
+    )
+    assert nested.get_params()["pipeline__columntransformer__sparse_threshold"] == 0
+    for fixed in (encoded(), encoded(handle_unknown="ignore", sparse_output=False)):
+        pipe = make_private_pipeline(fixed, _lr())
+        assert pipe.get_params()["columntransformer__sparse_threshold"] == 0.3
+
+
 def _missing_values_pipeline():
     from sklearn.impute import MissingIndicator, SimpleImputer
     from sklearn.pipeline import make_union
