@@ -173,7 +173,10 @@ def bulk_window(noisy_counts, target, noise_std, signal_sds=None):
     largest count does not exceed ``signal_sds · noise_std`` (default
     ``_SIGNAL_SDS``) keeps the whole grid. A feature whose largest bin is an
     isolated spike (:func:`isolated_spikes`) grows its run over the bins
-    that stand out of the noise only (:func:`_sparse_run`). Vectorised over
+    that stand out of the noise only (:func:`_sparse_run`). Two neighbours
+    whose sum exceeds ``signal_sds`` standard deviations of its noise
+    (``sqrt(2)·noise_std``) are signal too, when no bin is alone: a bulk
+    that a bin edge cuts in two, and they start the run. Vectorised over
     features; the loops are over bins and over isolated features.
     """
     signal_sds = _SIGNAL_SDS if signal_sds is None else signal_sds
@@ -239,7 +242,18 @@ def _grow_run(noisy_counts, target, noise_std, signal_sds):
     b = a + 1
     mass = noisy_counts[rows, a].astype(float)
     no_signal = mass <= signal_sds * noise_std
-    done = no_signal | (mass >= target - _MARGIN_SDS * noise_std)
+    if n_bins > 1:
+        # A bulk that a bin edge cuts in two (a column centred on 0 under the
+        # middle edge of a symmetric interval) can leave both halves below
+        # the threshold: two neighbours together, whose noise std is sqrt(2)
+        # times a bin's, are tested at the same number of their own sds.
+        pairs = noisy_counts[:, :-1] + noisy_counts[:, 1:]
+        p = np.argmax(pairs, axis=1)
+        pair = no_signal & (pairs[rows, p] > signal_sds * math.sqrt(2.0) * noise_std)
+        a, b = np.where(pair, p, a), np.where(pair, p + 2, b)
+        mass = np.where(pair, pairs[rows, p], mass)
+        no_signal &= ~pair
+    done = no_signal | (mass >= target - _MARGIN_SDS * noise_std * np.sqrt(b - a))
     for _ in range(n_bins - 1):  # a loop over bins, never over samples
         if done.all():
             break
@@ -285,7 +299,10 @@ def private_bounds(X, *, data_range, noise_multiplier, rng, first_round="extent"
         of the rounds' μ² (:func:`round_multipliers`): bounds around the
         bulk for a mean and a variance (:class:`DPStandardScaler`), which
         see a column spread over a decade or centred on 0 where no bin of
-        ``|x|`` stands out.
+        ``|x|`` stands out. A zoom round that finds more than both tails
+        beyond a side returns it to the interval of the round before; after
+        the located round, to the extent that round read on its folded bins
+        (the public range if it read none).
 
     Returns
     -------
@@ -308,14 +325,19 @@ def private_bounds(X, *, data_range, noise_multiplier, rng, first_round="extent"
             counts, sensitivity=sensitivity, noise_multiplier=z_zoom, rng=rng
         )
 
-    if first_round == "bulk":
-        lower, upper, widen = _located_first_round(X, data_range, z_first, rng)
-    else:
-        lower, upper, widen = _magnitude_first_round(X, data_range, z_first, rng)
-    fine = np.zeros(d, dtype=bool)  # which features get the fine grid
     # The interval each side returns to if mass turns up beyond it (below).
     wider_lower = np.full(d, -float(data_range))
     wider_upper = np.full(d, float(data_range))
+    if first_round == "bulk":
+        lower, upper, widen, reach = _located_first_round(X, data_range, z_first, rng)
+        # A side the located round cut short returns to the extent it read,
+        # not to the public range, from which the zoom rounds left cannot
+        # come back (a column centred on 0 read on one sign only).
+        wider_lower = np.minimum(-reach, lower)
+        wider_upper = np.maximum(reach, upper)
+    else:
+        lower, upper, widen = _magnitude_first_round(X, data_range, z_first, rng)
+    fine = np.zeros(d, dtype=bool)  # which features get the fine grid
     for _ in range(_ZOOM_ROUNDS):  # a loop over rounds, never over samples
         width = upper - lower
         n_bins = np.where(fine, _FINE_BINS, _ZOOM_BINS)
@@ -408,7 +430,9 @@ def _located_first_round(X, data_range, noise_multiplier, rng):
     schedule (one signed, coarse grid), which finds the bulk of a column
     spread over a decade or centred on 0; a column it does not see at all
     keeps the public range. With the final widening, as the extent
-    search's, on its bins folded (the counts of ``|x|``)."""
+    search's, on its bins folded (the counts of ``|x|``), and the reach
+    ``M`` of those bins: the top of the bin beyond the highest one read
+    (:func:`read_bins`), the public range where none is."""
     n = X.shape[0]
     signed, edges, noise_std = private_signed_histogram(
         X, data_range=data_range, noise_multiplier=noise_multiplier, rng=rng
@@ -425,7 +449,14 @@ def _located_first_round(X, data_range, noise_multiplier, rng):
             lower, upper, folded, magnitude_edges, math.sqrt(2.0) * noise_std, n
         )
 
-    return lower, upper, widen
+    # The extent: one folded bin beyond the highest one read (a factor
+    # sqrt(10) of magnitude, for a tail below the threshold), and at least
+    # the located interval; the public range where no folded bin is read.
+    folded_read = read_bins(folded, math.sqrt(2.0) * noise_std)
+    highest = folded_read.shape[1] - 1 - np.argmax(folded_read[:, ::-1], axis=1)
+    reach = magnitude_edges[np.minimum(highest + 2, magnitude_edges.size - 1)]
+    reach = np.where(folded_read.any(axis=1), reach, float(data_range))
+    return lower, upper, widen, reach
 
 
 def round_multipliers(noise_multiplier):
