@@ -1227,3 +1227,146 @@ def test_a_seeded_search_is_reproducible_and_seeds_matter(data):
     np.testing.assert_array_equal(again[1], coef)
     np.testing.assert_array_equal(again[2], intercept)
     assert not np.array_equal(released(4)[1], coef)
+
+
+# --------------------------------------------------------------------------
+# Composites: ColumnTransformer, FeatureUnion and nested pipelines
+# --------------------------------------------------------------------------
+
+
+def _table(n=600):
+    """A DataFrame with two numeric columns and one categorical, by name."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "age": rng.normal(45.0, 12.0, n),
+            "income": rng.lognormal(10.0, 0.8, n),
+            "region": rng.choice(list("nsew"), n),
+        }
+    )
+    signal = (frame.age - 45.0) / 12.0 + (frame.region == "n") + rng.normal(size=n)
+    return frame, (signal > 0.5).to_numpy(int)
+
+
+def _columns(num=None, cat=None, **params):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    num = DPStandardScaler() if num is None else num
+    cat = OneHotEncoder(categories=[list("nsew")]) if cat is None else cat
+    return ColumnTransformer(
+        [("num", num, ["age", "income"]), ("cat", cat, ["region"])], **params
+    )
+
+
+def test_a_column_transformer_is_searched_step_by_step(runs):
+    # The search walks into a ColumnTransformer (selecting columns of a
+    # DataFrame by name): its DP scaler and the model split each run's μ
+    # equally, every candidate is checked as built, and the released winner,
+    # recorded alone, is charged the whole search.
+    from sklearn.pipeline import FeatureUnion
+
+    X, y = _table()
+    estimator = make_pipeline(_columns(), DPLogisticRegression(classes=[0, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted = search(
+            estimator=estimator,
+            param_distributions={"columntransformer__num": [DPStandardScaler()]},
+            n_iter=3,
+            epsilon=1.0,
+        ).fit(X, y)
+    assert len(runs) >= 1
+    steps = dict(_search._steps_of(fitted.best_estimator_, fitted=True))
+    scaler = steps["columntransformer__num__"]
+    model = steps["dplogisticregression__"]
+    assert scaler is fitted.best_estimator_[0].named_transformers_["num"]
+    mu_c = fitted.candidate_budget_.mu
+    for step in (scaler, model):
+        assert step.privacy_spent_.mu == pytest.approx(mu_c / math.sqrt(2), rel=1e-6)
+    assert fitted.score(X, y) > 0.65
+    ledger = PrivacyLedger(delta=DELTA)
+    ledger.record(fitted.best_estimator_)
+    assert ledger.total().epsilon == pytest.approx(1.0, rel=1e-9)
+    # FeatureUnion and nested pipelines are walked the same way.
+    union = make_pipeline(
+        FeatureUnion(
+            [("a", make_pipeline(DPStandardScaler())), ("b", DPStandardScaler())]
+        ),
+        DPLogisticRegression(classes=[0, 1]),
+    )
+    prefixes = [p for p, s in _search._steps_of(union) if _search.is_dp_estimator(s)]
+    assert prefixes == [
+        "featureunion__a__dpstandardscaler__",
+        "featureunion__b__",
+        "dplogisticregression__",
+    ]
+
+
+@pytest.mark.parametrize(
+    "columns, grid, match",
+    [
+        (dict(num=StandardScaler()), {}, r"StandardScaler \(columntransformer__num\)"),
+        (
+            {},
+            {"columntransformer__num": [StandardScaler()]},
+            r"StandardScaler \(columntransformer__num\) is not a DP estimator",
+        ),
+        (
+            dict(cat=FunctionTransformer()),
+            {"columntransformer__cat": [SimpleImputer()]},
+            "SimpleImputer",
+        ),
+        (
+            dict(sparse_threshold=0.3),
+            {"columntransformer__cat__handle_unknown": ["ignore"]},
+            "sparse_threshold=0",
+        ),
+    ],
+    ids=["non-dp-part", "dp-part-swapped", "reads-values", "container"],
+)
+def test_a_column_transformer_that_reads_values_is_refused(runs, columns, grid, match):
+    X, y = _table()
+    estimator = make_pipeline(_columns(**columns), DPLogisticRegression(classes=[0, 1]))
+    grid = grid or {"dplogisticregression__clip_norm": [1.0]}
+    est = search(estimator=estimator, param_distributions=grid, n_iter=1)
+    with pytest.raises((TypeError, ValueError), match=match):
+        est.fit(X, y)
+    assert runs == []
+
+
+def test_a_column_selector_or_a_density_that_reads_values_is_refused(runs):
+    # A callable column selector may choose from the values, and a sparse
+    # one-hot encoding that ignores unknown categories makes the sparse-or-
+    # dense choice read them: both refused before any fit; the same
+    # encoder with sparse_threshold=0 (always dense) is searched.
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    X, y = _table()
+
+    def chosen(frame):
+        return [c for c in frame.columns if frame[c].dtype.kind == "f"]
+
+    picky = ColumnTransformer([("num", DPStandardScaler(), chosen)])
+    estimator = make_pipeline(picky, DPLogisticRegression(classes=[0, 1]))
+    with pytest.raises(TypeError, match="selects the columns of 'num' with a"):
+        search(estimator=estimator, n_iter=1).fit(X, y)
+    ignoring = OneHotEncoder(categories=[list("nsew")], handle_unknown="ignore")
+    for threshold, refused in ((0.3, True), (0.0, False)):
+        estimator = make_pipeline(
+            _columns(cat=ignoring, sparse_threshold=threshold),
+            DPLogisticRegression(classes=[0, 1]),
+        )
+        est = search(
+            estimator=estimator,
+            param_distributions={"dplogisticregression__clip_norm": [1.0]},
+            n_iter=1,
+        )
+        if refused:
+            with pytest.raises(TypeError, match=r"through|'cat'"):
+                est.fit(X, y)
+        else:
+            est.fit(X, y)
+    assert len(runs) == 1

@@ -10,9 +10,10 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import ParameterGrid, ParameterSampler
-from sklearn.pipeline import Pipeline
-from sklearn.utils import get_tags
+from sklearn.pipeline import FeatureUnion, Pipeline
+from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -29,6 +30,8 @@ from .._ledger import (
     _common_adjacency,
     _dp_inside,
     _reads_only_shape,
+    _reads_values,
+    container_from_density,
     is_dp_estimator,
 )
 from ..accounting import (
@@ -83,9 +86,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     estimator : estimator
         A DP estimator (a classifier or regressor with ``privacy_budget``), or
         a :class:`~sklearn.pipeline.Pipeline` of DP steps and steps that read
-        only the shape of the data. Its DP steps' ``epsilon``, ``delta``,
-        ``random_state`` and ``noise`` are set by the search: the grid must
-        not contain them.
+        only the shape of the data, through any nesting of pipelines,
+        :class:`~sklearn.compose.ColumnTransformer` and
+        :class:`~sklearn.pipeline.FeatureUnion` (a DataFrame is kept as one,
+        so columns may be selected by name). Its DP steps' ``epsilon``,
+        ``delta``, ``random_state`` and ``noise`` are set by the search: the
+        grid must not contain them.
     param_distributions : dict or list of dicts
         As :class:`~sklearn.model_selection.RandomizedSearchCV`: lists are
         sampled uniformly, distributions with ``rvs``. Each run draws one
@@ -196,7 +202,10 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     of the same type, declaring the same budget once the search has set its
     privacy parameters (adjacency, e.g. DPBradleyTerry's ``privacy_unit``;
     GDP or not; assumptions, e.g. ``classes=None``); every other step reading
-    only the shape of the data; and no DP estimator hidden inside a step. A
+    only the shape of the data; no DP estimator hidden inside a step; and no
+    ColumnTransformer that reads the values (a callable column selector not
+    marked with :func:`skdp.rowwise`, or a sparse-or-dense choice made from
+    the density of an encoding: set ``sparse_threshold=0``). A
     step the grid adds, drops or swaps for a non-private one would be
     released uncharged. Every combination of the listed values is checked
     before anything is drawn (one value at a time past 256 combinations);
@@ -342,6 +351,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     def _check_estimator(self, estimator):
         """The structure of ``estimator`` (given, or a candidate as built):
         DP steps only, Gaussian, one record or outcome, nothing hidden."""
+        for prefix, composite in _composites_of(estimator):
+            _check_composite(prefix, composite)
         steps = _steps_of(estimator)
         for prefix, step in steps:
             where = f"{type(step).__name__} ({prefix.rstrip('_') or 'estimator'})"
@@ -353,7 +364,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 raise TypeError(
                     f"{where} is not a DP estimator: it would read the data "
                     "without a guarantee. DPRandomSearchCV takes DP estimators, "
-                    "or a Pipeline of DP steps and steps that read only the shape."
+                    "or a Pipeline (ColumnTransformer, FeatureUnion and nested "
+                    "pipelines included) of DP steps and steps that read only "
+                    "the shape."
                 )
             inner = _dp_inside(step)
             if inner is not None:
@@ -590,6 +603,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         }
         expected = _structure(self.estimator, privacy)
         self._check_listed(grids, privacy, expected)
+        frame = X if hasattr(X, "iloc") else None
         X, y = validate_data(
             self,
             X,
@@ -597,7 +611,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             accept_sparse="csr",
             dtype=None,
             reset=True,
+            # A DataFrame is checked, then kept: a ColumnTransformer may
+            # select its columns by name, and its missing categories are
+            # the candidates' to handle.
+            ensure_all_finite=frame is None,
         )
+        if frame is not None:
+            X = frame
         n = X.shape[0]
         m = round(self.validation_fraction * n)
         if m < 1 or n - m < 2:
@@ -649,7 +669,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             candidate = self._build(params, privacy, expected)
             candidate.set_params(**seeds, **labels, **_silenced(candidate))
             runs.append((params, candidate))
-        X_train, y_train, X_valid, y_valid = X[train], y[train], X[valid], y[valid]
+        X_train, X_valid = _safe_indexing(X, train), _safe_indexing(X, valid)
+        y_train, y_valid = y[train], y[valid]
         # Each run catches its own warnings; this catches any that a run in a
         # thread lets through (catch_warnings is process-wide), and drops it.
         with warnings.catch_warnings(record=True):
@@ -763,11 +784,74 @@ def _seed(rng):
     return int(rng.integers(2**32))
 
 
-def _steps_of(estimator):
-    """``(prefix, step)`` of a Pipeline's steps, or ``[("", estimator)]``."""
+def _parts_of(estimator, fitted=False):
+    """``[(name, part)]`` of a composite the search walks into (a Pipeline's
+    steps, a ColumnTransformer's transformers and remainder, a
+    FeatureUnion's transformers), or None for a step. ``fitted``: a fitted
+    ColumnTransformer's fitted copies (``transformers_``)."""
     if isinstance(estimator, Pipeline):
-        return [(f"{name}__", step) for name, step in estimator.steps]
-    return [("", estimator)]
+        return list(estimator.steps)
+    if isinstance(estimator, ColumnTransformer):
+        if fitted:
+            return [(name, t) for name, t, _ in estimator.transformers_]
+        parts = [(name, t) for name, t, _ in estimator.transformers]
+        return [*parts, ("remainder", estimator.remainder)]
+    if isinstance(estimator, FeatureUnion):
+        return list(estimator.transformer_list)
+    return None
+
+
+def _steps_of(estimator, prefix="", fitted=False):
+    """``(parameter prefix, step)`` of every step, through nested composites
+    (:func:`_parts_of`), in order; ``[("", estimator)]`` for a single step."""
+    parts = _parts_of(estimator, fitted)
+    if parts is None:
+        return [(prefix, estimator)]
+    steps = []
+    for name, part in parts:
+        if isinstance(part, str) or part is None:
+            steps.append((f"{prefix}{name}__", part))
+        else:
+            steps += _steps_of(part, f"{prefix}{name}__", fitted)
+    return steps
+
+
+def _composites_of(estimator, prefix=""):
+    """``(prefix, composite)`` of every composite (:func:`_parts_of`) inside."""
+    parts = _parts_of(estimator)
+    if parts is None:
+        return []
+    found = [(prefix, estimator)]
+    for name, part in parts:
+        if not (isinstance(part, str) or part is None):
+            found += _composites_of(part, f"{prefix}{name}__")
+    return found
+
+
+def _check_composite(prefix, composite):
+    """Refuse what a ColumnTransformer reads from the values: a column
+    selector that may choose from them, and a sparse-or-dense choice made
+    from their density (see :class:`~skdp.PrivacyLedger`)."""
+    if not isinstance(composite, ColumnTransformer):
+        return
+    where = f"The ColumnTransformer ({prefix.rstrip('_') or 'estimator'})"
+    for name, _, columns in composite.transformers:
+        if _reads_values(columns):
+            raise TypeError(
+                f"{where} selects the columns of '{name}' with a callable "
+                f"({columns!r}) not marked as reading only names, dtypes and "
+                "the shape: the columns it picks could depend on the values. "
+                "Use column names, indices or make_column_selector, or mark "
+                "it with skdp.rowwise."
+            )
+    varying = container_from_density(composite, fitted=False)
+    if varying:
+        raise TypeError(
+            f"{where} chooses a sparse or dense output by the share of stored "
+            f"values (sparse_threshold={composite.sparse_threshold:g}), which "
+            f"{', '.join(repr(v) for v in varying)} make depend on the values: "
+            "set sparse_threshold=0."
+        )
 
 
 def _structure(estimator, privacy):
@@ -807,10 +891,13 @@ def _mark_release(winner, cost):
     as they were not refitted since. The attribute survives pickling;
     ``clone`` (an unfitted copy) drops it.
     """
-    parts = [winner] + [s for p, s in _steps_of(winner) if p and is_dp_estimator(s)]
+    steps = _steps_of(winner, fitted=True)
+    parts = [winner] + [s for p, s in steps if p and is_dp_estimator(s)]
     for part in parts:
         reported = tuple(
-            s.privacy_spent_ for _, s in _steps_of(part) if is_dp_estimator(s)
+            s.privacy_spent_
+            for _, s in _steps_of(part, fitted=True)
+            if is_dp_estimator(s)
         )
         setattr(part, SEARCH_RELEASE, (cost, reported))
 
