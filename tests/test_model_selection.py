@@ -1270,7 +1270,7 @@ def test_a_column_transformer_is_searched_step_by_step(runs):
     X, y = _table()
     estimator = make_pipeline(_columns(), DPLogisticRegression(classes=[0, 1]))
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", PrivacyLeakWarning)
         fitted = search(
             estimator=estimator,
             param_distributions={"columntransformer__num": [DPStandardScaler()]},
@@ -1370,3 +1370,53 @@ def test_a_column_selector_or_a_density_that_reads_values_is_refused(runs):
         else:
             est.fit(X, y)
     assert len(runs) == 1
+
+
+def test_a_private_target_scaler_is_searched_and_its_round_trip_refused(runs):
+    # A TransformedTargetRegressor is walked too: its DP transformer (fitted
+    # on y) and its DP regressor each get an equal share of a run's μ², as
+    # the feature scaler does. Its round-trip check on y (check_inverse,
+    # scikit-learn's default) would warn on a mismatch one record can cause:
+    # refused before any fit.
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.datasets import load_diabetes
+
+    from skdp import DPLinearRegression
+
+    X, y = load_diabetes(return_X_y=True)
+
+    def pipeline(check_inverse):
+        return make_pipeline(
+            DPStandardScaler(),
+            TransformedTargetRegressor(
+                regressor=DPLinearRegression(),
+                transformer=DPStandardScaler(),
+                check_inverse=check_inverse,
+            ),
+        )
+
+    grid = {"transformedtargetregressor__regressor__alpha": [1.0, 10.0]}
+    params = dict(param_distributions=grid, score_bound=4e4, n_iter=2, epsilon=2.0)
+    with pytest.raises(TypeError, match="check_inverse=True"):
+        search(estimator=pipeline(True), **params).fit(X, y)
+    assert runs == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        fitted = search(estimator=pipeline(False), **params).fit(X, y)
+    prefixes = [
+        p
+        for p, s in _search._steps_of(fitted.best_estimator_, fitted=True)
+        if _search.is_dp_estimator(s)
+    ]
+    assert prefixes == [
+        "dpstandardscaler__",
+        "transformedtargetregressor__regressor__",
+        "transformedtargetregressor__transformer__",
+    ]
+    target = fitted.best_estimator_[-1].transformer_
+    assert target.privacy_spent_.mu == pytest.approx(
+        fitted.candidate_budget_.mu / math.sqrt(3), rel=1e-6
+    )
+    ledger = PrivacyLedger(delta=DELTA)
+    ledger.record(fitted.best_estimator_)
+    assert ledger.total().epsilon == pytest.approx(2.0, rel=1e-9)

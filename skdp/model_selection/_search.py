@@ -10,9 +10,11 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
-from sklearn.compose import ColumnTransformer
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.pipeline import FeatureUnion, Pipeline
+from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
@@ -87,9 +89,10 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         A DP estimator (a classifier or regressor with ``privacy_budget``), or
         a :class:`~sklearn.pipeline.Pipeline` of DP steps and steps that read
         only the shape of the data, through any nesting of pipelines,
-        :class:`~sklearn.compose.ColumnTransformer` and
-        :class:`~sklearn.pipeline.FeatureUnion` (a DataFrame is kept as one,
-        so columns may be selected by name). Its DP steps' ``epsilon``,
+        :class:`~sklearn.compose.ColumnTransformer`,
+        :class:`~sklearn.pipeline.FeatureUnion` and
+        :class:`~sklearn.compose.TransformedTargetRegressor` (a DataFrame is
+        kept as one, so columns may be selected by name). Its DP steps' ``epsilon``,
         ``delta``, ``random_state`` and ``noise`` are set by the search: the
         grid must not contain them.
     param_distributions : dict or list of dicts
@@ -205,7 +208,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     only the shape of the data; no DP estimator hidden inside a step; and no
     ColumnTransformer that reads the values (a callable column selector not
     marked with :func:`skdp.rowwise`, or a sparse-or-dense choice made from
-    the density of an encoding: set ``sparse_threshold=0``). A
+    the density of an encoding: set ``sparse_threshold=0``), nor a
+    TransformedTargetRegressor that checks its round trip on y (set
+    ``check_inverse=False``). A
     step the grid adds, drops or swaps for a non-private one would be
     released uncharged. Every combination of the listed values is checked
     before anything is drawn (one value at a time past 256 combinations);
@@ -364,9 +369,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 raise TypeError(
                     f"{where} is not a DP estimator: it would read the data "
                     "without a guarantee. DPRandomSearchCV takes DP estimators, "
-                    "or a Pipeline (ColumnTransformer, FeatureUnion and nested "
-                    "pipelines included) of DP steps and steps that read only "
-                    "the shape."
+                    "or a Pipeline (ColumnTransformer, FeatureUnion, "
+                    "TransformedTargetRegressor and nested pipelines included) "
+                    "of DP steps and steps that read only the shape."
                 )
             inner = _dp_inside(step)
             if inner is not None:
@@ -377,7 +382,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         dp_steps = [(p, s) for p, s in steps if is_dp_estimator(s)]
         if not dp_steps:
             raise TypeError("The estimator contains no DP estimator.")
-        final = steps[-1][1]
+        final = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
         if not hasattr(final, "predict"):
             raise TypeError(
                 f"The last step ({type(final).__name__}) must predict: the "
@@ -787,8 +792,10 @@ def _seed(rng):
 def _parts_of(estimator, fitted=False):
     """``[(name, part)]`` of a composite the search walks into (a Pipeline's
     steps, a ColumnTransformer's transformers and remainder, a
-    FeatureUnion's transformers), or None for a step. ``fitted``: a fitted
-    ColumnTransformer's fitted copies (``transformers_``)."""
+    FeatureUnion's transformers, a TransformedTargetRegressor's regressor
+    and transformer), or None for a step. ``fitted``: the fitted copies of
+    a ColumnTransformer (``transformers_``) and a TransformedTargetRegressor
+    (``regressor_``, ``transformer_``)."""
     if isinstance(estimator, Pipeline):
         return list(estimator.steps)
     if isinstance(estimator, ColumnTransformer):
@@ -798,6 +805,24 @@ def _parts_of(estimator, fitted=False):
         return [*parts, ("remainder", estimator.remainder)]
     if isinstance(estimator, FeatureUnion):
         return list(estimator.transformer_list)
+    if isinstance(estimator, TransformedTargetRegressor):
+        if fitted:
+            return [
+                ("regressor", estimator.regressor_),
+                ("transformer", estimator.transformer_),
+            ]
+        transformer = estimator.transformer
+        if transformer is None and estimator.func is not None:
+            transformer = FunctionTransformer(
+                func=estimator.func,
+                inverse_func=estimator.inverse_func,
+                check_inverse=estimator.check_inverse,
+            )
+        regressor = estimator.regressor
+        return [
+            ("regressor", LinearRegression() if regressor is None else regressor),
+            ("transformer", transformer),
+        ]
     return None
 
 
@@ -829,9 +854,22 @@ def _composites_of(estimator, prefix=""):
 
 
 def _check_composite(prefix, composite):
-    """Refuse what a ColumnTransformer reads from the values: a column
-    selector that may choose from them, and a sparse-or-dense choice made
-    from their density (see :class:`~skdp.PrivacyLedger`)."""
+    """Refuse what a composite reads from the values outside its steps: a
+    ColumnTransformer's column selector that may choose from them, and its
+    sparse-or-dense choice made from their density; a
+    TransformedTargetRegressor's round-trip check on y (see
+    :class:`~skdp.PrivacyLedger`)."""
+    if isinstance(composite, TransformedTargetRegressor):
+        if composite.check_inverse and (
+            composite.transformer is not None or composite.func is not None
+        ):
+            raise TypeError(
+                f"The TransformedTargetRegressor ({prefix.rstrip('_') or 'estimator'})"
+                " has check_inverse=True: its fit compares inverse_transform("
+                "transform(y)) with y and warns on a mismatch that one record can "
+                "cause. Set check_inverse=False."
+            )
+        return
     if not isinstance(composite, ColumnTransformer):
         return
     where = f"The ColumnTransformer ({prefix.rstrip('_') or 'estimator'})"
