@@ -879,3 +879,35 @@ def test_a_feature_no_bin_shows_is_left_out_with_a_warning():
     )
     assert points_at(dropped, __file__, line)
     assert nb.dropped_features_.tolist() == [False, True, True]
+    # Seen and all-zero columns only: nothing unseen, no warning.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet = DPGaussianNB(classes=[0, 1], random_state=0).fit(X[:, [0, 2]], y)
+    assert not [w for w in caught if "stood out" in str(w.message)]
+    assert quiet.dropped_features_.tolist() == [False, True]
+
+
+def test_an_absent_class_count_is_floored_at_zero_not_one():
+    # class_count_ is the noisy count (rebalanced to sum to n), floored at 0:
+    # a declared class with no record gets 0 in about half of the fits
+    # (noise std ~10 here) and never a negative count; the priors floor at
+    # one record (a count of 0 would give a log-prior of -inf).
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 2)), np.arange(300) % 2
+    counts = np.array(
+        [
+            DPGaussianNB(
+                epsilon=0.5,
+                delta=DELTA,
+                classes=[0, 1, 2],
+                bounds=(-3, 3),
+                random_state=seed,
+            )
+            .fit(X, y)
+            .class_count_
+            for seed in range(20)
+        ]
+    )
+    assert counts.min() == 0.0
+    assert 4 <= np.sum(counts[:, 2] == 0.0) <= 16
+    np.testing.assert_allclose(counts.sum(axis=1)[counts.min(axis=1) > 0], 300.0)
