@@ -1530,3 +1530,15 @@ def test_seen_features_are_not_dropped():
             scaler = DPStandardScaler(epsilon=1.0, random_state=1).fit(X)
         assert not [w for w in caught if "stood out" in str(w.message)]
         assert not scaler.dropped_features_.any()
+
+
+def test_the_located_round_reaches_one_bin_beyond_what_it_read():
+    """White box of the bulk search's way back (noise made negligible): the
+    reach of round 1 is the top of the folded bin beyond the highest one
+    read. Values 2-5 fill the folded bins [1, 3.16) and [3.16, 10): reach
+    10**1.5. A column all at 0 reads no folded bin: the public range."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(2.0, 5.0, 4000), np.zeros(4000)])
+    X[::2, 0] *= -1.0  # both signs: the folded bins hold both
+    *_, reach = _quantiles._located_first_round(X, 1e6, 1e-6, np.random.default_rng(1))
+    np.testing.assert_allclose(reach, [10**1.5, 1e6], rtol=1e-12)
