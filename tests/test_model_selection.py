@@ -1424,3 +1424,41 @@ def test_a_private_target_scaler_is_searched_and_its_round_trip_refused(runs):
     ledger = PrivacyLedger(delta=DELTA)
     ledger.record(fitted.best_estimator_)
     assert ledger.total().epsilon == pytest.approx(2.0, rel=1e-9)
+
+
+def test_a_column_transformers_remainder_is_a_step_like_the_others(runs):
+    # The remainder is fitted on the columns no transformer names: a non-DP
+    # remainder that reads values is refused, a DP one gets its share of the
+    # run's μ like every other DP step (never its own epsilon, uncharged).
+    from sklearn.compose import ColumnTransformer
+
+    X, y = _table(1000)
+    X = X.assign(tenure=np.random.default_rng(1).normal(10.0, 3.0, len(X)))
+
+    def estimator(remainder):
+        pre = ColumnTransformer(
+            [
+                ("num", DPStandardScaler(), ["age", "income"]),
+                ("cat", "drop", ["region"]),
+            ],
+            remainder=remainder,
+        )
+        return make_pipeline(pre, DPLogisticRegression(classes=[0, 1]))
+
+    grid = {"dplogisticregression__clip_norm": [1.0]}
+    with pytest.raises(
+        TypeError, match=r"StandardScaler \(columntransformer__remainder"
+    ):
+        search(estimator=estimator(StandardScaler()), param_distributions=grid).fit(
+            X, y
+        )
+    assert runs == []
+    fitted = search(
+        estimator=estimator(DPStandardScaler(epsilon=50.0)),
+        param_distributions=grid,
+        n_iter=1,
+        random_state=0,
+    ).fit(X, y)
+    rest = fitted.best_estimator_[0].named_transformers_["remainder"]
+    mu_c = fitted.candidate_budget_.mu
+    assert rest.privacy_spent_.mu == pytest.approx(mu_c / math.sqrt(3), rel=1e-6)
