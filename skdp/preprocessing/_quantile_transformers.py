@@ -238,7 +238,11 @@ class DPQuantileTransformer(_DPHistogramQuantiles):
     normal (``"normal"``). The CDF is released privately: Gaussian-noised
     histograms of every feature, on grids that never read the raw data (see
     Notes). A monotone map robust to outliers, heavy tails and zero
-    inflation, whatever the scale of the feature.
+    inflation, whatever the scale of the feature. Before a DP linear model
+    use ``output_distribution="normal"``: the uniform output is not centred
+    (on breast cancer, DPLogisticRegression at total ε = 1 scored 0.639
+    after the uniform output, 0.921 after the normal one; see the
+    preprocessing guide).
 
     Parameters
     ----------
@@ -670,6 +674,13 @@ class DPMinMaxScaler(_DPHistogramQuantiles):
     mechanism releases them: ``data_min_`` and ``data_max_`` are the private
     quantiles ``quantile_range`` (the 1st and 99th percentiles by default),
     read from one private release of every feature's CDF (see Notes).
+
+    **Before a DP linear model**, prefer :class:`DPStandardScaler`: the
+    models' clips and step sizes are set for standardised features, and
+    features in [0, 1] are neither centred nor of unit spread (on breast
+    cancer, DPLogisticRegression at total ε = 1 scored 0.876 after
+    ``DPMinMaxScaler()``, 0.939 with ``feature_range=(-1, 1)`` and 0.941
+    after DPStandardScaler; see the preprocessing guide).
 
     Parameters
     ----------
