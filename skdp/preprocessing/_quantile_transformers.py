@@ -675,9 +675,10 @@ class DPMinMaxScaler(_DPHistogramQuantiles):
     quantiles ``quantile_range`` (the 1st and 99th percentiles by default),
     read from one private release of every feature's CDF (see Notes).
 
-    **Before a DP linear model**, prefer :class:`DPStandardScaler`: the
-    models' clips and step sizes are set for standardised features, and
-    features in [0, 1] are neither centred nor of unit spread (on breast
+    **Before a DP linear model**, prefer
+    :class:`~skdp.preprocessing.DPStandardScaler`: the models' clips and
+    step sizes are set for standardised features, and features in [0, 1]
+    are neither centred nor of unit spread (on breast
     cancer, DPLogisticRegression at total ε = 1 scored 0.876 after
     ``DPMinMaxScaler()``, 0.939 with ``feature_range=(-1, 1)`` and 0.941
     after DPStandardScaler; see the preprocessing guide).
