@@ -1378,8 +1378,8 @@ def test_a_column_selector_or_a_density_that_reads_values_is_refused(runs):
 
 def test_a_private_target_scaler_is_searched_and_its_round_trip_refused(runs):
     # A TransformedTargetRegressor is walked too: its DP transformer (fitted
-    # on y) and its DP regressor each get an equal share of a run's μ², as
-    # the feature scaler does. Its round-trip check on y (check_inverse,
+    # on y) and its DP regressor each get a share of a run's μ², weighted as
+    # make_private_pipeline weighs them. Its round-trip check on y (check_inverse,
     # scikit-learn's default) would warn on a mismatch one record can cause:
     # refused before any fit.
     from sklearn.compose import TransformedTargetRegressor
@@ -1417,10 +1417,14 @@ def test_a_private_target_scaler_is_searched_and_its_round_trip_refused(runs):
         "transformedtargetregressor__regressor__",
         "transformedtargetregressor__transformer__",
     ]
-    target = fitted.best_estimator_[-1].transformer_
-    assert target.privacy_spent_.mu == pytest.approx(
-        fitted.candidate_budget_.mu / math.sqrt(3), rel=1e-6
-    )
+    # The target's scaler at half weight, as make_private_pipeline weighs it:
+    # μ² shares 1 : 1 : 1/2 of the run's.
+    steps = dict(_search._steps_of(fitted.best_estimator_, fitted=True))
+    mu_c = fitted.candidate_budget_.mu
+    for prefix, weight in zip(prefixes, (1.0, 1.0, 0.5), strict=True):
+        assert steps[prefix].privacy_spent_.mu == pytest.approx(
+            mu_c * math.sqrt(weight / 2.5), rel=1e-6
+        )
     ledger = PrivacyLedger(delta=DELTA)
     ledger.record(fitted.best_estimator_)
     assert ledger.total().epsilon == pytest.approx(2.0, rel=1e-9)

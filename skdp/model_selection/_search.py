@@ -50,6 +50,7 @@ from ..accounting import (
 )
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import add_gaussian_noise, as_generator
+from ..pipeline import _TARGET_WEIGHT
 
 __all__ = ["DPRandomSearchCV"]
 
@@ -187,11 +188,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     the best of K runs in RDP, which :func:`skdp.accounting.epsilon_from_rdp`
     converts to (ε, δ). μ_c is the largest with that ε at most ``epsilon``
     (:func:`skdp.accounting.zcdp_of_private_selection`). Pipelines split
-    μ_c equally among their DP steps.
+    μ_c² among their DP steps as :func:`skdp.pipeline.set_privacy_budget`
+    does by default: equally, but for the DP ``transformer`` of a
+    TransformedTargetRegressor, at half weight.
 
     With ``noise="secure"`` the same argument runs in zCDP: each run must be
     ρ_c-zCDP, ρ_c = μ_c²/2 from the same function, i.e. (λ, λρ_c)-RDP, the
-    RDP curve the theorem is applied to. The DP steps split ρ_c equally
+    RDP curve the theorem is applied to. The DP steps split ρ_c by the same weights
     (each is calibrated to the ε whose zCDP conversion is its share; a
     secure fit is ρ-zCDP with ρ at most that share), and the score, a
     release of sensitivity Δ rounded to the grid and given discrete Gaussian
@@ -536,11 +539,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         )
         return {p + "classes": labels for p, labels in reading.items()}
 
-    def _calibrate(self, n_dp_steps):
-        """(μ of one run, the per-step ε) for the total budget.
+    def _calibrate(self, weights):
+        """(μ of one run, each DP step's ε) for the total budget.
 
-        With ``noise="secure"`` μ is ``sqrt(2ρ_c)`` for the run's zCDP ρ_c,
-        and each step's ε is the one whose zCDP conversion is ``ρ_c/n``.
+        Step ``i`` gets ``μ_i = μ·sqrt(w_i/W)`` (``W = Σ w``), so that the
+        steps compose to μ (``Σ μ_i² = μ²``); with ``noise="secure"`` μ is
+        ``sqrt(2ρ_c)`` for the run's zCDP ρ_c, and each step's ε is the one
+        whose zCDP conversion is its share ``ρ_c·w_i/W``.
         """
         secure = self.noise == "secure"
         if self.n_iter == 1 and secure:  # one run, accounted in zCDP
@@ -559,11 +564,17 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 f"each candidate would get mu={mu:.3g}, a release of pure noise. "
                 "Raise epsilon or lower n_iter."
             )
-        # Err low by 1e-9 so that each step's calibrated μ stays below its share.
-        step_mu = mu / math.sqrt(n_dp_steps) * (1.0 - 1e-9)
-        if secure:
-            return mu, epsilon_from_zcdp_tight(step_mu**2 / 2.0, self.delta)
-        return mu, epsilon_from_mu(step_mu, self.delta)
+        total = math.fsum(weights)
+        epsilons = []
+        for weight in weights:
+            # Err low by 1e-9 so that each step's calibrated μ stays below
+            # its share.
+            step_mu = mu * math.sqrt(weight / total) * (1.0 - 1e-9)
+            if secure:
+                epsilons.append(epsilon_from_zcdp_tight(step_mu**2 / 2.0, self.delta))
+            else:
+                epsilons.append(epsilon_from_mu(step_mu, self.delta))
+        return mu, epsilons
 
     # -- fit ---------------------------------------------------------------
 
@@ -596,10 +607,10 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         dp_steps = self._check_estimator(self.estimator)
         grids = self._check_grid(dp_steps)
         scoring, score_range = self._scorer()
-        mu, step_epsilon = self._calibrate(len(dp_steps))
+        mu, step_epsilons = self._calibrate(_step_weights(self.estimator, dp_steps))
         privacy = {
             p + name: value
-            for p, _ in dp_steps
+            for (p, _), step_epsilon in zip(dp_steps, step_epsilons, strict=True)
             for name, value in (
                 ("epsilon", step_epsilon),
                 ("delta", float(self.delta)),
@@ -649,7 +660,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             each = f"rho={mu * mu / 2:.4g}-zCDP" if secure else f"mu={mu:.4g}-GDP"
             print(
                 f"[DPRandomSearchCV] each run {each} ({len(dp_steps)} DP step(s) "
-                f"at epsilon={step_epsilon:.4g}); {n - m} training and {m} "
+                f"at epsilon={', '.join(f'{e:.4g}' for e in step_epsilons)}); "
+                f"{n - m} training and {m} "
                 f"validation rows; score noise std {noise_std:.3g}; the number "
                 f"of runs K ~ TNB(mean={self.n_iter:g}, shape={self.n_iter_shape:g})"
                 " stays secret"
@@ -839,6 +851,22 @@ def _steps_of(estimator, prefix="", fitted=False):
         else:
             steps += _steps_of(part, f"{prefix}{name}__", fitted)
     return steps
+
+
+def _step_weights(estimator, dp_steps):
+    """Each DP step's weight in a run's μ², as :func:`skdp.pipeline.
+    set_privacy_budget` weighs them by default: 1, and ``_TARGET_WEIGHT``
+    for a step inside a TransformedTargetRegressor's ``transformer`` (it
+    releases statistics of the target alone)."""
+    targets = [
+        prefix + "transformer__"
+        for prefix, composite in _composites_of(estimator)
+        if isinstance(composite, TransformedTargetRegressor)
+    ]
+    return [
+        _TARGET_WEIGHT if any(p.startswith(t) for t in targets) else 1.0
+        for p, _ in dp_steps
+    ]
 
 
 def _composites_of(estimator, prefix=""):
