@@ -498,12 +498,17 @@ def _contents(obj):
 # ---------------------------------------------------------------------------
 
 
-def _children(obj, fitted, path=""):
-    """``(name, child)`` pairs of a known composite or wrapper, or None for a leaf.
+def composite_parts(obj, fitted=False):
+    """``[(name, part)]`` of the four composites that fit each part once, on
+    the rows they are given, or None for anything else.
 
-    A known wrapper fits each child once, on all the rows or on rows chosen
-    without looking at the data, so each child's own cost is what the wrapper
-    spends through it.
+    A Pipeline's steps, a FeatureUnion's transformers, a ColumnTransformer's
+    transformers and remainder, a TransformedTargetRegressor's regressor
+    (scikit-learn's LinearRegression when None) and transformer (the
+    FunctionTransformer of ``func``/``inverse_func`` when None). ``fitted``:
+    the fitted copies a ColumnTransformer (``transformers_``) and a
+    TransformedTargetRegressor (``regressor_``, ``transformer_``) keep.
+    Shared by the ledger, the budget helpers and the private search.
     """
     from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
     from sklearn.pipeline import FeatureUnion, Pipeline
@@ -533,6 +538,19 @@ def _children(obj, fitted, path=""):
                 check_inverse=obj.check_inverse,
             )
         return [("regressor", regressor), ("transformer", transformer)]
+    return None
+
+
+def _children(obj, fitted, path=""):
+    """``(name, child)`` pairs of a known composite or wrapper, or None for a leaf.
+
+    A known wrapper fits each child once, on all the rows or on rows chosen
+    without looking at the data, so each child's own cost is what the wrapper
+    spends through it.
+    """
+    parts = composite_parts(obj, fitted)
+    if parts is not None:
+        return parts
     return _wrapper_children(obj, fitted, path)
 
 

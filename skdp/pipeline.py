@@ -11,10 +11,15 @@ import math
 from numbers import Real
 
 from sklearn.base import clone
-from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
-from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
+from sklearn.compose import TransformedTargetRegressor
+from sklearn.pipeline import make_pipeline
 
-from ._ledger import _dp_inside, container_from_density, is_dp_estimator
+from ._ledger import (
+    _dp_inside,
+    composite_parts,
+    container_from_density,
+    is_dp_estimator,
+)
 from .accounting import (
     epsilon_from_mu,
     epsilon_from_zcdp_tight,
@@ -227,7 +232,7 @@ def _target_round_trips(estimator, path=""):
     mismatch that one record can cause, a release outside the budget."""
     if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
         return []
-    children = _composite_children(estimator) or []
+    children = composite_parts(estimator) or []
     found = []
     if isinstance(estimator, TransformedTargetRegressor) and _dp_steps(
         estimator.transformer
@@ -245,7 +250,7 @@ def _containers_from_density(estimator, path=""):
     if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
         return []
     found = [path] if container_from_density(estimator, fitted=False) else []
-    for name, child in _composite_children(estimator) or []:
+    for name, child in composite_parts(estimator) or []:
         found += _containers_from_density(child, _join(path, name))
     return found
 
@@ -274,7 +279,7 @@ def _dp_steps(estimator, path="", on_target=False):
                 "epsilon and delta parameters to set."
             )
         return [(path, estimator, on_target)]
-    children = _composite_children(estimator)
+    children = composite_parts(estimator)
     if children is None:  # not a known composite: it must hold no DP estimator
         if _dp_inside(estimator) is not None:
             raise TypeError(
@@ -294,24 +299,6 @@ def _dp_steps(estimator, path="", on_target=False):
             on_target or (ttr and name == "transformer"),
         )
     return found
-
-
-def _composite_children(estimator):
-    """``[(name, child)]`` of the four composites that fit each child once on the
-    rows they are given; None for anything else."""
-    if isinstance(estimator, Pipeline):
-        return list(estimator.steps)
-    if isinstance(estimator, FeatureUnion):
-        return list(estimator.transformer_list)
-    if isinstance(estimator, ColumnTransformer):
-        children = [(name, step) for name, step, _ in estimator.transformers]
-        return [*children, ("remainder", estimator.remainder)]
-    if isinstance(estimator, TransformedTargetRegressor):
-        children = [("regressor", estimator.regressor)]
-        if estimator.transformer is not None:
-            children.append(("transformer", estimator.transformer))
-        return children
-    return None
 
 
 def _check_weights(weights, paths, defaults):

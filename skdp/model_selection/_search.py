@@ -11,10 +11,8 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
-from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import ParameterGrid, ParameterSampler
-from sklearn.pipeline import FeatureUnion, Pipeline
-from sklearn.preprocessing import FunctionTransformer
+from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
@@ -33,6 +31,7 @@ from .._ledger import (
     _dp_inside,
     _reads_only_shape,
     _reads_values,
+    composite_parts,
     container_from_density,
     is_dp_estimator,
 )
@@ -801,47 +800,11 @@ def _seed(rng):
     return int(rng.integers(2**32))
 
 
-def _parts_of(estimator, fitted=False):
-    """``[(name, part)]`` of a composite the search walks into (a Pipeline's
-    steps, a ColumnTransformer's transformers and remainder, a
-    FeatureUnion's transformers, a TransformedTargetRegressor's regressor
-    and transformer), or None for a step. ``fitted``: the fitted copies of
-    a ColumnTransformer (``transformers_``) and a TransformedTargetRegressor
-    (``regressor_``, ``transformer_``)."""
-    if isinstance(estimator, Pipeline):
-        return list(estimator.steps)
-    if isinstance(estimator, ColumnTransformer):
-        if fitted:
-            return [(name, t) for name, t, _ in estimator.transformers_]
-        parts = [(name, t) for name, t, _ in estimator.transformers]
-        return [*parts, ("remainder", estimator.remainder)]
-    if isinstance(estimator, FeatureUnion):
-        return list(estimator.transformer_list)
-    if isinstance(estimator, TransformedTargetRegressor):
-        if fitted:
-            return [
-                ("regressor", estimator.regressor_),
-                ("transformer", estimator.transformer_),
-            ]
-        transformer = estimator.transformer
-        if transformer is None and estimator.func is not None:
-            transformer = FunctionTransformer(
-                func=estimator.func,
-                inverse_func=estimator.inverse_func,
-                check_inverse=estimator.check_inverse,
-            )
-        regressor = estimator.regressor
-        return [
-            ("regressor", LinearRegression() if regressor is None else regressor),
-            ("transformer", transformer),
-        ]
-    return None
-
-
 def _steps_of(estimator, prefix="", fitted=False):
     """``(parameter prefix, step)`` of every step, through nested composites
-    (:func:`_parts_of`), in order; ``[("", estimator)]`` for a single step."""
-    parts = _parts_of(estimator, fitted)
+    (:func:`skdp._ledger.composite_parts`), in order; ``[("", estimator)]``
+    for a single step."""
+    parts = composite_parts(estimator, fitted)
     if parts is None:
         return [(prefix, estimator)]
     steps = []
@@ -870,8 +833,9 @@ def _step_weights(estimator, dp_steps):
 
 
 def _composites_of(estimator, prefix=""):
-    """``(prefix, composite)`` of every composite (:func:`_parts_of`) inside."""
-    parts = _parts_of(estimator)
+    """``(prefix, composite)`` of every composite inside
+    (:func:`skdp._ledger.composite_parts`)."""
+    parts = composite_parts(estimator)
     if parts is None:
         return []
     found = [(prefix, estimator)]
