@@ -695,10 +695,15 @@ def _density_varies(part):
 
     A ``OneHotEncoder`` with sparse output stores one value per feature and
     row only if no category is dropped and an unknown category is an error
-    (otherwise a row of the dropped or an unknown category stores none).
+    (otherwise a row of the dropped or an unknown category stores none); a
+    Pipeline returns what its last step does (an imputer, then the encoder).
     """
+    from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
+    if isinstance(part, Pipeline):
+        steps = [s for _, s in part.steps if s not in ("passthrough", None)]
+        return bool(steps) and _density_varies(steps[-1])
     if not isinstance(part, OneHotEncoder) or not part.sparse_output:
         return False
     drops = part.drop is not None and not (
@@ -712,14 +717,19 @@ def _density_varies(part):
 
 def _density_fixed(part):
     """Whether the stored values of ``part``'s output are fixed by the shape:
-    nothing, a dense array (skdp's DP transformers return one) or a
-    ``OneHotEncoder`` whose density does not vary (:func:`_density_varies`)."""
+    nothing, a dense array (skdp's DP transformers return one), a
+    ``OneHotEncoder`` whose density does not vary (:func:`_density_varies`),
+    or a Pipeline whose last step is one of these."""
+    from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
     if part is None or (isinstance(part, str) and part == "drop"):
         return True
     if is_dp_estimator(part):
         return True
+    if isinstance(part, Pipeline):  # its output is its last step's
+        steps = [s for _, s in part.steps if s not in ("passthrough", None)]
+        return bool(steps) and _density_fixed(steps[-1])
     if isinstance(part, OneHotEncoder):
         return not part.sparse_output or not _density_varies(part)
     return False

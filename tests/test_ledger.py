@@ -1162,12 +1162,18 @@ def _categorical_table(n_unknown, n=100):
     return X, np.arange(n) % 2
 
 
-def _one_hot_pipeline(sparse_threshold=0.3, **encoder):
+def _one_hot_pipeline(sparse_threshold=0.3, in_pipeline=False, **encoder):
     encoder = {"categories": [list("abcde")], **encoder}
+    cat = OneHotEncoder(**encoder)
+    if in_pipeline:  # the usual imputer, then the encoder
+        fill = SimpleImputer(
+            strategy="constant", fill_value="a", keep_empty_features=True
+        )
+        cat = make_pipeline(fill, cat)
     pre = ColumnTransformer(
         [
             ("num", DPStandardScaler(delta=DELTA, bounds=(-5.0, 5.0)), [0]),
-            ("cat", OneHotEncoder(**encoder), [1]),
+            ("cat", cat, [1]),
         ],
         sparse_threshold=sparse_threshold,
     )
@@ -1215,6 +1221,8 @@ def test_a_sparse_or_dense_choice_read_from_the_values_is_named():
         ({"drop": "first", "sparse_output": False}, 0.3, False),  # dense
         ({"drop": "first"}, 0.0, False),  # always dense
         ({"handle_unknown": "ignore"}, 1.0, True),
+        ({"handle_unknown": "ignore", "in_pipeline": True}, 0.3, True),
+        ({"in_pipeline": True}, 0.3, False),
     ],
 )
 def test_which_encoders_make_the_container_depend_on_the_values(

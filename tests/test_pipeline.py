@@ -415,6 +415,22 @@ def test_a_container_chosen_from_the_values_is_fixed_dense():
     for fixed in (encoded(), encoded(handle_unknown="ignore", sparse_output=False)):
         pipe = make_private_pipeline(fixed, _lr())
         assert pipe.get_params()["columntransformer__sparse_threshold"] == 0.3
+    # The encoder behind an imputer, in a pipeline of its own: the same.
+    from sklearn.impute import SimpleImputer
+
+    fill = SimpleImputer(strategy="constant", fill_value="a", keep_empty_features=True)
+    imputed = ColumnTransformer(
+        [
+            ("num", DPStandardScaler(), [0]),
+            (
+                "cat",
+                make_pipeline(fill, OneHotEncoder(handle_unknown="ignore")),
+                [1],
+            ),
+        ]
+    )
+    pipe = make_private_pipeline(imputed, _lr())
+    assert pipe.get_params()["columntransformer__sparse_threshold"] == 0.0
 
 
 def _missing_values_pipeline():
