@@ -2130,3 +2130,45 @@ def test_the_missing_values_recipe_is_silent_and_totals_its_budget():
     assert record_quietly(ledger, model) == []
     epsilon = ledger.total().epsilon
     assert epsilon <= 1.0 and epsilon == pytest.approx(1.0, rel=1e-6)
+
+
+def test_which_parts_have_a_density_fixed_by_the_shape():
+    # drop="if_binary" drops a category only of the columns with two: one
+    # such column is enough to make the density vary. A pipeline part
+    # counts as its last step: stacked sparse (a 40-level encoding beside
+    # one numeric column), a DP scaler behind an imputer is dense and not
+    # named, while the same with a plain scaler is.
+    from sklearn.pipeline import make_pipeline
+
+    from skdp._ledger import _density_varies
+
+    def binary(categories):
+        return OneHotEncoder(drop="if_binary", categories=categories)
+
+    assert _density_varies(binary([["a", "b"], list("cde")]))
+    assert not _density_varies(binary([list("abc"), list("cde")]))
+
+    rng = np.random.default_rng(0)
+    levels = [f"l{i}" for i in range(40)]
+    X = np.empty((300, 2), dtype=object)
+    X[:, 0] = rng.normal(size=300)
+    X[:, 1] = rng.choice(levels, 300)
+    y = np.arange(300) % 2
+
+    def fitted(numeric):
+        pre = ColumnTransformer(
+            [
+                ("num", make_pipeline(FunctionTransformer(), numeric), [0]),
+                ("cat", OneHotEncoder(categories=[levels]), [1]),
+            ]
+        )
+        model = DPLogisticRegression(delta=DELTA, classes=[0, 1])
+        return make_pipeline(pre, model).fit(X, y)
+
+    private = fitted(DPStandardScaler(delta=DELTA, bounds=(-5.0, 5.0)))
+    assert private[0].sparse_output_  # (1 + 1) / 41 stored
+    messages = record_quietly(PrivacyLedger(delta=DELTA), private)
+    assert not any("stacks its output" in m for m in messages)
+    plain = fitted(StandardScaler())
+    messages = record_quietly(PrivacyLedger(delta=DELTA), plain)
+    assert any("through 'num' (a dropped" in m for m in messages)
