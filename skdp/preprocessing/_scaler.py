@@ -449,9 +449,13 @@ class DPStandardScaler(
       (grown from the fullest bin; computed from noisy counts only, so the
       grid sizes are post-processing too); a side whose bin beyond the
       interval holds more than 4% of n (beyond 3 noise standard deviations)
-      returns to the interval of the round before (the public range for
-      the first round's), whose run had cut real mass off (a spike with
-      values beyond it: a discrete, zero-inflated column). In every zoom
+      returns to the interval of the round before, whose run had cut real
+      mass off (a spike with values beyond it: a discrete, zero-inflated
+      column); after round 1, to the extent round 1 read (the top of the
+      folded bin beyond the highest one read; the public range if none
+      was). Two neighbouring bins whose sum stands out at the same number
+      of its noise's standard deviations are signal too (a bulk cut in two
+      by a bin edge). In every zoom
       round, a fullest bin that visibly falls short of the round's target (96% of
       n; by 2 noise standard deviations) with neighbours
       under a quarter of it is a spike with nothing beside it (a point
