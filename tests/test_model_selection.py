@@ -1466,3 +1466,19 @@ def test_a_column_transformers_remainder_is_a_step_like_the_others(runs):
     rest = fitted.best_estimator_[0].named_transformers_["remainder"]
     mu_c = fitted.candidate_budget_.mu
     assert rest.privacy_spent_.mu == pytest.approx(mu_c / math.sqrt(3), rel=1e-6)
+
+
+def test_a_frame_with_missing_values_is_refused_before_any_draw(runs):
+    # A candidate that fails on the data where another would not would show
+    # which candidates were drawn: a DataFrame is checked like an array
+    # (no missing or non-finite values) before anything is drawn.
+    X, y = _table()
+    X.loc[3, "region"] = None
+    estimator = make_pipeline(_columns(), DPLogisticRegression(classes=[0, 1]))
+    est = search(
+        estimator=estimator,
+        param_distributions={"dplogisticregression__clip_norm": [1.0]},
+    )
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(X, y)
+    assert runs == []

@@ -626,11 +626,10 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             accept_sparse="csr",
             dtype=None,
             reset=True,
-            # A DataFrame is checked, then kept: a ColumnTransformer may
-            # select its columns by name, and its missing categories are
-            # the candidates' to handle.
-            ensure_all_finite=frame is None,
         )
+        # A DataFrame is checked (finite values, no missing ones: a candidate
+        # that fails where another would not reveals the draws), then kept: a
+        # ColumnTransformer may select its columns by name.
         if frame is not None:
             X = frame
         n = X.shape[0]
