@@ -1482,3 +1482,33 @@ def test_a_frame_with_missing_values_is_refused_before_any_draw(runs):
     with pytest.raises(ValueError, match="NaN"):
         est.fit(X, y)
     assert runs == []
+
+
+def test_a_run_that_fails_on_its_own_release_loses_instead_of_raising(
+    data, monkeypatch
+):
+    # A run whose fit fails on its own noisy release (MechanismFailedError:
+    # a non-finite model) must not stop the search: that would reveal a
+    # loser. It scores the worst of the range and is selected like any
+    # other; only when it wins is its failure the release (and raised).
+    from skdp.exceptions import MechanismFailedError
+
+    X, y = data
+    real = DPLogisticRegression.fit
+
+    def fit(self, X, y):
+        if self.clip_norm == 0.123:
+            raise MechanismFailedError("this run's model was not finite.")
+        return real(self, X, y)
+
+    monkeypatch.setattr(DPLogisticRegression, "fit", fit)
+    grid = {"clip_norm": [0.123, 1.0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fitted = search(param_distributions=grid, n_iter=20, random_state=0).fit(X, y)
+    assert fitted.best_params_ == {"clip_norm": 1.0}
+    assert fitted.best_score_ > 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(MechanismFailedError, match="The selected run failed"):
+            search(param_distributions={"clip_norm": [0.123]}, random_state=0).fit(X, y)

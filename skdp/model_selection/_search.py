@@ -47,7 +47,7 @@ from ..accounting import (
     zcdp_from_epsilon_tight,
     zcdp_of_private_selection,
 )
-from ..exceptions import PrivacyLeakWarning
+from ..exceptions import MechanismFailedError, PrivacyLeakWarning
 from ..mechanisms import add_gaussian_noise, as_generator
 from ..pipeline import _TARGET_WEIGHT
 
@@ -220,6 +220,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     cloned for each candidate (as scikit-learn's searches do): no two
     candidates share an object, and a DP step passed in the grid gets the
     search's ``epsilon``, ``delta``, ``noise`` and seed, whatever it held.
+
+    **Failed runs.** A run whose fit fails on its own noisy release
+    (:class:`~skdp.exceptions.MechanismFailedError`: a non-finite model)
+    scores the worst of the range and is selected like any other (raising
+    would reveal a loser); if it wins, the search raises that failure and
+    releases nothing. Any other error stops the search: every candidate the
+    grid can build must accept the data.
 
     **The label set.** A classifier whose DP steps would read their label set
     from y (``classes=None``) gets it once, from all of y, under the caveat
@@ -701,6 +708,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             noisy = float(add_gaussian_noise(score, noise_std, rng))
             if best is None or noisy > best[0]:
                 best = (noisy, params, candidate, caught)
+        if isinstance(best[2], MechanismFailedError):
+            # The winner's own release was a failure: releasing that is
+            # releasing the winner (the losers' failures stay secret).
+            raise MechanismFailedError(
+                f"The selected run failed: {best[2]} Nothing was released."
+            )
         self.best_score_, self.best_params_, self.best_estimator_, caught = best
         # Only the winner's warnings, each once: the losers' (and how many
         # runs warned) would reveal the number of runs and the losers.
@@ -934,7 +947,10 @@ def _mark_release(winner, cost):
 def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound):
     """One run: the candidate fitted on the training part, and its exact score.
 
-    The score is released only with the noise the search adds to it. The
+    The score is released only with the noise the search adds to it. A run
+    whose fit fails on its own noisy release (MechanismFailedError) returns
+    the worst score of the range and the failure in the candidate's place.
+    The
     run is silent: its warnings are returned, each once, as (category,
     message) pairs (a worker process's warnings would not reach the
     caller), and the search re-emits only the winner's. In a thread (a
@@ -943,7 +959,14 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
-        candidate.fit(X_train, y_train)
+        try:
+            candidate.fit(X_train, y_train)
+        except MechanismFailedError as failure:
+            # A failure read from the run's own noisy release (a non-finite
+            # model): the run scores the worst its range allows and takes
+            # part in the selection like any other; raising here would
+            # reveal a loser.
+            return (0.0 if scoring == "accuracy" else -bound), failure, []
         score = _score(candidate, X_valid, y_valid, scoring, bound)
     if threading.current_thread() is not threading.main_thread():
         # catch_warnings is process-wide: beside other runs in threads it may
