@@ -1403,6 +1403,15 @@ def test_a_private_target_scaler_is_searched_and_its_round_trip_refused(runs):
     params = dict(param_distributions=grid, score_bound=4e4, n_iter=2, epsilon=2.0)
     with pytest.raises(TypeError, match="check_inverse=True"):
         search(estimator=pipeline(True), **params).fit(X, y)
+    # A func/inverse_func pair is checked on y the same way.
+    logged = TransformedTargetRegressor(
+        regressor=DPLinearRegression(), func=np.arcsinh, inverse_func=np.sinh
+    )
+    grid_alpha = {"regressor__alpha": [1.0]}
+    with pytest.raises(TypeError, match="check_inverse=True"):
+        search(estimator=logged, param_distributions=grid_alpha, score_bound=4e4).fit(
+            X, y
+        )
     assert runs == []
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
