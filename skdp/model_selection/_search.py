@@ -636,8 +636,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         )
         # A DataFrame is checked (finite values, no missing ones: a candidate
         # that fails where another would not reveals the draws), then kept: a
-        # ColumnTransformer may select its columns by name.
+        # ColumnTransformer may select its columns by name. Older
+        # scikit-learn lets None pass in an object column: checked here.
         if frame is not None:
+            if np.asarray(frame.isna()).any():
+                raise ValueError(
+                    "Input X contains NaN or None: every candidate the grid can "
+                    "build must accept the data, so missing values are refused "
+                    "before any run."
+                )
             X = frame
         n = X.shape[0]
         m = round(self.validation_fraction * n)
