@@ -263,12 +263,18 @@ def _reads_label_set(estimator):
 _ALSO_ACHIEVABLE = {REPLACE_ONE_USER: (REPLACE_ONE,)}
 
 
+class BudgetCheckError(MechanismFailedError):
+    """A fit's reported guarantee is not within its declared budget: a bug,
+    decided by the parameters and public sizes, never by a noisy release
+    (the private search lets it through, where a failed release is a loss)."""
+
+
 def _check_within_budget(spent, budget, name):
     """Raise unless ``spent`` is no more than ``budget`` (see ``privacy_budget``)."""
     if spent.adjacency != budget.adjacency and spent.adjacency not in (
         _ALSO_ACHIEVABLE.get(budget.adjacency, ())
     ):
-        raise MechanismFailedError(
+        raise BudgetCheckError(
             f"{name} stated its guarantee under '{spent.adjacency}' adjacency, "
             f"but its budget is declared under '{budget.adjacency}'."
         )
@@ -285,7 +291,7 @@ def _check_within_budget(spent, budget, name):
             and spent.delta <= budget.delta * slack
         )
     if not within:
-        raise MechanismFailedError(
+        raise BudgetCheckError(
             f"{name} would release more than its declared budget ({spent} > "
             f"{budget}); nothing was released. This is a bug in skdp: please "
             "report it."

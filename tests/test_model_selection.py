@@ -1521,3 +1521,17 @@ def test_a_run_that_fails_on_its_own_release_loses_instead_of_raising(
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         with pytest.raises(MechanismFailedError, match="The selected run failed"):
             search(param_distributions={"clip_norm": [0.123]}, random_state=0).fit(X, y)
+    # A fit beyond its declared budget is a bug read from the parameters,
+    # not a failed release: it stops the search.
+    from skdp._base import BudgetCheckError
+
+    def overspend(self, X, y):
+        if self.clip_norm == 0.123:
+            raise BudgetCheckError("would release more than its declared budget")
+        return real(self, X, y)
+
+    monkeypatch.setattr(DPLogisticRegression, "fit", overspend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(BudgetCheckError, match="declared budget"):
+            search(param_distributions=grid, n_iter=20, random_state=0).fit(X, y)

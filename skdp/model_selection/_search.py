@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import (
     PRIVACY_CONSTRAINTS,
     PUBLIC_LABELS,
+    BudgetCheckError,
     DPEstimatorMixin,
     private_fit,
     require_positive_delta,
@@ -968,6 +969,8 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
         warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
         try:
             candidate.fit(X_train, y_train)
+        except BudgetCheckError:
+            raise  # a bug, read from the parameters only: never a loss
         except MechanismFailedError as failure:
             # A failure read from the run's own noisy release (a non-finite
             # model): the run scores the worst its range allows and takes
