@@ -689,6 +689,17 @@ def _target_round_trip(obj, path, leaks):
     ] = None
 
 
+def _output_step(part):
+    """The step whose output a part returns: a Pipeline's last step that is
+    not skipped (None if all are), anything else itself."""
+    from sklearn.pipeline import Pipeline
+
+    if not isinstance(part, Pipeline):
+        return part
+    steps = [s for _, s in part.steps if s not in ("passthrough", None)]
+    return _output_step(steps[-1]) if steps else None
+
+
 def _density_varies(part):
     """Whether ``part`` (a ColumnTransformer's transformer) may return a sparse
     matrix whose number of stored values depends on the values.
@@ -698,12 +709,9 @@ def _density_varies(part):
     (otherwise a row of the dropped or an unknown category stores none); a
     Pipeline returns what its last step does (an imputer, then the encoder).
     """
-    from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
-    if isinstance(part, Pipeline):
-        steps = [s for _, s in part.steps if s not in ("passthrough", None)]
-        return bool(steps) and _density_varies(steps[-1])
+    part = _output_step(part)
     if not isinstance(part, OneHotEncoder) or not part.sparse_output:
         return False
     drops = part.drop is not None and not (
@@ -720,16 +728,13 @@ def _density_fixed(part):
     nothing, a dense array (skdp's DP transformers return one), a
     ``OneHotEncoder`` whose density does not vary (:func:`_density_varies`),
     or a Pipeline whose last step is one of these."""
-    from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
     if part is None or (isinstance(part, str) and part == "drop"):
         return True
+    part = _output_step(part)
     if is_dp_estimator(part):
         return True
-    if isinstance(part, Pipeline):  # its output is its last step's
-        steps = [s for _, s in part.steps if s not in ("passthrough", None)]
-        return bool(steps) and _density_fixed(steps[-1])
     if isinstance(part, OneHotEncoder):
         return not part.sparse_output or not _density_varies(part)
     return False
@@ -752,11 +757,7 @@ def container_from_density(obj, fitted):
 
     if not isinstance(obj, ColumnTransformer) or obj.sparse_threshold <= 0:
         return []
-    if fitted:
-        parts = [(name, t) for name, t, _ in obj.transformers_]
-    else:
-        parts = [(name, t) for name, t, _ in obj.transformers]
-        parts.append(("remainder", obj.remainder))
+    parts = composite_parts(obj, fitted)
     varying = [name for name, part in parts if _density_varies(part)]
     if fitted and obj.sparse_output_:
         varying += [name for name, part in parts if not _density_fixed(part)]

@@ -226,33 +226,39 @@ def _join(path, name):
     return f"{path}__{name}" if path else name
 
 
-def _target_round_trips(estimator, path=""):
+def _composite_paths(estimator, wanted, path=""):
+    """Paths of the composites inside ``estimator`` (itself included) for
+    which ``wanted(composite)`` holds, through the known composites."""
+    if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
+        return []
+    children = composite_parts(estimator)
+    if children is None:
+        return []
+    found = [path] if wanted(estimator) else []
+    for name, child in children:
+        found += _composite_paths(child, wanted, _join(path, name))
+    return found
+
+
+def _target_round_trips(estimator):
     """Paths of the TransformedTargetRegressors whose ``transformer`` holds a
     DP step: their round-trip check on y (``check_inverse``) warns on a
     mismatch that one record can cause, a release outside the budget."""
-    if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
-        return []
-    children = composite_parts(estimator) or []
-    found = []
-    if isinstance(estimator, TransformedTargetRegressor) and _dp_steps(
-        estimator.transformer
-    ):
-        found.append(path)
-    for name, child in children:
-        found += _target_round_trips(child, _join(path, name))
-    return found
+    return _composite_paths(
+        estimator,
+        lambda c: (
+            isinstance(c, TransformedTargetRegressor) and bool(_dp_steps(c.transformer))
+        ),
+    )
 
 
-def _containers_from_density(estimator, path=""):
+def _containers_from_density(estimator):
     """Paths of the ColumnTransformers that would choose a sparse or dense
     output from the density of values a record can change
     (:func:`skdp._ledger.container_from_density`)."""
-    if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
-        return []
-    found = [path] if container_from_density(estimator, fitted=False) else []
-    for name, child in composite_parts(estimator) or []:
-        found += _containers_from_density(child, _join(path, name))
-    return found
+    return _composite_paths(
+        estimator, lambda c: bool(container_from_density(c, fitted=False))
+    )
 
 
 def _check_total(epsilon, delta):
