@@ -461,7 +461,26 @@ def _target_scaled_pipeline():
     ), True
 
 
-@pytest.mark.parametrize("make", [_missing_values_pipeline, _target_scaled_pipeline])
+def _encoded_pipeline():
+    # A sparse one-hot encoding that ignores unknown categories, behind a
+    # row-wise step: make_private_pipeline sets sparse_threshold=0, and
+    # clones, folds and a search keep it (the ledger would name the
+    # container choice otherwise).
+    from sklearn.preprocessing import OneHotEncoder
+
+    sign = make_pipeline(
+        FunctionTransformer(np.sign),
+        OneHotEncoder(categories=[[-1.0, 1.0]], handle_unknown="ignore"),
+    )
+    pre = ColumnTransformer(
+        [("num", DPStandardScaler(), [0, 1, 2]), ("cat", sign, [3])]
+    )
+    return make_private_pipeline(pre, _lr(), epsilon=1.0, delta=1e-5), False
+
+
+@pytest.mark.parametrize(
+    "make", [_missing_values_pipeline, _target_scaled_pipeline, _encoded_pipeline]
+)
 def test_new_defaults_compose_through_clones_folds_and_a_search(make):
     # This session's two composites (a shape-only imputer in front; the
     # target's scaler at half weight) fitted as users fit them: cloned by
@@ -474,7 +493,7 @@ def test_new_defaults_compose_through_clones_folds_and_a_search(make):
     target = y_real if regression else y
     Xn = X.copy()
     Xn[np.random.default_rng(3).random(X.shape) < 0.1] = np.nan
-    data = Xn if not regression else X
+    data = Xn if make is _missing_values_pipeline else X
     one_fit = math.sqrt(
         sum(s.privacy_budget().mu ** 2 for _, s in _dp_steps_of(clone(pipe)))
     )
