@@ -135,6 +135,70 @@ def unique_labels(y):
     return classes
 
 
+def check_targets(estimator, y):
+    """scikit-learn's check of classification targets, on what is public.
+
+    With ``classes`` declared, the labels in y are private: scikit-learn's
+    verdict on y itself ("continuous" as soon as one label is not integral,
+    a warning when more than half the labels are distinct) is one record's
+    to flip between two declared labels, so y is not typed here; the
+    declared set is (:func:`declared_classes`) and y is checked against it
+    (:func:`label_set`). With ``classes=None`` the labels in y are public by
+    the caveat and y is checked as scikit-learn checks it.
+    """
+    from sklearn.utils.multiclass import check_classification_targets
+
+    if estimator.classes is None:
+        check_classification_targets(y)
+
+
+def declared_classes(classes):
+    """A declared label set, sorted and checked as scikit-learn checks targets."""
+    from sklearn.utils.multiclass import check_classification_targets
+
+    classes = np.unique(np.asarray(classes))
+    with warnings.catch_warnings():
+        # "more than 50% of the samples are distinct classes": every label
+        # of a declared set is distinct, which is no sign of a regression y.
+        warnings.simplefilter("ignore", UserWarning)
+        check_classification_targets(classes)
+    return classes
+
+
+def label_set(estimator, y, *, shapes, stacklevel=5):
+    """The label set of a classifier's fit: declared, or read from y under the caveat.
+
+    ``classes=None``: the labels present in y, with a
+    :class:`~skdp.exceptions.PrivacyLeakWarning` naming what releases them
+    (``classes_`` and ``shapes``). Declared: the sorted ``classes``, and y
+    must hold only those (the message names no label: the labels in y are
+    private; a Dask y was checked in its validation pass). At least two
+    classes either way.
+    """
+    name = type(estimator).__name__
+    if estimator.classes is None:
+        warnings.warn(
+            "The label set was inferred from y and is treated as public (it "
+            f"is released in classes_ and shapes {shapes}). If which labels "
+            "occur is private, pass classes=[...] declared in advance.",
+            PrivacyLeakWarning,
+            # 5: the caller of a fit that calls this (through two decorators)
+            stacklevel=stacklevel,
+        )
+        classes = unique_labels(y)
+    else:
+        classes = declared_classes(estimator.classes)
+        if not is_dask_array(y) and not np.isin(y, classes).all():
+            raise ValueError("y contains labels that are not in the declared classes.")
+    if classes.size < 2:
+        raise ValueError(
+            f"{name} needs at least 2 classes; "
+            + ("y contains" if estimator.classes is None else "classes declares")
+            + " only one class."
+        )
+    return classes
+
+
 class DaskScoreMixin:
     """``score`` that also takes a Dask X, in one pass (before a scikit-learn
     classifier or regressor mixin in the bases)."""

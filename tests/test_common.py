@@ -339,3 +339,53 @@ def test_secure_noise_reaches_every_noise_source_of_a_fit(cls, monkeypatch):
     assert asked and set(asked) == {"secure"}, asked
     assert estimator.privacy_spent_.sampler == NOISE_SAMPLERS["secure"]
     assert isinstance(original(None, "secure"), SecureNoise)
+
+
+def _with_classes_parameter():
+    return [
+        cls
+        for cls in exported_estimators()
+        if "classes" in inspect.signature(cls).parameters
+    ]
+
+
+def _fit_outcome(estimator, X, y):
+    """What a fit shows: an error's type and message, or the warnings it gave."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            estimator.fit(X, y)
+        except ValueError as error:
+            return ("error", str(error))
+    return ("fitted", sorted({str(w.message) for w in caught}))
+
+
+@pytest.mark.parametrize("cls", _with_classes_parameter(), ids=lambda c: c.__name__)
+def test_declared_labels_are_checked_not_typed_from_y(cls):
+    """With ``classes`` declared, one record moving between two declared
+    labels changes nothing a fit shows. scikit-learn's check of targets types
+    y itself ("continuous" as soon as one label is not integral; a warning
+    when more than half the labels are distinct): the declared set is typed
+    instead (a public refusal, the same for both), and y checked against it."""
+    estimator = cls(epsilon=2.0, delta=1e-6, random_state=0)
+    X, _ = small_fit_data(estimator)
+    n = X.shape[0]
+    # A non-integral declared label: refused from the declaration alone.
+    estimator.set_params(classes=[0.0, 0.5])
+    y, y_moved = np.zeros(n), np.zeros(n)
+    y_moved[0] = 0.5
+    refused = _fit_outcome(estimator, X, y)
+    assert refused[0] == "error" and "Unknown label type" in refused[1]
+    assert _fit_outcome(estimator, X, y_moved) == refused
+    if cls.__name__ == "DPBradleyTerry":
+        return  # two outcome labels only: no set of many labels to declare
+    # Many declared labels: half of n distinct in y, then one more.
+    estimator.set_params(classes=list(range(n)))
+    y = np.arange(n) % (n // 2)
+    y_moved = y.copy()
+    y_moved[0] = n // 2
+    fitted = _fit_outcome(estimator, X, y)
+    assert fitted[0] == "fitted"
+    assert _fit_outcome(estimator, X, y_moved) == fitted

@@ -170,7 +170,8 @@ def no_mechanism(monkeypatch):
     ("y", "classes", "match"),
     [
         ([0, 1, 2, 1], None, "Only binary classification is supported"),
-        ([0, 1, 2, 1], [0, 1], "Only binary classification is supported"),
+        # Declared outcomes: y is checked against them, not typed.
+        ([0, 1, 2, 1], [0, 1], "not in the declared classes"),
         ([0.5, 1.0, 0.0, 1.0], None, "Unknown label type"),
         ([0, 987654, 0, 987654], [0, 1], "not in the declared classes"),
         (["won", "won", "won", "won"], None, "only one class"),

@@ -1,30 +1,29 @@
 """DPLogisticRegression: noisy gradient descent for logistic regression."""
 
 import functools
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
+    check_targets,
     dense_float_rows,
     is_dask_array,
     is_sparse_input,
+    label_set,
     private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
     with_ones_column,
 )
 from .._base import labels_in as _labels_in
-from .._base import unique_labels as _unique_labels
 from .._datafits import BinomialLogistic, MultinomialLogistic
 from .._dpgd import NoiseBudget, auto_schedule, calibrated_dpgd
 from ..accounting import (
@@ -32,7 +31,6 @@ from ..accounting import (
     classical_gaussian_noise_multiplier,
     mu_from_epsilon,
 )
-from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import as_generator
 
 # Paper 003 (Prop. 3.3) calibrates to B = 4(R + c1)σ_x, i.e. a per-step
@@ -64,6 +62,14 @@ def _encode(y, classes):
     """
     indices = np.searchsorted(classes, y)
     return indices.astype(np.float64) if classes.size == 2 else indices
+
+
+def _encoded(y, classes):
+    """y as indices into ``classes``: a Dask y chunk by chunk, lazily."""
+    if is_dask_array(y):
+        dtype = np.float64 if classes.size == 2 else np.intp
+        return y.map_blocks(_encode, classes, dtype=dtype)
+    return _encode(y, classes)
 
 
 def _paper_noise_multiplier(epsilon, delta, n_iter):
@@ -367,9 +373,10 @@ class DPLogisticRegression(
             X, y = validate_data(
                 self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32]
             )
-            check_classification_targets(y)
+            check_targets(self, y)
         warn_if_delta_is_large(self, X.shape[0])
-        classes, y_encoded = self._encode_labels(y)
+        classes = label_set(self, y, shapes="coef_")
+        y_encoded = _encoded(y, classes)
         datafit = BinomialLogistic() if classes.size == 2 else MultinomialLogistic()
         n_outputs = 1 if classes.size == 2 else classes.size
         n_iter, learning_rate, alpha, clip_norm = self._schedule(X, n_outputs)
@@ -446,36 +453,6 @@ class DPLogisticRegression(
         if self.clip_norm != "auto":
             clip_norm = self.clip_norm
         return n_iter, learning_rate, alpha, clip_norm
-
-    def _encode_labels(self, y):
-        """The label set (given, or public by declaration) and y as indices."""
-        if self.classes is None:
-            warnings.warn(
-                "The label set was inferred from y and is treated as public (it "
-                "is released in classes_ and shapes coef_). If which labels occur "
-                "is private, pass classes=[...] declared in advance.",
-                PrivacyLeakWarning,
-                stacklevel=5,  # the caller of fit (through two decorators)
-            )
-            classes = _unique_labels(y)
-        else:
-            classes = np.unique(np.asarray(self.classes))
-            # The message names no label: the labels in y are private. (A
-            # Dask y was checked in the validation pass.)
-            if not is_dask_array(y) and not np.isin(y, classes).all():
-                raise ValueError(
-                    "y contains labels that are not in the declared classes."
-                )
-        if classes.size < 2:
-            raise ValueError(
-                "DPLogisticRegression needs at least 2 classes; "
-                + ("y contains" if self.classes is None else "classes declares")
-                + " only one class."
-            )
-        if is_dask_array(y):  # encoded chunk by chunk, lazily
-            dtype = np.float64 if classes.size == 2 else np.intp
-            return classes, y.map_blocks(_encode, classes, dtype=dtype)
-        return classes, _encode(y, classes)
 
     def _noise_budget(self):
         """(epsilon, delta) for the engine; ``accounting="paper"``: the textbook rule.

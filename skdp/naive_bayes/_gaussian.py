@@ -1,30 +1,28 @@
 """DPGaussianNB: Gaussian naive Bayes from one joint Gaussian release."""
 
 import math
-import warnings
 from numbers import Real
 
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
+    check_targets,
     is_dask_array,
+    label_set,
     labels_in,
     private_fit,
     require_positive_delta,
     sum_over_rows,
-    unique_labels,
     warn_if_delta_is_large,
 )
 from ..accounting import REPLACE_ONE, gaussian_cost, split_gaussian_budget
-from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import as_generator, gaussian_mechanism
 from ..preprocessing._quantiles import (
     N_BOUND_RELEASES,
@@ -456,7 +454,7 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         X, y = self._validate(X, y)
         n, d = X.shape
         warn_if_delta_is_large(self, n)
-        classes = self._label_set(y)
+        classes = label_set(self, y, shapes="theta_")
         priors = self._check_priors(classes.size)
         bounds = None if self.bounds is None else _check_bounds(self.bounds, d)
         schedule = bounds_schedule(
@@ -531,35 +529,8 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
                 y_message="y contains labels that are not in the declared classes.",
             )
         X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
+        check_targets(self, y)
         return X, y
-
-    def _label_set(self, y):
-        """The declared classes, or those in y (public by declaration)."""
-        if self.classes is None:
-            warnings.warn(
-                "The label set was inferred from y and is treated as public (it "
-                "is released in classes_ and shapes theta_). If which labels "
-                "occur is private, pass classes=[...] declared in advance.",
-                PrivacyLeakWarning,
-                stacklevel=5,  # the caller of fit (through two decorators)
-            )
-            classes = unique_labels(y)
-        else:
-            classes = np.unique(np.asarray(self.classes))
-            # The message names no label: the labels in y are private. (A
-            # Dask y was checked in the validation pass.)
-            if not is_dask_array(y) and not np.isin(y, classes).all():
-                raise ValueError(
-                    "y contains labels that are not in the declared classes."
-                )
-        if classes.size < 2:
-            raise ValueError(
-                "DPGaussianNB needs at least 2 classes; "
-                + ("y contains" if self.classes is None else "classes declares")
-                + " only one class."
-            )
-        return classes
 
     def _check_priors(self, n_classes):
         if self.priors is None:

@@ -10,12 +10,14 @@ import scipy.sparse as sp
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
     PRIVACY_CONSTRAINTS,
     DPEstimatorMixin,
+    check_targets,
+    declared_classes,
     private_fit,
     require_positive_delta,
     warn_if_delta_is_large,
@@ -492,9 +494,10 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         require_positive_delta(self)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        target_type = type_of_target(y, input_name="y")
-        if target_type != "binary":
+        check_targets(self, y)
+        # Declared outcomes: y is only checked against them (_encode_outcomes).
+        target_type = None if self.classes is not None else type_of_target(y)
+        if target_type not in (None, "binary"):
             raise ValueError(
                 "Only binary classification is supported: y holds the outcome of "
                 "each comparison (the first item won or lost). The type of the "
@@ -649,7 +652,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
                     "outcomes as 0/1 or declare them with classes=[...]."
                 )
         else:
-            classes = np.unique(np.asarray(self.classes))
+            classes = declared_classes(self.classes)
             if classes.size != 2:
                 raise ValueError(
                     "classes must declare exactly two outcome labels; got "
