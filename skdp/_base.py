@@ -8,6 +8,7 @@ parameters alone, and its ``privacy_spent_`` says which seeded noise stream
 it drew from and what it assumed public.
 """
 
+import contextlib
 import functools
 import warnings
 from dataclasses import replace
@@ -362,6 +363,81 @@ def _check_within_budget(spent, budget, name):
         )
 
 
+#: What numpy's and scikit-learn's input errors that quote the data say
+#: (their start), and what skdp says instead.
+_VALUE_QUOTING_ERRORS = {
+    "Complex data not supported": "Complex data not supported.",
+    "could not convert": (
+        "The input holds values that are not numbers (strings or other "
+        "objects; the value is not shown: it may be private). Encode them "
+        "first, e.g. with OneHotEncoder or OrdinalEncoder."
+    ),
+    "invalid literal for": (
+        "The input holds values that are not numbers (the value is not "
+        "shown: it may be private)."
+    ),
+}
+
+
+def _quotes_values(error):
+    """skdp's message for an input error that quotes values, else None."""
+    text = str(error)
+    for start, message in _VALUE_QUOTING_ERRORS.items():
+        if text.startswith(start):
+            return message
+    return None
+
+
+def _chain(error):
+    """The errors a traceback of ``error`` prints: it, then its causes."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
+@contextlib.contextmanager
+def silent_on_data():
+    """Nothing about the data escapes but the release: no floating-point
+    event, no input value in an error message.
+
+    numpy's floating-point events depend on the data (finite records of
+    ±1e308 make scikit-learn's finiteness check sum to inf − inf), and a
+    warning one record can trigger is a release (an error under ``-W error``,
+    or under the caller's ``np.errstate(all="raise")``): they are off. An
+    input error of numpy or scikit-learn that quotes a value (a complex
+    array printed whole, "could not convert string to float: '<value>'") is
+    raised again as a ValueError that names none; an error whose chain of
+    causes quotes one keeps its message and loses the chain.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            yield
+    except (ValueError, TypeError) as error:
+        message = _quotes_values(error)
+        if message is not None:
+            raise ValueError(message) from None
+        if any(_quotes_values(cause) for cause in _chain(error)):
+            # scikit-learn re-raises numpy's "could not convert string to
+            # float: '<the value>'" as its own error, and a traceback prints
+            # the whole chain: keep the message, drop the chain.
+            error.__cause__, error.__suppress_context__ = None, True
+        raise
+
+
+def silent_release(release):
+    """Decorate a public release function (``dp_histogram``, ``dp_quantiles``)
+    to run :func:`silent_on_data`, as :func:`private_fit` runs a fit."""
+
+    @functools.wraps(release)
+    def wrapper(*args, **kwargs):
+        with silent_on_data():
+            return release(*args, **kwargs)
+
+    return wrapper
+
+
 def private_fit(fit):
     """Decorate a DP estimator's ``fit`` with the contract every fit keeps.
 
@@ -379,9 +455,9 @@ def private_fit(fit):
       in ``privacy_spent_.caveats``.
     * ``sample_weight`` is refused with a TypeError that says why (a weight
       scales a record's sensitivity), before any work.
-    * Silent arithmetic: numpy's floating-point events (warnings, or errors
-      under the caller's ``np.errstate``) are off during the fit: they depend
-      on the data.
+    * Silent on the data (:func:`silent_on_data`): numpy's floating-point
+      events (warnings, or errors under the caller's ``np.errstate``) are off
+      during the fit, and an input error quotes no value of the data.
     * The sampler is visible: ``privacy_spent_.sampler`` says which one drew
       the noise (``noise="fast"`` or ``"secure"``); ``noise="secure"`` with a
       ``random_state`` other than None raises a ValueError before any work.
@@ -397,12 +473,7 @@ def private_fit(fit):
         if seed is not None:
             _warn_seeded(self)
         try:
-            # numpy's floating-point events depend on the data (finite
-            # records of ±1e308 make scikit-learn's finiteness check sum to
-            # inf - inf), and a warning one record can trigger is a release
-            # (an error under -W error, or under the caller's
-            # np.errstate(all="raise")): none may escape a DP fit.
-            with np.errstate(all="ignore"):
+            with silent_on_data():
                 result = fit(self, *args, **kwargs)
             budget = self.privacy_budget()
             spent = self.privacy_spent_

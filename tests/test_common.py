@@ -389,3 +389,74 @@ def test_declared_labels_are_checked_not_typed_from_y(cls):
     fitted = _fit_outcome(estimator, X, y)
     assert fitted[0] == "fitted"
     assert _fit_outcome(estimator, X, y_moved) == fitted
+
+
+#: A value that must never appear in an error about the input.
+_SECRET = "SSN-078-05-1120"
+
+
+def _full_error_text(error):
+    """The whole traceback a user would see, chained causes included."""
+    import traceback
+
+    return "".join(traceback.format_exception(error))
+
+
+def _release_functions():
+    from skdp.preprocessing import dp_histogram, dp_quantiles
+
+    return [
+        lambda X, **kw: dp_histogram(X, 4, bounds=(-1, 1), **kw),
+        lambda X, **kw: dp_quantiles(X, 0.5, **kw),
+    ]
+
+
+@mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+@mark.parametrize("kind", ["string", "complex"])
+def test_an_input_error_quotes_no_value_of_the_data(cls, kind):
+    """scikit-learn's checks print a complex array whole, and numpy's
+    conversion quotes the string it could not read: a fit's error (and its
+    chain of causes) names no value."""
+    import warnings
+
+    estimator = cls(epsilon=2.0, delta=1e-6)
+    if "classes" in estimator.get_params():
+        estimator.set_params(classes=[0, 1])
+    X, y = small_fit_data(estimator)
+    X = np.array(X.toarray() if hasattr(X, "toarray") else X, dtype=object)
+    if kind == "string":
+        X[0, 0] = _SECRET
+    else:
+        X = X.astype(complex)
+        X[0, 0] = 123456.789 + 1j
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises((ValueError, TypeError)) as info:
+            estimator.fit(X, y)
+    text = _full_error_text(info.value)
+    printed = (_SECRET, "123456", "1.23456789e+05")  # numpy may print either
+    assert not any(value in text for value in printed)
+
+
+@mark.parametrize("release", _release_functions(), ids=["histogram", "quantiles"])
+def test_a_release_function_is_silent_on_the_data(release):
+    """As a fit (``private_fit``): no floating-point event one record can
+    trigger (records at ±1.7e308 make a finiteness check sum to inf − inf),
+    and no value of the data in an input error."""
+    import warnings
+
+    X = np.zeros((40, 1))
+    X[:4], X[4] = -1.7e308, 1.7e308
+    neighbour = X.copy()
+    neighbour[5] = 1.7e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # n is small (public)
+        warnings.simplefilter("error", RuntimeWarning)
+        with np.errstate(all="raise"):
+            for data in (X, neighbour):
+                release(data, epsilon=1.0, delta=1e-6)
+    strings = np.zeros((40, 1), dtype=object)
+    strings[0, 0] = _SECRET
+    with pytest.raises(ValueError) as info:
+        release(strings, epsilon=1.0, delta=1e-6)
+    assert _SECRET not in _full_error_text(info.value)

@@ -31,7 +31,7 @@ import numpy as np
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from .._base import is_dask_array, sum_over_rows
+from .._base import is_dask_array, silent_release, sum_over_rows
 from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
@@ -329,7 +329,7 @@ def _finish(cost, random_state, noise, name):
             "for anything you release; PrivacyLedger refuses to total releases "
             "that share a seed.",
             PrivacyLeakWarning,
-            stacklevel=4,  # the caller of dp_* (through validate_params)
+            stacklevel=5,  # the caller of dp_* (through two decorators)
         )
     return replace(
         cost,
@@ -355,6 +355,7 @@ _BUDGET = {
     },
     prefer_skip_nested_validation=True,
 )
+@silent_release
 def dp_histogram(
     X, bins, *, bounds=None, epsilon=1.0, delta=1e-5, random_state=None, noise="fast"
 ):
@@ -424,7 +425,7 @@ def dp_histogram(
             f"delta={delta:g} is at least 1/n_samples = {1.0 / n:.3g}: use delta "
             "well below 1/n_samples.",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller (through two decorators)
         )
     if isinstance(bins, Integral):
         if bounds is None:
@@ -485,6 +486,7 @@ def dp_histogram(
     },
     prefer_skip_nested_validation=True,
 )
+@silent_release
 def dp_quantiles(
     X,
     q,
@@ -600,7 +602,7 @@ def dp_quantiles(
             f"delta={delta:g} is at least 1/n_samples = {1.0 / n:.3g}: use delta "
             "well below 1/n_samples.",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller (through two decorators)
         )
     checked = None if bounds is None else _check_bounds(bounds, d)
     check_secure_seed(random_state, noise)
@@ -615,7 +617,7 @@ def dp_quantiles(
         noise=noise,
         rng=rng,
         name="dp_quantiles",
-        stacklevel=3,  # the caller of dp_quantiles (through validate_params)
+        stacklevel=4,  # the caller of dp_quantiles (through two decorators)
     )
     values, _ = release.quantiles(np.atleast_1d(q_arr))
     if one_d:
