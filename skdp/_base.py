@@ -54,6 +54,17 @@ PRIVACY_CONSTRAINTS = {
     "noise": [StrOptions({"fast", "secure"})],
 }
 
+#: The largest clipping constant a DP estimator takes (``clip_norm``,
+#: ``target_clip``, ``x_bound``, a search's ``score_bound`` ...). A release
+#: sums n clipped terms, or products of two (a Gram matrix holds squares): up
+#: to 1e100 each, such sums and their noise stay far inside float64 (1.8e308)
+#: for any n below 1e100, so whether a sum overflows never depends on the
+#: data (at 1e153, n = 180 records at the clip sum to inf where their
+#: neighbour with one record at 0 does not: a release one record decides).
+MAX_CLIP = 1e100
+#: The constraint of every clipping constant: in (0, MAX_CLIP].
+CLIP_CONSTRAINT = Interval(Real, 0, MAX_CLIP, closed="right")
+
 #: The docstring entry of ``noise``, the same in every estimator (each
 #: docstring repeats it; tests/test_secure_noise.py checks that the copies match).
 NOISE_PARAMETER_DOC = """noise : {"fast", "secure"}, default="fast"

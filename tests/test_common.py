@@ -460,3 +460,51 @@ def test_a_release_function_is_silent_on_the_data(release):
     with pytest.raises(ValueError) as info:
         release(strings, epsilon=1.0, delta=1e-6)
     assert _SECRET not in _full_error_text(info.value)
+
+
+#: Parameters that bound a term of a released sum. DPBradleyTerry's
+#: score_bound is not one: it projects the released scores (post-processing).
+_CLIPPING_PARAMETERS = {
+    "clip_norm",
+    "target_clip",
+    "init_clip_norm",
+    "cold_start_clip_norm",
+    "x_bound",
+    "y_bound",
+    "residual_bound",
+    "score_bound",
+}
+
+
+def _clipped_sum_estimators():
+    from skdp.model_selection import DPRandomSearchCV
+
+    return [*exported_estimators(), DPRandomSearchCV]
+
+
+@pytest.mark.parametrize("cls", _clipped_sum_estimators(), ids=lambda c: c.__name__)
+def test_every_clipping_constant_is_at_most_max_clip(cls):
+    """A sum of n terms clipped at 1e153 overflows for one data set and not for
+    its neighbour: every clipping constant is validated into (0, MAX_CLIP]."""
+    from skdp._base import CLIP_CONSTRAINT
+
+    names = _CLIPPING_PARAMETERS & set(cls._parameter_constraints)
+    if cls.__name__ == "DPBradleyTerry":
+        names.discard("score_bound")
+    for name in names:
+        assert CLIP_CONSTRAINT in cls._parameter_constraints[name], name
+
+
+def test_a_gram_at_the_largest_clip_is_finite_for_every_neighbour():
+    """The rows of the review's pair (n = 180, every row at the clip but one at
+    0, and its neighbour with that row at the clip too) at MAX_CLIP: the exact
+    Gram matrix of both is finite, so both releases are."""
+    from skdp._base import MAX_CLIP
+    from skdp._gram import clipped_gram
+
+    X = np.full((180, 1), 1e300)
+    X[0] = 0.0
+    neighbour = np.full((180, 1), 1e300)
+    for data in (X, neighbour):
+        gram = clipped_gram(data, x_clip=MAX_CLIP, constant=MAX_CLIP / 2)
+        assert np.isfinite(gram).all()

@@ -1,7 +1,7 @@
 """DPPCA: principal components of a Gaussian-noised second moment (Analyze Gauss)."""
 
 import math
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.linalg
@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
+    CLIP_CONSTRAINT,
     PRIVACY_CONSTRAINTS,
     DPEstimatorMixin,
     is_dask_array,
@@ -223,7 +224,7 @@ class DPPCA(
         **{k: v for k, v in PRIVACY_CONSTRAINTS.items() if k != "accounting"},
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
         "with_mean": ["boolean"],
-        "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "clip_norm": [CLIP_CONSTRAINT, StrOptions({"auto"})],
         "verbose": ["verbose"],
     }
 

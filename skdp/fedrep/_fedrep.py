@@ -35,6 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
+    CLIP_CONSTRAINT,
     PRIVACY_CONSTRAINTS,
     DPEstimatorMixin,
     private_fit,
@@ -318,14 +319,14 @@ class DPFedRep(
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "clip_norm": [CLIP_CONSTRAINT, StrOptions({"auto"})],
         "init": [StrOptions({"private", "random"}), "array-like"],
         "init_clip_norm": [
-            Interval(Real, 0, None, closed="neither"),
+            CLIP_CONSTRAINT,
             StrOptions({"auto"}),
         ],
         "cold_start_clip_norm": [
-            Interval(Real, 0, None, closed="neither"),
+            CLIP_CONSTRAINT,
             StrOptions({"auto"}),
         ],
         "n_jobs": [Integral, None],

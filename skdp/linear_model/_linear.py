@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._base import (
+    CLIP_CONSTRAINT,
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
@@ -360,9 +361,9 @@ class DPLinearRegression(
         **{k: v for k, v in PRIVACY_CONSTRAINTS.items() if k != "accounting"},
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
-        "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "clip_norm": [CLIP_CONSTRAINT, StrOptions({"auto"})],
         "target_clip": [
-            Interval(Real, 0, None, closed="neither"),
+            CLIP_CONSTRAINT,
             StrOptions({"auto"}),
         ],
         "verbose": ["verbose"],

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
+    CLIP_CONSTRAINT,
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
@@ -276,7 +277,7 @@ class DPLogisticRegression(
 
     _parameter_constraints = {
         **PRIVACY_CONSTRAINTS,
-        "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "clip_norm": [CLIP_CONSTRAINT, StrOptions({"auto"})],
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],

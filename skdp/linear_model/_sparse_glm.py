@@ -42,6 +42,7 @@ from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
+    CLIP_CONSTRAINT,
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
@@ -1075,12 +1076,12 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         **PRIVACY_CONSTRAINTS,
         "family": [StrOptions({"gaussian", "poisson", "logistic"})],
         "sparsity": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "residual_bound": [Interval(Real, 0, None, closed="neither")],
+        "residual_bound": [CLIP_CONSTRAINT],
         "y_bound": [
-            Interval(Real, 0, None, closed="neither"),
+            CLIP_CONSTRAINT,
             Hidden(StrOptions({"deprecated"})),
         ],
-        "x_bound": [Interval(Real, 0, None, closed="neither")],
+        "x_bound": [CLIP_CONSTRAINT],
         "fit_intercept": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "learning_rate": [

@@ -19,6 +19,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
+    CLIP_CONSTRAINT,
     PRIVACY_CONSTRAINTS,
     PUBLIC_LABELS,
     BudgetCheckError,
@@ -288,7 +289,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             ),
             None,
         ],
-        "score_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "score_bound": [CLIP_CONSTRAINT, None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state", np.random.Generator],

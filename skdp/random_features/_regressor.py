@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
+    CLIP_CONSTRAINT,
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
@@ -246,7 +247,7 @@ class DPRandomFeaturesRegressor(
         **PRIVACY_CONSTRAINTS,
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(ACTIVATIONS)), callable],
-        "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "clip_norm": [CLIP_CONSTRAINT, StrOptions({"auto"})],
         "learning_rate": [
             Interval(Real, 0, None, closed="neither"),
             StrOptions({"auto"}),
