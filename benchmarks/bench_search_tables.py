@@ -62,7 +62,10 @@ def pipelines(frame, text):
                     make_column_selector(dtype_include="number"),
                 ),
                 ("cat", OneHotEncoder(categories=categories), text),
-            ]
+            ],
+            # Always dense: the search refuses a sparse-or-dense choice read
+            # from the data (make_private_pipeline sets it too).
+            sparse_threshold=0,
         )
 
     def default(epsilon, seed):

@@ -94,16 +94,18 @@ class PrivacyLedger:
       :func:`skdp.rowwise` (it may choose from the values), and for DP fits
       inside a wrapper that seeded their noise itself (bagging gives every
       sub-model a seed, kept in the fitted model);
-    * a :class:`~skdp.PrivacyLeakWarning` for a ``ColumnTransformer`` with
-      ``sparse_threshold > 0`` whose choice between a sparse and a dense
-      output can depend on the values: a sparse ``OneHotEncoder`` that drops
-      a category or does not raise on unknown ones, or, when the output was
-      stacked sparse, any part whose stored values the shape does not fix (a
-      sparse input passed through). The next step sees a different
-      container (DPLogisticRegression's automatic schedule follows it). A
-      dense output is not checked for parts of unknown density (the ledger
-      cannot see the input): with a sparse input or a transformer of your
-      own that returns a sparse matrix, set ``sparse_threshold=0``.
+    * a :class:`~skdp.PrivacyLeakWarning` for a ``ColumnTransformer`` whose
+      choice between a sparse and a dense output is not fixed by its
+      structure: ``sparse_threshold > 0`` and a part (the remainder
+      included) that is not known to return a dense array whatever the data
+      (known: ``"drop"``, a DP estimator, a ``OneHotEncoder`` with
+      ``sparse_output=False``, an ``OrdinalEncoder``, a Pipeline ending in
+      one of these; not ``"passthrough"``, a sparse ``OneHotEncoder``, a
+      ``FunctionTransformer``, a ``FeatureUnion``, anything else). The
+      choice reads the share of stored values, and the next step sees a
+      different container (DPLogisticRegression's automatic clip follows
+      it). It is named from the parameters, whichever container the fit
+      chose: set ``sparse_threshold=0``.
 
     It refuses, leaving itself as it was:
 
@@ -689,96 +691,73 @@ def _target_round_trip(obj, path, leaks):
     ] = None
 
 
-def _output_step(part):
-    """The step whose output a part returns: a Pipeline's last step that is
-    not skipped (None if all are), anything else itself."""
-    from sklearn.pipeline import Pipeline
+def _always_dense(part):
+    """Whether ``part`` (a ColumnTransformer's transformer or remainder)
+    returns a dense array, or nothing, whatever the data.
 
-    if not isinstance(part, Pipeline):
-        return part
-    steps = [s for _, s in part.steps if s not in ("passthrough", None)]
-    return _output_step(steps[-1]) if steps else None
-
-
-def _density_varies(part):
-    """Whether ``part`` (a ColumnTransformer's transformer) may return a sparse
-    matrix whose number of stored values depends on the values.
-
-    A ``OneHotEncoder`` with sparse output stores one value per feature and
-    row only if no category is dropped and an unknown category is an error
-    (otherwise a row of the dropped or an unknown category stores none); a
-    Pipeline returns what its last step does (an imputer, then the encoder).
+    Only a short list, by structure: ``"drop"``; a DP estimator (skdp's DP
+    transformers refuse sparse input and return arrays); a
+    ``OneHotEncoder`` with ``sparse_output=False`` and an
+    ``OrdinalEncoder`` (both refuse sparse input); a Pipeline whose last
+    step other than ``"passthrough"``/None is one of these. Anything else
+    may pass a sparse input through or return a sparse matrix:
+    ``"passthrough"``, a sparse ``OneHotEncoder``, a ``FunctionTransformer``,
+    a ``FeatureUnion``, any other transformer.
     """
-    from sklearn.preprocessing import OneHotEncoder
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
-    part = _output_step(part)
-    if not isinstance(part, OneHotEncoder) or not part.sparse_output:
-        return False
-    drops = part.drop is not None and not (
-        isinstance(part.drop, str)
-        and part.drop == "if_binary"
-        and not isinstance(part.categories, str)
-        and all(len(c) != 2 for c in part.categories)
-    )
-    return drops or part.handle_unknown != "error"
-
-
-def _density_fixed(part):
-    """Whether the stored values of ``part``'s output are fixed by the shape:
-    nothing, a dense array (skdp's DP transformers return one), a
-    ``OneHotEncoder`` whose density does not vary (:func:`_density_varies`),
-    or a Pipeline whose last step is one of these."""
-    from sklearn.preprocessing import OneHotEncoder
-
-    if part is None or (isinstance(part, str) and part == "drop"):
-        return True
-    part = _output_step(part)
-    if is_dp_estimator(part):
-        return True
-    if isinstance(part, OneHotEncoder):
-        return not part.sparse_output or not _density_varies(part)
-    return False
+    if isinstance(part, str):
+        return part == "drop"
+    if isinstance(part, Pipeline):
+        steps = [s for _, s in part.steps if s not in ("passthrough", None)]
+        return bool(steps) and _always_dense(steps[-1])
+    if type(part) is OneHotEncoder:
+        return not part.sparse_output
+    return type(part) is OrdinalEncoder or is_dp_estimator(part)
 
 
-def container_from_density(obj, fitted):
-    """Names of a ``ColumnTransformer``'s parts whose output density can
-    decide, from the values, whether its output is sparse; [] if none.
+def container_from_density(obj):
+    """Names of the parts that make a ``ColumnTransformer``'s choice between a
+    sparse and a dense output depend on the data; [] if the choice is fixed
+    by its structure (or ``obj`` is not a ColumnTransformer).
 
-    With ``sparse_threshold > 0`` scikit-learn stacks the parts' outputs as
-    a sparse matrix when the share of stored values is below the threshold.
-    When that share depends on the values, one record can flip the choice,
-    and the next step sees a different container (DPLogisticRegression's
-    automatic schedule is set by it; other DP steps refuse sparse input).
-    Unfitted: the parts known to vary (:func:`_density_varies`). Fitted and
-    stacked sparse: also every part whose density is not fixed by the shape
-    (a sparse input passed through, a transformer of the user's own).
+    scikit-learn stacks the parts' outputs as a sparse matrix when some part
+    returned one and the share of stored values is below
+    ``sparse_threshold``; that share is read from the data. The choice is
+    fixed only with ``sparse_threshold=0`` (always dense) or when every part,
+    the remainder included, always returns a dense array
+    (:func:`_always_dense`); otherwise the names of the other parts are
+    returned. Read from the parameters alone (fitted or not), so whether a
+    ColumnTransformer is named never depends on the data or on the
+    container a fit happened to choose. One record can flip the choice, and
+    the next step then sees another container (DPLogisticRegression's
+    automatic clip and schedule follow it; other DP steps refuse sparse
+    input). Shared by the ledger, the budget helpers and the private search.
     """
     from sklearn.compose import ColumnTransformer
 
     if not isinstance(obj, ColumnTransformer) or obj.sparse_threshold <= 0:
         return []
-    parts = composite_parts(obj, fitted)
-    varying = [name for name, part in parts if _density_varies(part)]
-    if fitted and obj.sparse_output_:
-        varying += [name for name, part in parts if not _density_fixed(part)]
-    return list(dict.fromkeys(varying))
+    parts = composite_parts(obj, fitted=False)
+    return [name for name, part in parts if not _always_dense(part)]
 
 
-def _container_choice(obj, path, leaks, fitted):
-    """Name a ColumnTransformer whose sparse-or-dense choice reads the values."""
-    varying = container_from_density(obj, fitted)
+def _container_choice(obj, path, leaks):
+    """Name a ColumnTransformer whose sparse-or-dense choice reads the data."""
+    varying = container_from_density(obj)
     if not varying:
         return
     leaks[
-        f"{path} (ColumnTransformer) stacks its output as a sparse matrix when "
-        f"the share of stored values is below sparse_threshold="
-        f"{obj.sparse_threshold:g}, and that share depends on the values "
-        f"through {', '.join(repr(name) for name in varying)} (a dropped or "
-        "unknown category stores nothing; so may a sparse input passed "
-        "through): one record can switch the next step between a sparse and "
-        "a dense input, which changes what a DP step does (DPLogisticRegression's "
-        "automatic schedule) or whether it fits. It is not covered by the "
-        "ledger's total; set sparse_threshold=0 (make_private_pipeline and "
+        f"{path} (ColumnTransformer) has sparse_threshold="
+        f"{obj.sparse_threshold:g} and parts that may return a sparse matrix "
+        f"({', '.join(repr(name) for name in varying)}): it chooses between a "
+        "sparse and a dense output from the share of stored values, which "
+        "depends on the data, whichever it chose in this fit. One record can "
+        "switch the next step between a sparse and a dense input, which "
+        "changes what a DP step does (DPLogisticRegression's automatic clip "
+        "and schedule) or whether it fits; that is not covered by the "
+        "ledger's total. Set sparse_threshold=0 (make_private_pipeline and "
         "set_privacy_budget do)."
     ] = None
 
@@ -989,7 +968,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
         return
     _value_reading_callables(obj, path, leaks)
     _target_round_trip(obj, path, leaks)
-    _container_choice(obj, path, leaks, fitted)
+    _container_choice(obj, path, leaks)
     children = _children(obj, fitted, path)
     if children is not None:
         if fitted:

@@ -61,8 +61,10 @@ def make_private_pipeline(*steps, epsilon=1.0, delta=1e-5, weights=None, **kwarg
     :class:`~skdp.PrivacyLedger` totals it. A TransformedTargetRegressor
     with a DP ``transformer`` gets ``check_inverse=False`` (its round-trip
     check on y is a release of its own; see :func:`set_privacy_budget`),
-    and a ColumnTransformer that would choose a sparse or dense output from
-    the values gets ``sparse_threshold=0``.
+    and a ColumnTransformer whose sparse-or-dense output is not fixed by its
+    structure (a part that may return a sparse matrix, such as
+    ``"passthrough"`` or a sparse ``OneHotEncoder``) gets
+    ``sparse_threshold=0``: always dense.
 
     Parameters
     ----------
@@ -167,16 +169,21 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     record beyond the bounds a private scaler clips to can cause (a release
     no budget covers; :class:`~skdp.PrivacyLedger` names it where it ran).
 
-    **The container.** A :class:`~sklearn.compose.ColumnTransformer` stacks
-    its parts as a sparse matrix when their share of stored values is below
-    ``sparse_threshold`` (0.3 by default). A sparse
-    :class:`~sklearn.preprocessing.OneHotEncoder` that drops a category or
-    ignores unknown ones stores nothing for those rows, so one record can
-    flip the choice, and the next step then sees another container
-    (DPLogisticRegression's automatic schedule follows it; other DP steps
-    refuse sparse input). Such a ColumnTransformer gets
-    ``sparse_threshold=0`` (always dense); one whose share the shape fixes
-    keeps its threshold.
+    **The container.** A :class:`~sklearn.compose.ColumnTransformer` with
+    ``sparse_threshold > 0`` (0.3 by default) stacks its parts as a sparse
+    matrix when some part returned one and their share of stored values is
+    below the threshold, a share read from the data: one record can flip the
+    choice, and the next step then sees another container
+    (DPLogisticRegression's automatic clip and schedule follow it; other DP
+    steps refuse sparse input). The choice is fixed by the structure only
+    when every part, the remainder included, always returns a dense array:
+    ``"drop"``, a DP estimator, a ``OneHotEncoder`` with
+    ``sparse_output=False``, an ``OrdinalEncoder``, or a Pipeline ending in
+    one of these. Every other ColumnTransformer (a ``"passthrough"`` part or
+    remainder, a sparse ``OneHotEncoder``, a ``FunctionTransformer``, a
+    ``FeatureUnion``, any other transformer, at any depth) gets
+    ``sparse_threshold=0``: always dense
+    (:func:`skdp._ledger.container_from_density`).
 
     **Refused**, before anything is changed: a DP step without
     ``epsilon``/``delta`` parameters, and a DP estimator held by anything
@@ -253,12 +260,10 @@ def _target_round_trips(estimator):
 
 
 def _containers_from_density(estimator):
-    """Paths of the ColumnTransformers that would choose a sparse or dense
-    output from the density of values a record can change
+    """Paths of the ColumnTransformers whose choice between a sparse and a
+    dense output is not fixed by their structure
     (:func:`skdp._ledger.container_from_density`)."""
-    return _composite_paths(
-        estimator, lambda c: bool(container_from_density(c, fitted=False))
-    )
+    return _composite_paths(estimator, lambda c: bool(container_from_density(c)))
 
 
 def _check_total(epsilon, delta):

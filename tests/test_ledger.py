@@ -5,6 +5,7 @@ import pickle
 import warnings
 from dataclasses import replace
 
+import _containers
 import dp_accounting
 import numpy as np
 import pytest
@@ -210,6 +211,7 @@ def test_column_transformer_feature_union_and_target_transformer(data):
             ("plain", StandardScaler(), [2]),
         ],
         remainder="passthrough",
+        sparse_threshold=0,  # the container is tested below
     )
     union = FeatureUnion(
         [
@@ -1186,23 +1188,26 @@ def test_a_sparse_or_dense_choice_read_from_the_values_is_named():
     # stores nothing for them, so neighbours (one more unknown) flip the
     # choice, and DPLogisticRegression's automatic schedule follows the
     # container: its clip differs between them. The ledger names it on
-    # both sides; with sparse_threshold=0 the choice is fixed and silent.
+    # both sides, with the same message; with sparse_threshold=0 the choice
+    # is fixed and silent.
     fits = [
         _one_hot_pipeline(handle_unknown="ignore").fit(*_categorical_table(k))
         for k in (20, 21)
     ]
     assert [f[0].sparse_output_ for f in fits] == [False, True]
     assert [f[-1].clip_norm_ for f in fits] == [1.0, 0.5]
+    named = []
     for fitted in fits:
         messages = record_quietly(PrivacyLedger(delta=DELTA), fitted)
-        named = [m for m in messages if "sparse_threshold=0.3" in m]
-        assert len(named) == 1
-        assert named[0].startswith(
-            "Pipeline/columntransformer (ColumnTransformer) stacks its output "
-            "as a sparse matrix"
+        named.append([m for m in messages if "sparse_threshold=0.3" in m])
+        assert len(named[-1]) == 1
+        # The DP scaler's output is always dense: not named.
+        assert named[-1][0].startswith(
+            "Pipeline/columntransformer (ColumnTransformer) has "
+            "sparse_threshold=0.3 and parts that may return a sparse matrix "
+            "('cat'):"
         )
-        # The DP scaler's dense output is fixed by the shape: not named.
-        assert "through 'cat' (a dropped" in named[0]
+    assert named[0] == named[1]
     fixed = _one_hot_pipeline(0.0, handle_unknown="ignore")
     assert record_quietly(
         PrivacyLedger(delta=DELTA), fixed.fit(*_categorical_table(21))
@@ -1212,17 +1217,18 @@ def test_a_sparse_or_dense_choice_read_from_the_values_is_named():
 @pytest.mark.parametrize(
     "encoder, sparse_threshold, varies",
     [
-        ({}, 0.3, False),  # one stored value per row: fixed by the shape
+        # A sparse encoder may return a sparse matrix, whatever it drops or
+        # ignores (scikit-learn decides from the stored share): the rule
+        # reads the structure only. (The old rule let a sparse encoder that
+        # stores one value per row keep the threshold.)
+        ({}, 0.3, True),
         ({"handle_unknown": "ignore"}, 0.3, True),
-        ({"handle_unknown": "infrequent_if_exist"}, 0.3, True),
         ({"drop": "first"}, 0.3, True),
-        ({"drop": "if_binary"}, 0.3, False),  # five categories: none dropped
-        ({"drop": "if_binary", "categories": [["a", "b"]]}, 0.3, True),
         ({"drop": "first", "sparse_output": False}, 0.3, False),  # dense
         ({"drop": "first"}, 0.0, False),  # always dense
         ({"handle_unknown": "ignore"}, 1.0, True),
         ({"handle_unknown": "ignore", "in_pipeline": True}, 0.3, True),
-        ({"in_pipeline": True}, 0.3, False),
+        ({"in_pipeline": True, "sparse_output": False}, 0.3, False),
     ],
 )
 def test_which_encoders_make_the_container_depend_on_the_values(
@@ -1231,7 +1237,7 @@ def test_which_encoders_make_the_container_depend_on_the_values(
     from skdp._ledger import container_from_density
 
     pre = _one_hot_pipeline(sparse_threshold, **encoder)[0]
-    assert container_from_density(pre, fitted=False) == (["cat"] if varies else [])
+    assert container_from_density(pre) == (["cat"] if varies else [])
     # A search's candidates (walked unfitted) are named the same way.
     search = GridSearchCV(
         _one_hot_pipeline(sparse_threshold, **encoder),
@@ -1242,27 +1248,66 @@ def test_which_encoders_make_the_container_depend_on_the_values(
     X, y = _categorical_table(0)
     X[:, 1] = np.resize(["a", "b"], 100)  # known to every encoder above
     messages = record_quietly(PrivacyLedger(), search.fit(X, y))
-    assert any("stacks its output as a sparse" in m for m in messages) == varies
+    assert any("may return a sparse matrix" in m for m in messages) == varies
 
 
-def test_a_sparse_output_from_a_part_of_unknown_density_is_named():
-    # Stacked sparse, every part whose density the shape does not fix is
-    # named: here a sparse input passed through (its stored values are the
-    # data's non-zeros). Stacked dense, passthrough is not named (a dense
-    # input's parts count in full): the ledger cannot see the input.
-    import scipy.sparse as sp
+def test_a_passed_through_input_is_named_whichever_container_the_fit_chose():
+    # A sparse input passed through at the threshold: one record flips the
+    # container (dense, then sparse), and the clip follows it. The ledger
+    # names the ColumnTransformer on both sides with the same message: its
+    # warning reads the parameters, never the outcome (the old check named
+    # only a sparse outcome, so its silence told the container).
+    from _containers import boundary_sparse
 
-    X = sp.random(60, 4, density=0.2, random_state=0, format="csr")
-    y = np.arange(60) % 2
-    pre = ColumnTransformer([("keep", "passthrough", [0, 1, 2, 3])])
-    fitted = make_pipeline(pre, DPLogisticRegression(delta=DELTA, classes=[0, 1]))
-    fitted.fit(X, y)
-    assert fitted[0].sparse_output_
-    messages = record_quietly(PrivacyLedger(delta=DELTA), fitted)
-    assert any("through 'keep' (a dropped" in m for m in messages)
+    X, neighbour, y = boundary_sparse()
+    pre = ColumnTransformer([("keep", "passthrough", list(range(10)))])
+    named = []
+    for data, sparse in ((X, False), (neighbour, True)):
+        model = DPLogisticRegression(delta=DELTA, classes=[0, 1])
+        fitted = make_pipeline(clone(pre), model)
+        fitted.fit(data, y)
+        assert fitted[0].sparse_output_ is sparse
+        messages = record_quietly(PrivacyLedger(delta=DELTA), fitted)
+        named.append([m for m in messages if "(ColumnTransformer) has" in m])
+    assert named[0] == named[1]
+    assert len(named[0]) == 1 and "('keep')" in named[0][0]
+    # A dense input passed through is named too: the ledger cannot see it.
     dense = make_pipeline(clone(pre), DPLogisticRegression(delta=DELTA, classes=[0, 1]))
     messages = record_quietly(PrivacyLedger(delta=DELTA), dense.fit(X.toarray(), y))
-    assert not any("stacks its output" in m for m in messages)
+    assert named[0][0] in messages
+
+
+@pytest.mark.parametrize("variant", sorted(_containers.VARIANTS))
+def test_every_part_that_may_return_a_sparse_matrix_is_named(variant):
+    # Each way a part can hand a sparse matrix to the stacking (a pass-
+    # through, the remainder passed through, an encoder one level down or
+    # in a FeatureUnion, a sparse MissingIndicator, a row-wise function
+    # returning CSR) is named on a fit whose output was dense, and on a
+    # search's candidates; with sparse_threshold=0 nothing is.
+    make, parts = _containers.VARIANTS[variant]
+    X, y = _containers.table()
+
+    def fitted(**params):
+        pre = make().set_params(**params)
+        model = DPLogisticRegression(delta=DELTA, classes=[0, 1])
+        return make_pipeline(pre, model).fit(X, y)
+
+    pipe = fitted()
+    assert not pipe[0].sparse_output_  # dense this time
+    messages = record_quietly(PrivacyLedger(delta=DELTA), pipe)
+    named = [m for m in messages if "may return a sparse matrix" in m]
+    assert len(named) == 1
+    assert f"({', '.join(repr(p) for p in parts)})" in named[0]
+    search = GridSearchCV(
+        make_pipeline(make(), DPLogisticRegression(delta=DELTA, classes=[0, 1])),
+        {"dplogisticregression__epsilon": [1.0]},
+        cv=KFold(2),
+        refit=False,
+    )
+    messages = record_quietly(PrivacyLedger(), search.fit(X, y))
+    assert any("may return a sparse matrix" in m for m in messages)
+    messages = record_quietly(PrivacyLedger(delta=DELTA), fitted(sparse_threshold=0))
+    assert not any("sparse" in m for m in messages), messages
 
 
 def test_search_over_a_target_transformer_charges_its_dp_transformer(data):
@@ -2132,43 +2177,68 @@ def test_the_missing_values_recipe_is_silent_and_totals_its_budget():
     assert epsilon <= 1.0 and epsilon == pytest.approx(1.0, rel=1e-6)
 
 
-def test_which_parts_have_a_density_fixed_by_the_shape():
-    # drop="if_binary" drops a category only of the columns with two: one
-    # such column is enough to make the density vary. A pipeline part
-    # counts as its last step: stacked sparse (a 40-level encoding beside
-    # one numeric column), a DP scaler behind an imputer is dense and not
-    # named, while the same with a plain scaler is.
+def test_which_parts_are_known_to_be_dense():
+    # The list is short and explicit: "drop", a DP step, a dense
+    # OneHotEncoder, an OrdinalEncoder, a Pipeline ending in one of these
+    # (skipped steps aside). Everything else may return a sparse matrix.
     from sklearn.pipeline import make_pipeline
 
-    from skdp._ledger import _density_varies
+    from skdp._ledger import _always_dense
 
-    def binary(categories):
-        return OneHotEncoder(drop="if_binary", categories=categories)
+    scaler = DPStandardScaler()
+    dense = [
+        "drop",
+        scaler,
+        OneHotEncoder(sparse_output=False),
+        OrdinalEncoder(),
+        make_pipeline(FunctionTransformer(), scaler),
+        make_pipeline(StandardScaler(), OneHotEncoder(sparse_output=False)),
+        Pipeline([("s", scaler), ("skip", "passthrough"), ("none", None)]),
+        make_pipeline(make_pipeline(OrdinalEncoder())),
+    ]
+    maybe_sparse = [
+        "passthrough",
+        None,
+        OneHotEncoder(),
+        OneHotEncoder(categories=[["a", "b"]]),  # one value per row, still
+        FunctionTransformer(),
+        StandardScaler(),
+        SimpleImputer(),
+        MissingIndicator(),  # sparse="auto": its input's container
+        Normalizer(),
+        FeatureUnion([("s", scaler)]),
+        ColumnTransformer([("s", scaler, [0])], sparse_threshold=0),
+        make_pipeline(scaler, FunctionTransformer()),
+        Pipeline([("skip", "passthrough")]),  # passes its input through
+        make_pipeline(OneHotEncoder(drop="first"), FunctionTransformer()),
+    ]
+    assert [_always_dense(p) for p in dense] == [True] * len(dense)
+    assert [_always_dense(p) for p in maybe_sparse] == [False] * len(maybe_sparse)
 
-    assert _density_varies(binary([["a", "b"], list("cde")]))
-    assert not _density_varies(binary([list("abc"), list("cde")]))
 
-    rng = np.random.default_rng(0)
-    levels = [f"l{i}" for i in range(40)]
-    X = np.empty((300, 2), dtype=object)
-    X[:, 0] = rng.normal(size=300)
-    X[:, 1] = rng.choice(levels, 300)
-    y = np.arange(300) % 2
+def test_skdp_dp_transformers_return_dense_arrays():
+    # _always_dense counts every DP step as dense: each DP transformer skdp
+    # exports refuses a sparse input and returns an ndarray.
+    import scipy.sparse as sp
+    from sklearn.base import BaseEstimator
 
-    def fitted(numeric):
-        pre = ColumnTransformer(
-            [
-                ("num", make_pipeline(FunctionTransformer(), numeric), [0]),
-                ("cat", OneHotEncoder(categories=[levels]), [1]),
-            ]
-        )
-        model = DPLogisticRegression(delta=DELTA, classes=[0, 1])
-        return make_pipeline(pre, model).fit(X, y)
+    import skdp
 
-    private = fitted(DPStandardScaler(delta=DELTA, bounds=(-5.0, 5.0)))
-    assert private[0].sparse_output_  # (1 + 1) / 41 stored
-    messages = record_quietly(PrivacyLedger(delta=DELTA), private)
-    assert not any("stacks its output" in m for m in messages)
-    plain = fitted(StandardScaler())
-    messages = record_quietly(PrivacyLedger(delta=DELTA), plain)
-    assert any("through 'num' (a dropped" in m for m in messages)
+    X, y = make_classification(n_samples=300, n_features=4, random_state=0)
+    found = []
+    for name in sorted(skdp.__all__):
+        cls = getattr(skdp, name)
+        if not (isinstance(cls, type) and issubclass(cls, BaseEstimator)):
+            continue
+        if not hasattr(cls, "transform"):
+            continue
+        found.append(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = cls().fit(X, y.astype(float))
+            assert type(fitted.transform(X)) is np.ndarray, name
+            with pytest.raises(TypeError):
+                fitted.transform(sp.csr_matrix(X))
+            with pytest.raises(TypeError):
+                cls().fit(sp.csr_matrix(X), y.astype(float))
+    assert {"DPStandardScaler", "DPPCA", "DPFedRep"} <= set(found)

@@ -4,6 +4,7 @@ import math
 import pickle
 import warnings
 
+import _containers
 import numpy as np
 import pytest
 from _sklearn_compat import parametrize_with_checks
@@ -1249,14 +1250,19 @@ def _table(n=600):
     return frame, (signal > 0.5).to_numpy(int)
 
 
-def _columns(num=None, cat=None, **params):
+def _columns(num=None, cat=None, sparse_threshold=0.0, **params):
+    # sparse_threshold=0: a sparse encoder may return a sparse matrix, so
+    # the default threshold would be refused (the old rule accepted it for
+    # an encoder storing one value per row).
     from sklearn.compose import ColumnTransformer
     from sklearn.preprocessing import OneHotEncoder
 
     num = DPStandardScaler() if num is None else num
     cat = OneHotEncoder(categories=[list("nsew")]) if cat is None else cat
     return ColumnTransformer(
-        [("num", num, ["age", "income"]), ("cat", cat, ["region"])], **params
+        [("num", num, ["age", "income"]), ("cat", cat, ["region"])],
+        sparse_threshold=sparse_threshold,
+        **params,
     )
 
 
@@ -1376,6 +1382,58 @@ def test_a_column_selector_or_a_density_that_reads_values_is_refused(runs):
     assert len(runs) == 1
 
 
+@pytest.mark.parametrize("variant", sorted(_containers.VARIANTS))
+def test_every_part_that_may_return_a_sparse_matrix_is_refused(runs, variant):
+    # Each way a part can hand a sparse matrix to the stacking (a pass-
+    # through, the remainder passed through, an encoder one level down or
+    # in a FeatureUnion, a sparse MissingIndicator, a row-wise function
+    # returning CSR) makes the sparse-or-dense choice read the data: refused
+    # before any draw, in the estimator given and in a candidate the grid
+    # builds, naming the parts; with sparse_threshold=0 the search runs.
+    make, parts = _containers.VARIANTS[variant]
+    X, y = _containers.table(600)
+    grid = {"dplogisticregression__clip_norm": [1.0]}
+
+    def estimator(pre):
+        return make_pipeline(pre, DPLogisticRegression(classes=[0, 1]))
+
+    names = ", ".join(repr(p) for p in parts)
+    message = rf"sparse matrix \({names}\).*Set sparse_threshold=0"
+    with pytest.raises(TypeError, match=message):
+        search(estimator=estimator(make()), param_distributions=grid).fit(X, y)
+    dense = estimator(make().set_params(sparse_threshold=0))
+    flip = {"columntransformer__sparse_threshold": [0.0, 0.3]}
+    with pytest.raises(TypeError, match=r"A candidate .* sparse_threshold=0\.3"):
+        search(estimator=dense, param_distributions=flip, n_iter=1).fit(X, y)
+    assert runs == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # unseeded
+        fitted = search(estimator=dense, param_distributions=grid, n_iter=1).fit(X, y)
+    assert not fitted.best_estimator_[0].sparse_output_
+    assert len(runs) >= 1
+
+
+def test_a_sparse_input_passed_through_is_refused_whatever_its_share(runs):
+    # A sparse input passed through at the threshold (stored share exactly
+    # 0.3, and a neighbour just below): both refused, with the same message,
+    # before any draw.
+    from sklearn.compose import ColumnTransformer
+
+    X, neighbour, y = _containers.boundary_sparse()
+    pre = ColumnTransformer([("keep", "passthrough", list(range(10)))])
+    messages = []
+    for data in (X, neighbour):
+        est = search(
+            estimator=make_pipeline(clone(pre), DPLogisticRegression(classes=[0, 1])),
+            param_distributions={"dplogisticregression__clip_norm": [1.0]},
+        )
+        with pytest.raises(TypeError, match="Set sparse_threshold=0") as caught:
+            est.fit(data, y)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+    assert runs == []
+
+
 def test_a_private_target_scaler_is_searched_and_its_round_trip_refused(runs):
     # A TransformedTargetRegressor is walked too: its DP transformer (fitted
     # on y) and its DP regressor each get a share of a run's μ², weighted as
@@ -1455,6 +1513,7 @@ def test_a_column_transformers_remainder_is_a_step_like_the_others(runs):
                 ("cat", "drop", ["region"]),
             ],
             remainder=remainder,
+            sparse_threshold=0,  # a plain remainder may return a sparse matrix
         )
         return make_pipeline(pre, DPLogisticRegression(classes=[0, 1]))
 

@@ -3,6 +3,7 @@
 import math
 import warnings
 
+import _containers
 import dp_accounting
 import numpy as np
 import pytest
@@ -376,8 +377,10 @@ def test_a_container_chosen_from_the_values_is_fixed_dense():
     # categories (or drops one) makes that share depend on the values, and
     # DPLogisticRegression's automatic schedule on the container. The budget
     # helpers set sparse_threshold=0 there, at any depth, so that neighbours
-    # (one more unknown category) get the same schedule; encoders whose
-    # share is fixed by the shape keep the user's threshold.
+    # (one more unknown category) get the same schedule. Only a
+    # ColumnTransformer whose parts are all known to be dense keeps the
+    # user's threshold; a sparse encoder is not, even one that stores one
+    # value per row (the old rule kept its threshold).
     from sklearn.preprocessing import OneHotEncoder
 
     def encoded(**encoder):
@@ -412,9 +415,11 @@ def test_a_container_chosen_from_the_values_is_fixed_dense():
         make_pipeline(make_pipeline(encoded(drop="first")), _lr())
     )
     assert nested.get_params()["pipeline__columntransformer__sparse_threshold"] == 0
-    for fixed in (encoded(), encoded(handle_unknown="ignore", sparse_output=False)):
-        pipe = make_private_pipeline(fixed, _lr())
-        assert pipe.get_params()["columntransformer__sparse_threshold"] == 0.3
+    pipe = make_private_pipeline(encoded(), _lr())
+    assert pipe.get_params()["columntransformer__sparse_threshold"] == 0.0
+    dense = encoded(handle_unknown="ignore", sparse_output=False)
+    pipe = make_private_pipeline(dense, _lr())
+    assert pipe.get_params()["columntransformer__sparse_threshold"] == 0.3
     # The encoder behind an imputer, in a pipeline of its own: the same.
     from sklearn.impute import SimpleImputer
 
@@ -431,6 +436,77 @@ def test_a_container_chosen_from_the_values_is_fixed_dense():
     )
     pipe = make_private_pipeline(imputed, _lr())
     assert pipe.get_params()["columntransformer__sparse_threshold"] == 0.0
+
+
+@pytest.mark.parametrize("variant", sorted(_containers.VARIANTS))
+def test_every_part_that_may_return_a_sparse_matrix_gets_a_dense_container(variant):
+    # Each way a part can hand a sparse matrix to the stacking (a pass-
+    # through, the remainder passed through, an encoder one level down or
+    # in a FeatureUnion, a sparse MissingIndicator, a row-wise function
+    # returning CSR): both helpers set sparse_threshold=0, at any depth, and
+    # the fitted output is dense.
+    make, _ = _containers.VARIANTS[variant]
+    X_codes, y_codes = _containers.table()
+    pipe = make_private_pipeline(make(), _lr())
+    assert pipe.get_params()["columntransformer__sparse_threshold"] == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # unseeded
+        assert not pipe.fit(X_codes, y_codes)[0].sparse_output_
+    nested = set_privacy_budget(make_pipeline(FeatureUnion([("u", make())]), _lr()))
+    key = "featureunion__u__sparse_threshold"
+    assert nested.get_params()[key] == 0.0
+
+
+def _hidden_encoder_neighbours(n=1000):
+    """Codes whose one-hot share (category 0 dropped) is exactly 0.3, and a
+    neighbour one record below it; and the ColumnTransformer that encodes
+    them one level down, at scikit-learn's default threshold."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    codes = np.ones((n, 1))
+    codes[: n // 10] = 0.0  # (n - n/10) / 3n = 0.3 stored: dense
+    neighbour = codes.copy()
+    neighbour[n // 10] = 0.0  # one record fewer stored: sparse
+    encoder = OneHotEncoder(categories=[[0.0, 1.0, 2.0, 3.0]], drop="first")
+    pre = ColumnTransformer(
+        [("cat", make_pipeline(encoder, FunctionTransformer()), [0])]
+    )
+    y_codes = np.arange(n) % 2
+    return pre, codes, neighbour, y_codes
+
+
+def _passed_through_neighbours():
+    X_sparse, neighbour, y_sparse = _containers.boundary_sparse()
+    pre = ColumnTransformer([("keep", "passthrough", list(range(10)))])
+    return pre, X_sparse, neighbour, y_sparse
+
+
+@pytest.mark.parametrize(
+    "make", [_passed_through_neighbours, _hidden_encoder_neighbours]
+)
+def test_neighbours_get_the_same_container_and_schedule(make):
+    # Two data sets that differ in one record, at the share of stored
+    # values where scikit-learn's default threshold flips the container (a
+    # sparse input passed through; a dropping encoder hidden one level down
+    # in a pipeline). Fitted as given, the container, and with it the
+    # released sparse_output_ and clip_norm_, differ; through
+    # make_private_pipeline they are the same.
+    pre, data, neighbour, target = make()
+    released = {"plain": [], "private": []}
+    for Xd in (data, neighbour):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # unseeded
+            plain = make_pipeline(clone(pre), _lr()).fit(Xd, target)
+            private = make_private_pipeline(clone(pre), _lr()).fit(Xd, target)
+        for name, fitted in (("plain", plain), ("private", private)):
+            model = fitted[-1]
+            released[name].append(
+                (fitted[0].sparse_output_, model.clip_norm_, model.n_iter_)
+            )
+    assert [r[0] for r in released["plain"]] == [False, True]
+    assert released["plain"][0][1] != released["plain"][1][1]
+    assert released["private"][0] == released["private"][1]
+    assert released["private"][0][:2] == (False, 1.0)
 
 
 def _missing_values_pipeline():

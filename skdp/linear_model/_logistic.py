@@ -209,9 +209,11 @@ class DPLogisticRegression(
     post-process the noisy gradient sums.
 
     **Public.** The number of records n, the number of features d, whether X
-    is sparse (a choice of the caller: a ``ColumnTransformer`` that makes it
-    from the density of the values must have ``sparse_threshold=0``, which
-    the budget helpers set, see :func:`skdp.pipeline.set_privacy_budget`),
+    is sparse (a choice of the caller: a ``ColumnTransformer`` makes it from
+    the share of stored values unless ``sparse_threshold=0`` or all its
+    parts always return dense arrays; the budget helpers set
+    ``sparse_threshold=0`` otherwise, see
+    :func:`skdp.pipeline.set_privacy_budget`),
     and the label set (``classes`` or, if not given, the labels present in
     ``y``) are treated as public. The ``"auto"`` rules read only
     these and (ε, δ); nothing else is read from the data outside the noisy

@@ -211,8 +211,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     GDP or not; assumptions, e.g. ``classes=None``); every other step reading
     only the shape of the data; no DP estimator hidden inside a step; and no
     ColumnTransformer that reads the values (a callable column selector not
-    marked with :func:`skdp.rowwise`, or a sparse-or-dense choice made from
-    the density of an encoding: set ``sparse_threshold=0``), nor a
+    marked with :func:`skdp.rowwise`, or ``sparse_threshold > 0`` with a
+    part that may return a sparse matrix, whose sparse-or-dense choice reads
+    the share of stored values: set ``sparse_threshold=0``), nor a
     TransformedTargetRegressor that checks its round trip on y (set
     ``check_inverse=False``). A
     step the grid adds, drops or swaps for a non-private one would be
@@ -869,7 +870,8 @@ def _composites_of(estimator, prefix=""):
 def _check_composite(prefix, composite):
     """Refuse what a composite reads from the values outside its steps: a
     ColumnTransformer's column selector that may choose from them, and its
-    sparse-or-dense choice made from their density; a
+    sparse-or-dense choice unless its structure fixes it
+    (:func:`skdp._ledger.container_from_density`); a
     TransformedTargetRegressor's round-trip check on y (see
     :class:`~skdp.PrivacyLedger`)."""
     if isinstance(composite, TransformedTargetRegressor):
@@ -895,13 +897,14 @@ def _check_composite(prefix, composite):
                 "Use column names, indices or make_column_selector, or mark "
                 "it with skdp.rowwise."
             )
-    varying = container_from_density(composite, fitted=False)
+    varying = container_from_density(composite)
     if varying:
         raise TypeError(
-            f"{where} chooses a sparse or dense output by the share of stored "
-            f"values (sparse_threshold={composite.sparse_threshold:g}), which "
-            f"{', '.join(repr(v) for v in varying)} make depend on the values: "
-            "set sparse_threshold=0."
+            f"{where} has sparse_threshold={composite.sparse_threshold:g} and "
+            f"parts that may return a sparse matrix "
+            f"({', '.join(repr(v) for v in varying)}): it would choose between "
+            "a sparse and a dense output from the share of stored values, "
+            "which depends on the data. Set sparse_threshold=0 (always dense)."
         )
 
 
