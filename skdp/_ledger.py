@@ -918,25 +918,46 @@ def _add_cost(cost, path, costs, leaks):
 SEARCH_RELEASE = "_skdp_search_release"
 
 
+def _own_fits(obj, path):
+    """The costs ``obj``'s DP steps report now, and what else the walk noted."""
+    own, own_leaks = [], {}
+    _collect(obj, path, own, own_leaks, fitted=True, releases=False)
+    return own, own_leaks
+
+
+def _refitted_since_release(obj, path):
+    """Whether a model a private search released has been fitted again since
+    (its DP steps report other costs than when released)."""
+    release = getattr(obj, SEARCH_RELEASE, None)
+    if release is None:
+        return False
+    own, _ = _own_fits(obj, path)
+    reported = release[1]
+    return len(own) != len(reported) or any(
+        a is not b for a, b in zip(own, reported, strict=True)
+    )
+
+
 def _charge_search_release(obj, path, costs, leaks):
-    """Charge the private search that released ``obj``, if it did; True then.
+    """Charge the private search that released ``obj``, if it did; True if
+    that covers ``obj``.
 
     The winner of a private search is one candidate, but releasing it spent
-    the whole search (the other runs and the selection). A model refitted
-    since (its DP steps now report other costs) is walked as usual.
+    the whole search (the other runs and the selection): it is charged the
+    search's cost. A model refitted since (its DP steps now report other
+    costs) still has the hyperparameters the search chose from the data: it
+    is charged the search (once, however many of its parts carry the mark)
+    and then walked as usual, which charges its new fits.
     """
     release = getattr(obj, SEARCH_RELEASE, None)
     if release is None:
         return False
-    search_cost, reported = release
-    own, own_leaks = [], {}
-    _collect(obj, path, own, own_leaks, fitted=True, releases=False)
-    if len(own) != len(reported) or any(
-        a is not b for a, b in zip(own, reported, strict=True)
-    ):
+    search_cost = release[0]
+    if not any(cost is search_cost for cost in costs):
+        _add_cost(search_cost, path, costs, leaks)
+    if _refitted_since_release(obj, path):
         return False
-    leaks.update(own_leaks)
-    _add_cost(search_cost, path, costs, leaks)
+    leaks.update(_own_fits(obj, path)[1])
     return True
 
 
@@ -999,6 +1020,18 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
                 f"{type(obj).__name__} whose privacy_spent_ is not a PrivacyCost."
             )
         _add_cost(cost, path, costs, leaks)
+        winner = getattr(obj, "best_estimator_", None)
+        if winner is not None and _refitted_since_release(winner, path):
+            # A private search whose released model was fitted again since:
+            # the model it now predicts with spent its new fits too.
+            _collect(
+                winner,
+                f"{path}/best_estimator_",
+                costs,
+                leaks,
+                fitted=True,
+                releases=False,
+            )
         return
     if not fitted and is_dp_estimator(obj):
         _add_cost(declared(path, obj), path, costs, leaks)

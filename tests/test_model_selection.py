@@ -503,7 +503,7 @@ def test_the_claim_is_the_unit_every_dp_step_protects():
 def test_the_released_model_carries_the_searchs_cost(data, seeded):
     # Item 3: recording what you release charges the whole search, whether
     # the winner, one of its DP steps or a pickled copy; a refitted winner
-    # is charged its new fits; a clone carries nothing.
+    # is charged the search and its new fits; a clone carries nothing.
     X, y = data
     fitted = search(
         estimator=scaled_pipeline(),
@@ -527,9 +527,17 @@ def test_the_released_model_carries_the_searchs_cost(data, seeded):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         winner.set_params(clf__random_state=None, scale__random_state=None)
         winner.fit(X, y)
-    refit = PrivacyLedger(delta=DELTA).record(winner).costs
-    assert refit == (winner[0].privacy_spent_, winner[-1].privacy_spent_)
-    assert refit[1].epsilon < cost.epsilon
+    # Refitted, the winner still has the hyperparameters the search chose
+    # from the same data: the search is charged once (not once per marked
+    # step), then the new fits; the search itself now predicts with them.
+    new_fits = (winner[0].privacy_spent_, winner[-1].privacy_spent_)
+    assert PrivacyLedger(delta=DELTA).record(winner).costs == (cost, *new_fits)
+    for step in (winner[0], winner[-1]):
+        assert PrivacyLedger(delta=DELTA).record(step).costs == (
+            cost,
+            step.privacy_spent_,
+        )
+    assert PrivacyLedger(delta=DELTA).record(fitted).costs == (cost, *new_fits)
 
 
 def test_the_label_set_is_read_once_from_all_of_y(runs):

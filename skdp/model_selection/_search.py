@@ -245,7 +245,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     **The released model carries the search's cost.** Recording
     ``best_estimator_`` (or one of its DP steps) in a
     :class:`~skdp.PrivacyLedger` charges ``privacy_spent_``, the whole
-    search, not one candidate's fit; a refitted winner is charged its new fits.
+    search, not one candidate's fit; a winner fitted again is charged the
+    search and its new fits (its hyperparameters are still the search's
+    choice), and so is the search, which then predicts with them.
 
     **Deviations.** There is no refit on all the data (it would cost another
     budget): the released model is the winner as trained. Run time depends on
@@ -941,9 +943,9 @@ def _mark_release(winner, cost):
 
     The winner and each of its DP steps hold ``(cost, the costs they report
     now)`` under :data:`skdp._ledger.SEARCH_RELEASE`: recorded alone in a
-    :class:`~skdp.PrivacyLedger`, they are charged the whole search, as long
-    as they were not refitted since. The attribute survives pickling;
-    ``clone`` (an unfitted copy) drops it.
+    :class:`~skdp.PrivacyLedger`, they are charged the whole search, and
+    once refitted the search and their new fits. The attribute survives
+    pickling; ``clone`` (an unfitted copy) drops it.
     """
     steps = _steps_of(winner, fitted=True)
     parts = [winner] + [s for p, s in steps if p and is_dp_estimator(s)]
