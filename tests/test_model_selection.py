@@ -598,6 +598,56 @@ def test_bradley_terry_outcome_labels_are_read_once_from_all_of_y(comparisons, r
     assert not [w for w in caught if "label set" in str(w.message)]
 
 
+def test_a_grid_cannot_change_a_declared_label_set(data, runs):
+    """``classes`` declares the labels of all of y. In the grid, one record
+    labelled 2 made a candidate declaring [0, 1] fail, and the search with
+    it: whether it failed showed which candidates ran. The grid may not
+    change a declared label set: refused before any draw, with or without
+    that record, whatever the seed."""
+    X, y = data
+    rare = y.copy()
+    rare[0] = 2
+    grid = {"classes": [[0, 1], [0, 1, 2]]}
+    messages = set()
+    for labels in (y, rare):
+        for seed in range(3):
+            est = search(
+                estimator=DPLogisticRegression(classes=[0, 1, 2]),
+                param_distributions=grid,
+                random_state=seed,
+            )
+            with pytest.raises(ValueError, match="changes the label set") as error:
+                est.fit(X, labels)
+            messages.add(str(error.value))
+    assert runs == [] and len(messages) == 1
+    # The same set in another order is the same declaration.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search(param_distributions={"classes": [[1, 0]]}, random_state=0).fit(X, y)
+
+
+def test_a_label_outside_the_declared_classes_is_refused_before_any_draw(data, runs):
+    """A label outside the declared classes failed only the runs whose
+    training part held it: the search failed for one split and not for
+    another. All of y is checked before any draw; the message names no label."""
+    X, y = data
+    rare = y.copy()
+    rare[0] = 2
+    m = round(0.2 * len(y))
+    in_valid = [0 in as_generator(s).permutation(len(y))[:m] for s in range(20)]
+    seeds = [in_valid.index(True), in_valid.index(False)]  # validation, training
+    for seed in seeds:
+        est = search(random_state=seed, n_iter=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est.fit(X, y)
+            before = len(runs)
+            with pytest.raises(ValueError, match="not in the declared") as error:
+                est.fit(X, rare)
+        assert len(runs) == before and "2" not in str(error.value)
+    assert all(np.array_equal(np.unique(run.classes), [0, 1]) for run in runs)
+
+
 class _Chatty(DPLogisticRegression):
     """A DP estimator whose fit warns with its own parameter."""
 

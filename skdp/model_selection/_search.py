@@ -23,6 +23,7 @@ from .._base import (
     PUBLIC_LABELS,
     BudgetCheckError,
     DPEstimatorMixin,
+    declared_classes,
     private_fit,
     require_positive_delta,
 )
@@ -207,7 +208,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     TypeError unless it has the same steps at the same places; each DP step
     of the same type, declaring the same budget once the search has set its
     privacy parameters (adjacency, e.g. DPBradleyTerry's ``privacy_unit``;
-    GDP or not; assumptions, e.g. ``classes=None``); every other step reading
+    GDP or not; assumptions, e.g. ``classes=None``) and the same label set
+    (``classes``, a declaration about all of y); every other step reading
     only the shape of the data; no DP estimator hidden inside a step; and no
     ColumnTransformer that reads the values (a callable column selector not
     marked with :func:`skdp.rowwise`, or a sparse-or-dense choice made from
@@ -232,7 +234,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     **The label set.** A classifier whose DP steps would read their label set
     from y (``classes=None``) gets it once, from all of y, under the caveat
     its budget states (the search's too): a candidate never reads the label
-    set of its own training part.
+    set of its own training part. A declared label set is checked against
+    all of y before anything is drawn (a label outside it refuses the
+    search, with a message that names no label).
 
     **Silent candidates.** The number of runs and the losers stay secret, so
     the candidates run with ``verbose`` off, their warnings are caught, and
@@ -466,7 +470,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 "estimator's steps."
             )
         steps = dict(_steps_of(candidate))
-        for (prefix, kind, budget), (_, c_kind, c_budget) in zip(
+        for (prefix, kind, budget, labels), (_, c_kind, c_budget, c_labels) in zip(
             expected, shape, strict=True
         ):
             where = f"step '{prefix[:-2]}'" if prefix else "the estimator"
@@ -493,6 +497,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                     f"declares ({c_budget} instead of {budget}): its adjacency, "
                     "accounting or assumptions would differ from the search's "
                     "claim. Set that parameter on the estimator, not in the grid."
+                )
+            if labels != c_labels:
+                raise ValueError(
+                    f"param_distributions changes the label set {kind.__name__} at "
+                    f"{where} declares (classes={list(c_labels)} instead of "
+                    f"{list(labels)}): classes is a declaration about all of y, "
+                    "not a hyperparameter, and one record's label would decide "
+                    "which candidates fail. Set it on the estimator, not in the "
+                    "grid."
                 )
         return candidate.set_params(**privacy)
 
@@ -635,6 +648,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             dtype=None,
             reset=True,
         )
+        _check_declared_labels(y, dp_steps)
         # A DataFrame is checked (finite values, no missing ones: a candidate
         # that fails where another would not reveals the draws), then kept: a
         # ColumnTransformer may select its columns by name. Older
@@ -910,7 +924,7 @@ def _structure(estimator, privacy):
     shape = []
     for prefix, step in _steps_of(estimator):
         if not is_dp_estimator(step):
-            shape.append((prefix, None, None))
+            shape.append((prefix, None, None, None))
             continue
         own = {
             key[len(prefix) :]: value
@@ -918,8 +932,37 @@ def _structure(estimator, privacy):
             if key.startswith(prefix) and "__" not in key[len(prefix) :]
         }
         budget = clone(step).set_params(**own).privacy_budget()
-        shape.append((prefix, type(step), budget))
+        shape.append((prefix, type(step), budget, _declared_labels(step)))
     return shape
+
+
+def _declared_labels(step):
+    """A DP step's declared label set (``classes``), sorted, or None: a
+    declaration about all of y, the same for every candidate."""
+    classes = step.get_params(deep=False).get("classes")
+    if classes is None:
+        return None
+    try:
+        return tuple(np.unique(np.asarray(classes)).tolist())
+    except TypeError:  # labels that do not sort: compared as given
+        return tuple(np.asarray(classes, dtype=object).ravel().tolist())
+
+
+def _check_declared_labels(y, dp_steps):
+    """Refuse y, before any draw, if a label is outside the ``classes`` a DP
+    step declares: every candidate declares the estimator's (the grid may not
+    change them), so the verdict is read from all of y, whatever the split
+    and the candidates drawn. The message names no label."""
+    for prefix, step in dp_steps:
+        classes = step.get_params(deep=False).get("classes")
+        if classes is not None and not np.isin(y, declared_classes(classes)).all():
+            where = prefix.rstrip("_") or "estimator"
+            raise ValueError(
+                "y contains labels that are not in the declared classes of "
+                f"{type(step).__name__} ({where}): the search refuses it before "
+                "any run (a candidate failing on one record's label would show "
+                "which candidates ran). Declare every label y may hold."
+            )
 
 
 def _silenced(candidate):
