@@ -762,6 +762,49 @@ def test_candidates_warnings_come_back_from_worker_processes(data):
     assert said == ["fitting with clip_norm=1.0", "the same for every candidate"]
 
 
+def test_an_extreme_record_warns_the_same_for_any_n_jobs():
+    """np.errstate(all="ignore") of the search's fit does not reach joblib's
+    workers: with n_jobs=2 one validation record of 1e200 made scoring warn
+    (overflow in the squared error), and the warning was re-emitted. Each
+    run is silent wherever it runs: the same warnings (none) for n_jobs=None
+    and 2, with or without that record."""
+    from sklearn.datasets import make_regression
+
+    from skdp import DPLinearRegression
+
+    X, y = make_regression(n_samples=500, n_features=5, noise=1.0, random_state=0)
+    X, y = X / np.abs(X).max(), y / np.abs(y).max()
+    seed = 3
+    valid = as_generator(seed).permutation(len(y))[: round(0.2 * len(y))]
+    big_y, big_X = y.copy(), X.copy()
+    big_y[valid[0]] = 1e200
+    big_X[valid[1]] = 1.7e308
+    said = set()
+    for n_jobs in (None, 2):
+        for features, labels in ((X, y), (X, big_y), (big_X, y)):
+            est = DPRandomSearchCV(
+                DPLinearRegression(),
+                {"fit_intercept": [True, False]},
+                n_iter=3,
+                epsilon=1.0,
+                delta=DELTA,
+                score_bound=4.0,
+                random_state=seed,
+                n_jobs=n_jobs,
+            )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est.fit(features, labels)
+            said.add(
+                tuple(
+                    (w.category, str(w.message))
+                    for w in caught
+                    if "seeds the privacy" not in str(w.message)
+                )
+            )
+    assert said == {()}
+
+
 # The fuzz: random grids over step swaps, budget-shaping parameters and
 # objects. Each listed option is either fine or breaks the structure; the
 # oracle below says which from the options alone.

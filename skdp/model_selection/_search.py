@@ -239,10 +239,11 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     search, with a message that names no label).
 
     **Silent candidates.** The number of runs and the losers stay secret, so
-    the candidates run with ``verbose`` off, their warnings are caught, and
-    only the winner's are re-emitted, each once, after the selection (a
-    warning only a loser gave is dropped, and so is every warning of runs
-    fitted in threads, which cannot be told apart).
+    the candidates run with ``verbose`` off and numpy's floating-point
+    events off (in every run, in joblib's workers too), their warnings are
+    caught, and only the winner's are re-emitted, each once, after the
+    selection (a warning only a loser gave is dropped, and so is every
+    warning of runs fitted in threads, which cannot be told apart).
 
     **The released model carries the search's cost.** Recording
     ``best_estimator_`` (or one of its DP steps) in a
@@ -1007,7 +1008,11 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
     caller), and the search re-emits only the winner's. In a thread (a
     thread-based joblib backend) they are dropped.
     """
-    with warnings.catch_warnings(record=True) as caught:
+    # numpy's floating-point events depend on the data (one validation
+    # record of 1e200 overflows its squared error): silent here, as in any
+    # DP fit (private_fit). The search's fit is silent too, but a joblib
+    # worker (process or thread) does not inherit its np.errstate.
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
         warnings.simplefilter("always")
         warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
         try:
