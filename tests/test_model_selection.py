@@ -1586,6 +1586,54 @@ def test_a_frame_with_missing_values_is_refused_before_any_draw(runs):
     assert runs == []
 
 
+@pytest.mark.parametrize("kind", ["frame", "object-array"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, None, np.nan, 10**400])
+def test_missing_or_infinite_values_in_any_column_are_refused_before_any_draw(
+    runs, kind, value
+):
+    """A string column makes scikit-learn's check of X look for NaN only: an
+    infinity (or None in an object array) in another column reached the
+    candidates, and only those passing that column through failed. Every
+    column of any input is checked before anything is drawn, the same
+    refusal whatever the seed; the message names no value."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OrdinalEncoder
+
+    X, y = _table()
+    X = X.assign(extra=np.random.default_rng(1).normal(size=len(X)))
+    columns = ["age", "income", "region", "extra"]
+    if kind == "object-array":
+        X, columns = X.to_numpy(dtype=object), [[0, 1], [2], [3]]
+    else:
+        columns = [columns[:2], columns[2:3], columns[3:]]
+    pre = ColumnTransformer(
+        [
+            ("num", DPStandardScaler(), columns[0]),
+            ("cat", OrdinalEncoder(categories=[list("nsew")]), columns[1]),
+            ("extra", "drop", columns[2]),
+        ],
+        sparse_threshold=0,
+    )
+    estimator = make_pipeline(pre, DPLogisticRegression(classes=[0, 1]))
+    grid = {"columntransformer__extra": ["drop", "passthrough"]}
+    neighbour = X.copy()
+    if kind == "object-array":
+        neighbour[5, 3] = value
+    else:
+        neighbour = neighbour.astype({"extra": object})
+        neighbour.loc[5, "extra"] = value
+    for seed in range(3):
+        est = search(estimator=estimator, param_distributions=grid, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est.fit(X, y)
+            before = len(runs)
+            with pytest.raises(ValueError, match="contains NaN") as error:
+                est.fit(neighbour, y)
+        assert len(runs) == before  # refused before any run
+        assert not any(c.isdigit() for c in str(error.value))
+
+
 def test_a_run_that_fails_on_its_own_release_loses_instead_of_raising(
     data, monkeypatch
 ):

@@ -1,6 +1,8 @@
 """Private hyperparameter selection: the best of a random number of private runs."""
 
+import cmath
 import math
+import sys
 import threading
 import warnings
 from copy import deepcopy
@@ -8,6 +10,7 @@ from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
@@ -229,7 +232,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     scores the worst of the range and is selected like any other (raising
     would reveal a loser); if it wins, the search raises that failure and
     releases nothing. Any other error stops the search: every candidate the
-    grid can build must accept the data.
+    grid can build must accept the data, and missing (None, NaN) and
+    infinite values are refused before anything is drawn, in every column of
+    any type (a DataFrame with a string column, an object array).
 
     **The label set.** A classifier whose DP steps would read their label set
     from y (``classes=None``) gets it once, from all of y, under the caveat
@@ -650,17 +655,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             reset=True,
         )
         _check_declared_labels(y, dp_steps)
-        # A DataFrame is checked (finite values, no missing ones: a candidate
-        # that fails where another would not reveals the draws), then kept: a
-        # ColumnTransformer may select its columns by name. Older
-        # scikit-learn lets None pass in an object column: checked here.
+        # Every column, of any kind, is checked (a candidate that fails where
+        # another would not reveals the draws); a DataFrame is then kept: a
+        # ColumnTransformer may select its columns by name.
+        _refuse_missing_or_infinite(X, "X", frame)
+        _refuse_missing_or_infinite(y, "y")
         if frame is not None:
-            if np.asarray(frame.isna()).any():
-                raise ValueError(
-                    "Input X contains NaN or None: every candidate the grid can "
-                    "build must accept the data, so missing values are refused "
-                    "before any run."
-                )
             X = frame
         n = X.shape[0]
         m = round(self.validation_fraction * n)
@@ -947,6 +947,39 @@ def _declared_labels(step):
         return tuple(np.unique(np.asarray(classes)).tolist())
     except TypeError:  # labels that do not sort: compared as given
         return tuple(np.asarray(classes, dtype=object).ravel().tolist())
+
+
+def _missing_or_infinite(value):
+    """Whether one entry of an object array is missing (None, NaN, NaT,
+    ``pd.NA``) or infinite in any numeric type (an integer beyond float64
+    too); a string is neither."""
+    if value is None or isinstance(value, (str, bytes)):
+        return value is None
+    try:
+        return bool(value != value) or cmath.isinf(value)
+    except OverflowError:
+        return True  # an integer beyond float64: infinite once converted
+    except (TypeError, ValueError):  # not a number (pd.NA: not a truth value)
+        return value is getattr(sys.modules.get("pandas"), "NA", None)
+
+
+def _refuse_missing_or_infinite(values, name, frame=None):
+    """Refuse missing and infinite values in every column, before any draw.
+
+    ``validate_data`` checks a numeric array; an object array (a DataFrame
+    with a string column becomes one) only for NaN, so None and ±inf in
+    another column would reach the candidates that pass it through. The
+    message names no value and no row.
+    """
+    bad = frame is not None and bool(np.asarray(frame.isna()).any())
+    if not bad and not sp.issparse(values) and values.dtype == object:
+        bad = bool(np.frompyfunc(_missing_or_infinite, 1, 1)(values).any())
+    if bad:
+        raise ValueError(
+            f"Input {name} contains NaN, None or infinity: every candidate the "
+            "grid can build must accept the data, so missing and non-finite "
+            "values are refused, in columns of any type, before any run."
+        )
 
 
 def _check_declared_labels(y, dp_steps):
