@@ -40,6 +40,7 @@ from skdp.accounting import (
     zcdp_from_epsilon_tight,
     zcdp_of_private_selection,
 )
+from skdp.exceptions import MechanismFailedError
 from skdp.mechanisms import SecureNoise, as_generator
 from skdp.model_selection import DPRandomSearchCV, _search
 from skdp.model_selection._search import _draw_truncated_negative_binomial
@@ -1632,6 +1633,133 @@ def test_missing_or_infinite_values_in_any_column_are_refused_before_any_draw(
                 est.fit(neighbour, y)
         assert len(runs) == before  # refused before any run
         assert not any(c.isdigit() for c in str(error.value))
+
+
+def test_a_plain_dp_estimator_takes_numbers_checked_before_any_draw(data, runs):
+    """Every candidate of a plain DP estimator converts X to numbers: X is
+    converted once, before any draw, refused with a message that quotes no
+    value (numpy's would), and checked for infinities once converted."""
+    X, y = data
+    X = X.astype(object)
+    search().fit(X, y)
+    before = len(runs)
+    X[3, 1] = "patient-4711"
+    with pytest.raises(ValueError, match="not a number") as error:
+        search().fit(X, y)
+    assert "patient" not in str(error.value) and _digitless(str(error.value))
+    X[3, 1] = "inf"
+    with pytest.raises(ValueError, match="infinity"):
+        search().fit(X, y)
+    assert len(runs) == before
+
+
+def _digitless(message):
+    return not any(c.isdigit() for c in message)
+
+
+def test_a_run_that_fails_on_the_data_loses_like_a_failed_release(runs):
+    """np.log1p in the grid turns one record's -1 into -inf, which the DP
+    scaler refuses: the search failed whenever such a candidate ran, so
+    whether it failed showed a loser. A run that fails on the data scores
+    the worst of the range and is selected like any other: the search fails
+    only when every run failed (then the winner did), with a message that
+    quotes nothing of the error's."""
+    rng = np.random.default_rng(0)
+    X = rng.lognormal(size=(2000, 5))
+    y = (X[:, 0] > 1).astype(int)
+    neighbour = X.copy()
+    neighbour[0, 0] = -1.0
+    pipe = Pipeline(
+        [
+            ("f", FunctionTransformer()),
+            ("s", DPStandardScaler(bounds=(-5.0, 5.0))),
+            ("clf", DPLogisticRegression(classes=[0, 1])),
+        ]
+    )
+    grid = {"f__func": [None, np.log1p]}
+    mixed = 0
+    for seed in range(8):
+        est = search(
+            estimator=pipe, param_distributions=grid, n_iter=3, random_state=seed
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est.fit(X, y)
+            runs.clear()
+            try:
+                est.fit(neighbour, y)
+                failed = None
+            except MechanismFailedError as error:
+                failed = str(error)
+        ran = {run.named_steps["f"].func for run in runs}
+        mixed += ran == {None, np.log1p}
+        assert (failed is not None) == (ran == {np.log1p})
+        if failed is None:
+            assert est.best_params_ == {"f__func": None}
+        else:
+            assert "ValueError on the data" in failed and _digitless(failed)
+            assert "infinity" not in failed
+    assert mixed  # a seed where a failing candidate ran and lost
+
+
+def _encoded(handle_unknown, **search_params):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    pre = ColumnTransformer(
+        [
+            ("num", DPStandardScaler(bounds=(0.0, 100.0)), ["age"]),
+            (
+                "cat",
+                OneHotEncoder(
+                    categories=[list("nsew")],
+                    handle_unknown=handle_unknown,
+                    sparse_output=False,
+                ),
+                ["region"],
+            ),
+        ],
+        sparse_threshold=0,
+    )
+    return search(
+        estimator=make_pipeline(pre, DPLogisticRegression(classes=[0, 1])),
+        param_distributions={"dplogisticregression__clip_norm": [0.5, 1.0]},
+        n_iter=3,
+        epsilon=1.0,
+        **search_params,
+    )
+
+
+def _private_category(value, row=0, n=2000):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"age": rng.normal(40, 10, n), "region": rng.choice(list("nsew"), n)}
+    )
+    y = (frame.age > 40).to_numpy(int)
+    if value is not None:
+        frame.loc[row, "region"] = value
+    return frame, y
+
+
+def test_an_error_on_one_records_value_never_quotes_it():
+    """With handle_unknown="error", scikit-learn's error quotes the category
+    ("Found unknown categories ['x'] in column 0"). Every run fails on such
+    a record, so the search fails, with a message that quotes nothing of the
+    error's: the same for two neighbours holding different values."""
+    messages = set()
+    for value in ("patient-4711-HIV+", "patient-0815"):
+        X, y = _private_category(value)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            with pytest.raises(MechanismFailedError, match="on the data") as error:
+                _encoded("error", random_state=0).fit(X, y)
+        messages.add(str(error.value))
+        assert "patient" not in str(error.value) and _digitless(str(error.value))
+        assert error.value.__cause__ is None and error.value.__context__ is None
+    assert len(messages) == 1
+    X, y = _private_category(None)
+    _encoded("error", random_state=0).fit(X, y)
 
 
 def test_a_run_that_fails_on_its_own_release_loses_instead_of_raising(

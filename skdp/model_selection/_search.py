@@ -8,6 +8,7 @@ import warnings
 from copy import deepcopy
 from dataclasses import replace
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,8 +18,13 @@ from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+)
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
@@ -227,14 +233,24 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     candidates share an object, and a DP step passed in the grid gets the
     search's ``epsilon``, ``delta``, ``noise`` and seed, whatever it held.
 
-    **Failed runs.** A run whose fit fails on its own noisy release
-    (:class:`~skdp.exceptions.MechanismFailedError`: a non-finite model)
-    scores the worst of the range and is selected like any other (raising
-    would reveal a loser); if it wins, the search raises that failure and
-    releases nothing. Any other error stops the search: every candidate the
-    grid can build must accept the data, and missing (None, NaN) and
-    infinite values are refused before anything is drawn, in every column of
-    any type (a DataFrame with a string column, an object array).
+    **Failed runs.** Which candidates ran must not show in whether the
+    search fails. Every candidate the grid can build must accept the data,
+    and what can be checked is refused before anything is drawn: missing
+    (None, NaN) and infinite values in every column of any type (a DataFrame
+    with a string column, an object array), X that is not numbers for a
+    plain DP estimator, a label outside a declared label set. A run that
+    fails anyway, in its fit or its score, is a failed run whatever the
+    reason: its own noisy release
+    (:class:`~skdp.exceptions.MechanismFailedError`: a non-finite model) or
+    the data (a transformation in the grid that makes a value infinite, an
+    encoder meeting a category it was not given). It scores the worst of
+    the range and is selected like any other (raising would reveal a
+    loser); if it wins, the search raises a MechanismFailedError that names
+    the error's type, never its message (which may quote a value), and
+    releases nothing. Only a bug read from the parameters (an invalid
+    parameter value, a fit beyond its declared budget) stops the search
+    at once. A failure on the data is not covered by the guarantee, which
+    is for data every candidate accepts.
 
     **The label set.** A classifier whose DP steps would read their label set
     from y (``classes=None``) gets it once, from all of y, under the caveat
@@ -556,6 +572,14 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         reading = {p: labels for p, labels in reading.items() if labels is not None}
         if not reading:
             return {}
+        # Read from y, the labels are public (the caveat): y is typed as each
+        # step's fit would type it, and refused before any run.
+        check_classification_targets(y)
+        if any(labels.size < 2 for labels in reading.values()):
+            raise ValueError(
+                f"{type(self.estimator).__name__} needs at least 2 classes; y "
+                "contains only one class."
+            )
         warnings.warn(
             "The label set was read from y and is treated as public (it is "
             "released in classes_). If which labels occur is private, pass "
@@ -654,12 +678,17 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             dtype=None,
             reset=True,
         )
+        if composite_parts(self.estimator) is None:
+            # Every candidate is a DP estimator of this type, which takes
+            # numbers: X is converted once, before any draw, as each would.
+            X = _as_numbers(X, type(self.estimator).__name__)
         _check_declared_labels(y, dp_steps)
         # Every column, of any kind, is checked (a candidate that fails where
         # another would not reveals the draws); a DataFrame is then kept: a
         # ColumnTransformer may select its columns by name.
         _refuse_missing_or_infinite(X, "X", frame)
         _refuse_missing_or_infinite(y, "y")
+        labels = self._label_set(y, dp_steps)
         if frame is not None:
             X = frame
         n = X.shape[0]
@@ -674,7 +703,6 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         order = rng.permutation(n)  # data-independent: n is public
         valid, train = order[:m], order[m:]
         n_runs = _draw_truncated_negative_binomial(rng, self.n_iter, self.n_iter_shape)
-        labels = self._label_set(y, dp_steps)
         # A seeded search (reproducible on request, and it warned) seeds each
         # candidate from its own stream: distinct seeds, so no two fits of
         # one search share noise. Unseeded, every candidate draws fresh noise.
@@ -731,11 +759,18 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             noisy = float(add_gaussian_noise(score, noise_std, rng))
             if best is None or noisy > best[0]:
                 best = (noisy, params, candidate, caught)
-        if isinstance(best[2], MechanismFailedError):
-            # The winner's own release was a failure: releasing that is
-            # releasing the winner (the losers' failures stay secret).
+        if isinstance(best[2], _Failure):
+            # The winner failed: releasing that is releasing the winner (the
+            # losers' failures stay secret), with no value of the data.
+            kind, message = best[2]
+            if message is None:
+                message = (
+                    f"{kind} on the data (its message is not shown: it may "
+                    "quote a value). Every candidate the grid can build must "
+                    "accept every value a record may hold."
+                )
             raise MechanismFailedError(
-                f"The selected run failed: {best[2]} Nothing was released."
+                f"The selected run failed: {message} Nothing was released."
             )
         self.best_score_, self.best_params_, self.best_estimator_, caught = best
         # Only the winner's warnings, each once: the losers' (and how many
@@ -963,6 +998,21 @@ def _missing_or_infinite(value):
         return value is getattr(sys.modules.get("pandas"), "NA", None)
 
 
+def _as_numbers(X, name):
+    """X as numbers (an object or string array converted to float64), or a
+    refusal that quotes no value (numpy's would: "could not convert string
+    to float: 'x'"); a TypeError names the type of the entry only."""
+    if sp.issparse(X) or X.dtype.kind not in "OUS":
+        return X
+    try:
+        return X.astype(np.float64)
+    except ValueError:
+        raise ValueError(
+            f"Input X holds a value that is not a number, and {name} takes "
+            "numbers (the value is not shown: it is one record's)."
+        ) from None
+
+
 def _refuse_missing_or_infinite(values, name, frame=None):
     """Refuse missing and infinite values in every column, before any draw.
 
@@ -972,8 +1022,11 @@ def _refuse_missing_or_infinite(values, name, frame=None):
     message names no value and no row.
     """
     bad = frame is not None and bool(np.asarray(frame.isna()).any())
-    if not bad and not sp.issparse(values) and values.dtype == object:
-        bad = bool(np.frompyfunc(_missing_or_infinite, 1, 1)(values).any())
+    data = values.data if sp.issparse(values) else values
+    if not bad and data.dtype == object:
+        bad = bool(np.frompyfunc(_missing_or_infinite, 1, 1)(data).any())
+    elif not bad and data.dtype.kind in "fc":  # also X converted to numbers
+        bad = not np.isfinite(data).all()
     if bad:
         raise ValueError(
             f"Input {name} contains NaN, None or infinity: every candidate the "
@@ -1029,18 +1082,33 @@ def _mark_release(winner, cost):
         setattr(part, SEARCH_RELEASE, (cost, reported))
 
 
+class _Failure(NamedTuple):
+    """A failed run, in the place of its candidate: the error's type, and
+    its message only for a failure of the run's own noisy release (skdp's
+    MechanismFailedError, about the release); any other error's message may
+    quote the data (scikit-learn's "Found unknown categories ['x']")."""
+
+    kind: str
+    message: str | None
+
+
 def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound):
     """One run: the candidate fitted on the training part, and its exact score.
 
     The score is released only with the noise the search adds to it. A run
-    whose fit fails on its own noisy release (MechanismFailedError) returns
-    the worst score of the range and the failure in the candidate's place.
-    The
-    run is silent: its warnings are returned, each once, as (category,
-    message) pairs (a worker process's warnings would not reach the
-    caller), and the search re-emits only the winner's. In a thread (a
-    thread-based joblib backend) they are dropped.
+    that fails, in its fit or its score, returns the worst score of the
+    range and a :class:`_Failure` in the candidate's place: on its own noisy
+    release (MechanismFailedError), or on the data (a value a transformation
+    of the grid makes infinite, an unknown category). Only a bug read from
+    the parameters (BudgetCheckError, InvalidParameterError) is raised.
+
+    The run is silent: numpy's floating-point events are off, and its
+    warnings are returned, each once, as (category, message) pairs (a worker
+    process's warnings would not reach the caller); the search re-emits only
+    the winner's. In a thread (a thread-based joblib backend) they are
+    dropped.
     """
+    worst = 0.0 if scoring == "accuracy" else -bound
     # numpy's floating-point events depend on the data (one validation
     # record of 1e200 overflows its squared error): silent here, as in any
     # DP fit (private_fit). The search's fit is silent too, but a joblib
@@ -1050,15 +1118,19 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
         warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
         try:
             candidate.fit(X_train, y_train)
-        except BudgetCheckError:
+            score = _score(candidate, X_valid, y_valid, scoring, bound)
+        except (BudgetCheckError, InvalidParameterError):
             raise  # a bug, read from the parameters only: never a loss
         except MechanismFailedError as failure:
             # A failure read from the run's own noisy release (a non-finite
             # model): the run scores the worst its range allows and takes
             # part in the selection like any other; raising here would
             # reveal a loser.
-            return (0.0 if scoring == "accuracy" else -bound), failure, []
-        score = _score(candidate, X_valid, y_valid, scoring, bound)
+            return worst, _Failure(type(failure).__name__, str(failure)), []
+        except Exception as error:
+            # A failure on the data (one record can cause it): raising would
+            # reveal a loser, and the message may quote the value.
+            return worst, _Failure(type(error).__name__, None), []
     if threading.current_thread() is not threading.main_thread():
         # catch_warnings is process-wide: beside other runs in threads it may
         # have caught theirs, which must not pass for the winner's.
