@@ -8,6 +8,8 @@ parameters alone, and its ``privacy_spent_`` says which seeded noise stream
 it drew from and what it assumed public.
 """
 
+import contextlib
+import contextvars
 import functools
 import warnings
 from dataclasses import replace
@@ -362,6 +364,46 @@ def _check_within_budget(spent, budget, name):
         )
 
 
+#: While set (to a list), every DP fit (:func:`private_fit`) records its
+#: warnings there instead of showing them: see :func:`collect_fit_warnings`.
+_FIT_WARNINGS = contextvars.ContextVar("skdp_fit_warnings", default=None)
+
+
+@contextlib.contextmanager
+def collect_fit_warnings():
+    """Collect the warnings raised inside DP fits instead of showing them.
+
+    Yields a list that receives (as :class:`warnings.WarningMessage`) every
+    warning raised inside a fit decorated by :func:`private_fit` in this
+    context (this thread or task; a joblib worker enters its own), whatever
+    the filters, and only those. A DP fit warns about public values only (its
+    parameters, the sizes, a declared label set): the private search re-emits
+    these for its winner and drops every other warning of its runs, which
+    may depend on one record (a plain step meeting an unknown category, a
+    score computed on validation rows).
+    """
+    collected = []
+    token = _FIT_WARNINGS.set(collected)
+    try:
+        yield collected
+    finally:
+        _FIT_WARNINGS.reset(token)
+
+
+@contextlib.contextmanager
+def _collected_into(collected):
+    """Record the warnings of the block into ``collected`` (None: show them)."""
+    if collected is None:
+        yield
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            collected.extend(caught)
+
+
 def private_fit(fit):
     """Decorate a DP estimator's ``fit`` with the contract every fit keeps.
 
@@ -385,6 +427,10 @@ def private_fit(fit):
     * The sampler is visible: ``privacy_spent_.sampler`` says which one drew
       the noise (``noise="fast"`` or ``"secure"``); ``noise="secure"`` with a
       ``random_state`` other than None raises a ValueError before any work.
+    * Public warnings: a fit warns about its parameters and public sizes
+      only, never about something one record decides. Inside
+      :func:`collect_fit_warnings` (the private search's runs) its warnings
+      are collected there instead of shown.
     """
 
     @functools.wraps(fit)
@@ -402,7 +448,7 @@ def private_fit(fit):
             # inf - inf), and a warning one record can trigger is a release
             # (an error under -W error, or under the caller's
             # np.errstate(all="raise")): none may escape a DP fit.
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), _collected_into(_FIT_WARNINGS.get()):
                 result = fit(self, *args, **kwargs)
             budget = self.privacy_budget()
             spent = self.privacy_spent_

@@ -31,6 +31,7 @@ from skdp import (
     PrivacyLedger,
     _ledger,
 )
+from skdp._base import private_fit
 from skdp.accounting import (
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
@@ -650,12 +651,14 @@ def test_a_label_outside_the_declared_classes_is_refused_before_any_draw(data, r
 
 
 class _Chatty(DPLogisticRegression):
-    """A DP estimator whose fit warns with its own parameter."""
+    """A DP estimator whose fit (a private_fit, whose warnings the search may
+    re-emit) warns with its own parameter."""
 
+    @private_fit
     def fit(self, X, y):
         warnings.warn(f"fitting with clip_norm={self.clip_norm}", stacklevel=2)
         warnings.warn("the same for every candidate", stacklevel=2)
-        return super().fit(X, y)
+        return DPLogisticRegression.fit.__wrapped__(self, X, y)
 
 
 def test_candidates_run_silent_and_only_the_winner_speaks(data, runs, capsys):
@@ -1283,13 +1286,14 @@ def test_the_search_has_its_estimators_kind():
 
 
 class _Leaky(DPLogisticRegression):
-    """A DP estimator whose fit warns of a leak."""
+    """A DP estimator whose fit (a private_fit) warns of a leak."""
 
+    @private_fit
     def fit(self, X, y):
         warnings.warn(
             "a leak only this warning reports", PrivacyLeakWarning, stacklevel=2
         )
-        return super().fit(X, y)
+        return DPLogisticRegression.fit.__wrapped__(self, X, y)
 
 
 def test_the_winners_warnings_keep_their_category(data):
@@ -1740,6 +1744,31 @@ def _private_category(value, row=0, n=2000):
     if value is not None:
         frame.loc[row, "region"] = value
     return frame, y
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_a_plain_steps_warning_about_one_record_is_not_re_emitted(n_jobs):
+    """A OneHotEncoder with fixed categories and handle_unknown="warn" warns
+    of an unknown category in one record (while fitting on a training row,
+    or scoring a validation row); re-emitted as the winner's warning, it
+    told that the record held one. Only warnings raised inside the DP steps'
+    fits (about public values) come back: the same (none) with or without it."""
+    order = as_generator(0).permutation(2000)  # the seeded search's split
+    said = set()
+    for row in (order[0], order[-1]):  # a validation row, a training row
+        for value in (None, "patient-4711-HIV+"):
+            X, y = _private_category(value, row)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                _encoded("warn", random_state=0, n_jobs=n_jobs).fit(X, y)
+            said.add(
+                tuple(
+                    str(w.message)
+                    for w in caught
+                    if "seeds the privacy" not in str(w.message)
+                )
+            )
+    assert said == {()}
 
 
 def test_an_error_on_one_records_value_never_quotes_it():

@@ -2,6 +2,7 @@
 
 import cmath
 import math
+import re
 import sys
 import threading
 import warnings
@@ -32,6 +33,7 @@ from .._base import (
     PUBLIC_LABELS,
     BudgetCheckError,
     DPEstimatorMixin,
+    collect_fit_warnings,
     declared_classes,
     private_fit,
     require_positive_delta,
@@ -71,6 +73,9 @@ _PRIVACY_PARAMS = ("epsilon", "delta", "random_state", "noise")
 #: one listed value at a time (each against the estimator as given).
 _MAX_CHECKED_COMBINATIONS = 256
 _SKIPPED = ("passthrough", "drop", None)
+#: A DP step's notice that its seed is fixed: the search gives each run's
+#: steps their seeds, and a seeded search warns once, for itself.
+_SEEDED = re.compile("random_state=.* seeds the privacy")
 
 
 def _delegate(method):
@@ -262,9 +267,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     **Silent candidates.** The number of runs and the losers stay secret, so
     the candidates run with ``verbose`` off and numpy's floating-point
     events off (in every run, in joblib's workers too), their warnings are
-    caught, and only the winner's are re-emitted, each once, after the
-    selection (a warning only a loser gave is dropped, and so is every
-    warning of runs fitted in threads, which cannot be told apart).
+    caught, and only those the winner's DP steps raised in their fits (about
+    public values: parameters, sizes, a declared label set) are re-emitted,
+    each once, after the selection. A warning only a loser gave is dropped,
+    and so are a plain step's (a OneHotEncoder meeting an unknown category),
+    those of the scoring on the validation rows, which may depend on one
+    record, and every warning of runs fitted in threads, which cannot be
+    told apart.
 
     **The released model carries the search's cost.** Recording
     ``best_estimator_`` (or one of its DP steps) in a
@@ -1102,20 +1111,26 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
     of the grid makes infinite, an unknown category). Only a bug read from
     the parameters (BudgetCheckError, InvalidParameterError) is raised.
 
-    The run is silent: numpy's floating-point events are off, and its
-    warnings are returned, each once, as (category, message) pairs (a worker
-    process's warnings would not reach the caller); the search re-emits only
-    the winner's. In a thread (a thread-based joblib backend) they are
-    dropped.
+    The run is silent: numpy's floating-point events are off, and of its
+    warnings only those raised inside its DP steps' fits (about public
+    values, see :func:`skdp._base.collect_fit_warnings`) are returned, each
+    once, as (category, message) pairs (a worker process's warnings would
+    not reach the caller); the search re-emits only the winner's. The others
+    (a plain step's, the score's on the validation rows) may depend on one
+    record and are dropped, as are all of a run in a thread (a thread-based
+    joblib backend).
     """
     worst = 0.0 if scoring == "accuracy" else -bound
     # numpy's floating-point events depend on the data (one validation
     # record of 1e200 overflows its squared error): silent here, as in any
     # DP fit (private_fit). The search's fit is silent too, but a joblib
     # worker (process or thread) does not inherit its np.errstate.
-    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+    with (
+        warnings.catch_warnings(record=True),
+        np.errstate(all="ignore"),
+        collect_fit_warnings() as said,
+    ):
         warnings.simplefilter("always")
-        warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
         try:
             candidate.fit(X_train, y_train)
             score = _score(candidate, X_valid, y_valid, scoring, bound)
@@ -1135,7 +1150,11 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
         # catch_warnings is process-wide: beside other runs in threads it may
         # have caught theirs, which must not pass for the winner's.
         return score, candidate, []
-    distinct = dict.fromkeys((w.category, str(w.message)) for w in caught)
+    distinct = dict.fromkeys(
+        (w.category, str(w.message))
+        for w in said
+        if not _SEEDED.match(str(w.message))  # the search warns once itself
+    )
     return score, candidate, list(distinct)
 
 
