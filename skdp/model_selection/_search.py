@@ -584,7 +584,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         # Read from y, the labels are public (the caveat): y is typed as each
         # step's fit would type it, and refused before any run.
         check_classification_targets(y)
-        if any(labels.size < 2 for labels in reading.values()):
+        if any(len(labels) < 2 for labels in reading.values()):
             raise ValueError(
                 f"{type(self.estimator).__name__} needs at least 2 classes; y "
                 "contains only one class."
