@@ -9,6 +9,7 @@ it drew from and what it assumed public.
 """
 
 import contextlib
+import contextvars
 import functools
 import warnings
 from dataclasses import replace
@@ -383,6 +384,12 @@ _VALUE_QUOTING_ERRORS = {
         "objects; the value is not shown: it may be private). Encode them "
         "first, e.g. with OneHotEncoder or OrdinalEncoder."
     ),
+    "Expected 2D array": (
+        "Expected a 2D array, got a 1D array or a scalar (the values are "
+        "not shown: they may be private). Reshape your data either using "
+        "array.reshape(-1, 1) if your data has a single feature or "
+        "array.reshape(1, -1) if it contains a single sample."
+    ),
     "invalid literal for": (
         "The input holds values that are not numbers (the value is not "
         "shown: it may be private)."
@@ -449,6 +456,46 @@ def silent_release(release):
     return wrapper
 
 
+#: While set (to a list), every DP fit (:func:`private_fit`) records its
+#: warnings there instead of showing them: see :func:`collect_fit_warnings`.
+_FIT_WARNINGS = contextvars.ContextVar("skdp_fit_warnings", default=None)
+
+
+@contextlib.contextmanager
+def collect_fit_warnings():
+    """Collect the warnings raised inside DP fits instead of showing them.
+
+    Yields a list that receives (as :class:`warnings.WarningMessage`) every
+    warning raised inside a fit decorated by :func:`private_fit` in this
+    context (this thread or task; a joblib worker enters its own), whatever
+    the filters, and only those. A DP fit warns about public values only (its
+    parameters, the sizes, a declared label set): the private search re-emits
+    these for its winner and drops every other warning of its runs, which
+    may depend on one record (a plain step meeting an unknown category, a
+    score computed on validation rows).
+    """
+    collected = []
+    token = _FIT_WARNINGS.set(collected)
+    try:
+        yield collected
+    finally:
+        _FIT_WARNINGS.reset(token)
+
+
+@contextlib.contextmanager
+def _collected_into(collected):
+    """Record the warnings of the block into ``collected`` (None: show them)."""
+    if collected is None:
+        yield
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            collected.extend(caught)
+
+
 def private_fit(fit):
     """Decorate a DP estimator's ``fit`` with the contract every fit keeps.
 
@@ -472,6 +519,10 @@ def private_fit(fit):
     * The sampler is visible: ``privacy_spent_.sampler`` says which one drew
       the noise (``noise="fast"`` or ``"secure"``); ``noise="secure"`` with a
       ``random_state`` other than None raises a ValueError before any work.
+    * Public warnings: a fit warns about its parameters and public sizes
+      only, never about something one record decides. Inside
+      :func:`collect_fit_warnings` (the private search's runs) its warnings
+      are collected there instead of shown.
     """
 
     @functools.wraps(fit)
@@ -484,7 +535,7 @@ def private_fit(fit):
         if seed is not None:
             _warn_seeded(self)
         try:
-            with silent_on_data():
+            with silent_on_data(), _collected_into(_FIT_WARNINGS.get()):
                 result = fit(self, *args, **kwargs)
             budget = self.privacy_budget()
             spent = self.privacy_spent_

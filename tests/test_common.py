@@ -412,7 +412,7 @@ def _release_functions():
 
 
 @mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
-@mark.parametrize("kind", ["string", "complex"])
+@mark.parametrize("kind", ["string", "complex", "one-dimensional"])
 def test_an_input_error_quotes_no_value_of_the_data(cls, kind):
     """scikit-learn's checks print a complex array whole, and numpy's
     conversion quotes the string it could not read: a fit's error (and its
@@ -426,6 +426,8 @@ def test_an_input_error_quotes_no_value_of_the_data(cls, kind):
     X = np.array(X.toarray() if hasattr(X, "toarray") else X, dtype=object)
     if kind == "string":
         X[0, 0] = _SECRET
+    elif kind == "one-dimensional":
+        X = np.full(X.shape[0], 123456.789)
     else:
         X = X.astype(complex)
         X[0, 0] = 123456.789 + 1j

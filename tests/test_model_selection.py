@@ -32,6 +32,7 @@ from skdp import (
     PrivacyLedger,
     _ledger,
 )
+from skdp._base import private_fit
 from skdp.accounting import (
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
@@ -41,6 +42,7 @@ from skdp.accounting import (
     zcdp_from_epsilon_tight,
     zcdp_of_private_selection,
 )
+from skdp.exceptions import MechanismFailedError
 from skdp.mechanisms import SecureNoise, as_generator
 from skdp.model_selection import DPRandomSearchCV, _search
 from skdp.model_selection._search import _draw_truncated_negative_binomial
@@ -607,13 +609,65 @@ def test_bradley_terry_outcome_labels_are_read_once_from_all_of_y(comparisons, r
     assert not [w for w in caught if "label set" in str(w.message)]
 
 
-class _Chatty(DPLogisticRegression):
-    """A DP estimator whose fit warns with its own parameter."""
+def test_a_grid_cannot_change_a_declared_label_set(data, runs):
+    """``classes`` declares the labels of all of y. In the grid, one record
+    labelled 2 made a candidate declaring [0, 1] fail, and the search with
+    it: whether it failed showed which candidates ran. The grid may not
+    change a declared label set: refused before any draw, with or without
+    that record, whatever the seed."""
+    X, y = data
+    rare = y.copy()
+    rare[0] = 2
+    grid = {"classes": [[0, 1], [0, 1, 2]]}
+    messages = set()
+    for labels in (y, rare):
+        for seed in range(3):
+            est = search(
+                estimator=DPLogisticRegression(classes=[0, 1, 2]),
+                param_distributions=grid,
+                random_state=seed,
+            )
+            with pytest.raises(ValueError, match="changes the label set") as error:
+                est.fit(X, labels)
+            messages.add(str(error.value))
+    assert runs == [] and len(messages) == 1
+    # The same set in another order is the same declaration.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search(param_distributions={"classes": [[1, 0]]}, random_state=0).fit(X, y)
 
+
+def test_a_label_outside_the_declared_classes_is_refused_before_any_draw(data, runs):
+    """A label outside the declared classes failed only the runs whose
+    training part held it: the search failed for one split and not for
+    another. All of y is checked before any draw; the message names no label."""
+    X, y = data
+    rare = y.copy()
+    rare[0] = 2
+    m = round(0.2 * len(y))
+    in_valid = [0 in as_generator(s).permutation(len(y))[:m] for s in range(20)]
+    seeds = [in_valid.index(True), in_valid.index(False)]  # validation, training
+    for seed in seeds:
+        est = search(random_state=seed, n_iter=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est.fit(X, y)
+            before = len(runs)
+            with pytest.raises(ValueError, match="not in the declared") as error:
+                est.fit(X, rare)
+        assert len(runs) == before and "2" not in str(error.value)
+    assert all(np.array_equal(np.unique(run.classes), [0, 1]) for run in runs)
+
+
+class _Chatty(DPLogisticRegression):
+    """A DP estimator whose fit (a private_fit, whose warnings the search may
+    re-emit) warns with its own parameter."""
+
+    @private_fit
     def fit(self, X, y):
         warnings.warn(f"fitting with clip_norm={self.clip_norm}", stacklevel=2)
         warnings.warn("the same for every candidate", stacklevel=2)
-        return super().fit(X, y)
+        return DPLogisticRegression.fit.__wrapped__(self, X, y)
 
 
 def test_candidates_run_silent_and_only_the_winner_speaks(data, runs, capsys):
@@ -719,6 +773,49 @@ def test_candidates_warnings_come_back_from_worker_processes(data):
         est.fit(X, y)
     said = [str(w.message) for w in caught if w.category is UserWarning]
     assert said == ["fitting with clip_norm=1.0", "the same for every candidate"]
+
+
+def test_an_extreme_record_warns_the_same_for_any_n_jobs():
+    """np.errstate(all="ignore") of the search's fit does not reach joblib's
+    workers: with n_jobs=2 one validation record of 1e200 made scoring warn
+    (overflow in the squared error), and the warning was re-emitted. Each
+    run is silent wherever it runs: the same warnings (none) for n_jobs=None
+    and 2, with or without that record."""
+    from sklearn.datasets import make_regression
+
+    from skdp import DPLinearRegression
+
+    X, y = make_regression(n_samples=500, n_features=5, noise=1.0, random_state=0)
+    X, y = X / np.abs(X).max(), y / np.abs(y).max()
+    seed = 3
+    valid = as_generator(seed).permutation(len(y))[: round(0.2 * len(y))]
+    big_y, big_X = y.copy(), X.copy()
+    big_y[valid[0]] = 1e200
+    big_X[valid[1]] = 1.7e308
+    said = set()
+    for n_jobs in (None, 2):
+        for features, labels in ((X, y), (X, big_y), (big_X, y)):
+            est = DPRandomSearchCV(
+                DPLinearRegression(),
+                {"fit_intercept": [True, False]},
+                n_iter=3,
+                epsilon=1.0,
+                delta=DELTA,
+                score_bound=4.0,
+                random_state=seed,
+                n_jobs=n_jobs,
+            )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est.fit(features, labels)
+            said.add(
+                tuple(
+                    (w.category, str(w.message))
+                    for w in caught
+                    if "seeds the privacy" not in str(w.message)
+                )
+            )
+    assert said == {()}
 
 
 # The fuzz: random grids over step swaps, budget-shaping parameters and
@@ -1198,13 +1295,14 @@ def test_the_search_has_its_estimators_kind():
 
 
 class _Leaky(DPLogisticRegression):
-    """A DP estimator whose fit warns of a leak."""
+    """A DP estimator whose fit (a private_fit) warns of a leak."""
 
+    @private_fit
     def fit(self, X, y):
         warnings.warn(
             "a leak only this warning reports", PrivacyLeakWarning, stacklevel=2
         )
-        return super().fit(X, y)
+        return DPLogisticRegression.fit.__wrapped__(self, X, y)
 
 
 def test_the_winners_warnings_keep_their_category(data):
@@ -1558,6 +1656,206 @@ def test_a_frame_with_missing_values_is_refused_before_any_draw(runs):
     with pytest.raises(ValueError, match="NaN"):
         est.fit(X, y)
     assert runs == []
+
+
+@pytest.mark.parametrize("kind", ["frame", "object-array"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, None, np.nan, 10**400])
+def test_missing_or_infinite_values_in_any_column_are_refused_before_any_draw(
+    runs, kind, value
+):
+    """A string column makes scikit-learn's check of X look for NaN only: an
+    infinity (or None in an object array) in another column reached the
+    candidates, and only those passing that column through failed. Every
+    column of any input is checked before anything is drawn, the same
+    refusal whatever the seed; the message names no value."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OrdinalEncoder
+
+    X, y = _table()
+    X = X.assign(extra=np.random.default_rng(1).normal(size=len(X)))
+    columns = ["age", "income", "region", "extra"]
+    if kind == "object-array":
+        X, columns = X.to_numpy(dtype=object), [[0, 1], [2], [3]]
+    else:
+        columns = [columns[:2], columns[2:3], columns[3:]]
+    pre = ColumnTransformer(
+        [
+            ("num", DPStandardScaler(), columns[0]),
+            ("cat", OrdinalEncoder(categories=[list("nsew")]), columns[1]),
+            ("extra", "drop", columns[2]),
+        ],
+        sparse_threshold=0,
+    )
+    estimator = make_pipeline(pre, DPLogisticRegression(classes=[0, 1]))
+    grid = {"columntransformer__extra": ["drop", "passthrough"]}
+    neighbour = X.copy()
+    if kind == "object-array":
+        neighbour[5, 3] = value
+    else:
+        neighbour = neighbour.astype({"extra": object})
+        neighbour.loc[5, "extra"] = value
+    for seed in range(3):
+        est = search(estimator=estimator, param_distributions=grid, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est.fit(X, y)
+            before = len(runs)
+            with pytest.raises(ValueError, match="contains NaN") as error:
+                est.fit(neighbour, y)
+        assert len(runs) == before  # refused before any run
+        assert not any(c.isdigit() for c in str(error.value))
+
+
+def test_a_plain_dp_estimator_takes_numbers_checked_before_any_draw(data, runs):
+    """Every candidate of a plain DP estimator converts X to numbers: X is
+    converted once, before any draw, refused with a message that quotes no
+    value (numpy's would), and checked for infinities once converted."""
+    X, y = data
+    X = X.astype(object)
+    search().fit(X, y)
+    before = len(runs)
+    X[3, 1] = "patient-4711"
+    with pytest.raises(ValueError, match="not a number") as error:
+        search().fit(X, y)
+    assert "patient" not in str(error.value) and _digitless(str(error.value))
+    X[3, 1] = "inf"
+    with pytest.raises(ValueError, match="infinity"):
+        search().fit(X, y)
+    assert len(runs) == before
+
+
+def _digitless(message):
+    return not any(c.isdigit() for c in message)
+
+
+def test_a_run_that_fails_on_the_data_loses_like_a_failed_release(runs):
+    """np.log1p in the grid turns one record's -1 into -inf, which the DP
+    scaler refuses: the search failed whenever such a candidate ran, so
+    whether it failed showed a loser. A run that fails on the data scores
+    the worst of the range and is selected like any other: the search fails
+    only when every run failed (then the winner did), with a message that
+    quotes nothing of the error's."""
+    rng = np.random.default_rng(0)
+    X = rng.lognormal(size=(2000, 5))
+    y = (X[:, 0] > 1).astype(int)
+    neighbour = X.copy()
+    neighbour[0, 0] = -1.0
+    pipe = Pipeline(
+        [
+            ("f", FunctionTransformer()),
+            ("s", DPStandardScaler(bounds=(-5.0, 5.0))),
+            ("clf", DPLogisticRegression(classes=[0, 1])),
+        ]
+    )
+    grid = {"f__func": [None, np.log1p]}
+    mixed = 0
+    for seed in range(8):
+        est = search(
+            estimator=pipe, param_distributions=grid, n_iter=3, random_state=seed
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est.fit(X, y)
+            runs.clear()
+            try:
+                est.fit(neighbour, y)
+                failed = None
+            except MechanismFailedError as error:
+                failed = str(error)
+        ran = {run.named_steps["f"].func for run in runs}
+        mixed += ran == {None, np.log1p}
+        assert (failed is not None) == (ran == {np.log1p})
+        if failed is None:
+            assert est.best_params_ == {"f__func": None}
+        else:
+            assert "ValueError on the data" in failed and _digitless(failed)
+            assert "infinity" not in failed
+    assert mixed  # a seed where a failing candidate ran and lost
+
+
+def _encoded(handle_unknown, **search_params):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    pre = ColumnTransformer(
+        [
+            ("num", DPStandardScaler(bounds=(0.0, 100.0)), ["age"]),
+            (
+                "cat",
+                OneHotEncoder(
+                    categories=[list("nsew")],
+                    handle_unknown=handle_unknown,
+                    sparse_output=False,
+                ),
+                ["region"],
+            ),
+        ],
+        sparse_threshold=0,
+    )
+    return search(
+        estimator=make_pipeline(pre, DPLogisticRegression(classes=[0, 1])),
+        param_distributions={"dplogisticregression__clip_norm": [0.5, 1.0]},
+        n_iter=3,
+        epsilon=1.0,
+        **search_params,
+    )
+
+
+def _private_category(value, row=0, n=2000):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"age": rng.normal(40, 10, n), "region": rng.choice(list("nsew"), n)}
+    )
+    y = (frame.age > 40).to_numpy(int)
+    if value is not None:
+        frame.loc[row, "region"] = value
+    return frame, y
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_a_plain_steps_warning_about_one_record_is_not_re_emitted(n_jobs):
+    """A OneHotEncoder with fixed categories and handle_unknown="warn" warns
+    of an unknown category in one record (while fitting on a training row,
+    or scoring a validation row); re-emitted as the winner's warning, it
+    told that the record held one. Only warnings raised inside the DP steps'
+    fits (about public values) come back: the same (none) with or without it."""
+    order = as_generator(0).permutation(2000)  # the seeded search's split
+    said = set()
+    for row in (order[0], order[-1]):  # a validation row, a training row
+        for value in (None, "patient-4711-HIV+"):
+            X, y = _private_category(value, row)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                _encoded("warn", random_state=0, n_jobs=n_jobs).fit(X, y)
+            said.add(
+                tuple(
+                    str(w.message)
+                    for w in caught
+                    if "seeds the privacy" not in str(w.message)
+                )
+            )
+    assert said == {()}
+
+
+def test_an_error_on_one_records_value_never_quotes_it():
+    """With handle_unknown="error", scikit-learn's error quotes the category
+    ("Found unknown categories ['x'] in column 0"). Every run fails on such
+    a record, so the search fails, with a message that quotes nothing of the
+    error's: the same for two neighbours holding different values."""
+    messages = set()
+    for value in ("patient-4711-HIV+", "patient-0815"):
+        X, y = _private_category(value)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            with pytest.raises(MechanismFailedError, match="on the data") as error:
+                _encoded("error", random_state=0).fit(X, y)
+        messages.add(str(error.value))
+        assert "patient" not in str(error.value) and _digitless(str(error.value))
+        assert error.value.__cause__ is None and error.value.__context__ is None
+    assert len(messages) == 1
+    X, y = _private_category(None)
+    _encoded("error", random_state=0).fit(X, y)
 
 
 def test_a_run_that_fails_on_its_own_release_loses_instead_of_raising(

@@ -1,21 +1,31 @@
 """Private hyperparameter selection: the best of a random number of private runs."""
 
+import cmath
 import math
+import re
+import sys
 import threading
 import warnings
 from copy import deepcopy
 from dataclasses import replace
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+)
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import (
@@ -24,6 +34,8 @@ from .._base import (
     PUBLIC_LABELS,
     BudgetCheckError,
     DPEstimatorMixin,
+    collect_fit_warnings,
+    declared_classes,
     private_fit,
     require_positive_delta,
 )
@@ -62,6 +74,9 @@ _PRIVACY_PARAMS = ("epsilon", "delta", "random_state", "noise")
 #: one listed value at a time (each against the estimator as given).
 _MAX_CHECKED_COMBINATIONS = 256
 _SKIPPED = ("passthrough", "drop", None)
+#: A DP step's notice that its seed is fixed: the search gives each run's
+#: steps their seeds, and a seeded search warns once, for itself.
+_SEEDED = re.compile("random_state=.* seeds the privacy")
 
 
 def _delegate(method):
@@ -208,7 +223,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     TypeError unless it has the same steps at the same places; each DP step
     of the same type, declaring the same budget once the search has set its
     privacy parameters (adjacency, e.g. DPBradleyTerry's ``privacy_unit``;
-    GDP or not; assumptions, e.g. ``classes=None``); every other step reading
+    GDP or not; assumptions, e.g. ``classes=None``) and the same label set
+    (``classes``, a declaration about all of y); every other step reading
     only the shape of the data; no DP estimator hidden inside a step; and no
     ColumnTransformer that reads the values (a callable column selector not
     marked with :func:`skdp.rowwise`, or ``sparse_threshold > 0`` with a
@@ -224,23 +240,42 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     candidates share an object, and a DP step passed in the grid gets the
     search's ``epsilon``, ``delta``, ``noise`` and seed, whatever it held.
 
-    **Failed runs.** A run whose fit fails on its own noisy release
-    (:class:`~skdp.exceptions.MechanismFailedError`: a non-finite model)
-    scores the worst of the range and is selected like any other (raising
-    would reveal a loser); if it wins, the search raises that failure and
-    releases nothing. Any other error stops the search: every candidate the
-    grid can build must accept the data.
+    **Failed runs.** Which candidates ran must not show in whether the
+    search fails. Every candidate the grid can build must accept the data,
+    and what can be checked is refused before anything is drawn: missing
+    (None, NaN) and infinite values in every column of any type (a DataFrame
+    with a string column, an object array), X that is not numbers for a
+    plain DP estimator, a label outside a declared label set. A run that
+    fails anyway, in its fit or its score, is a failed run whatever the
+    reason: its own noisy release
+    (:class:`~skdp.exceptions.MechanismFailedError`: a non-finite model) or
+    the data (a transformation in the grid that makes a value infinite, an
+    encoder meeting a category it was not given). It scores the worst of
+    the range and is selected like any other (raising would reveal a
+    loser); if it wins, the search raises a MechanismFailedError that names
+    the error's type, never its message (which may quote a value), and
+    releases nothing. Only a bug read from the parameters (an invalid
+    parameter value, a fit beyond its declared budget) stops the search
+    at once. A failure on the data is not covered by the guarantee, which
+    is for data every candidate accepts.
 
     **The label set.** A classifier whose DP steps would read their label set
     from y (``classes=None``) gets it once, from all of y, under the caveat
     its budget states (the search's too): a candidate never reads the label
-    set of its own training part.
+    set of its own training part. A declared label set is checked against
+    all of y before anything is drawn (a label outside it refuses the
+    search, with a message that names no label).
 
     **Silent candidates.** The number of runs and the losers stay secret, so
-    the candidates run with ``verbose`` off, their warnings are caught, and
-    only the winner's are re-emitted, each once, after the selection (a
-    warning only a loser gave is dropped, and so is every warning of runs
-    fitted in threads, which cannot be told apart).
+    the candidates run with ``verbose`` off and numpy's floating-point
+    events off (in every run, in joblib's workers too), their warnings are
+    caught, and only those the winner's DP steps raised in their fits (about
+    public values: parameters, sizes, a declared label set) are re-emitted,
+    each once, after the selection. A warning only a loser gave is dropped,
+    and so are a plain step's (a OneHotEncoder meeting an unknown category),
+    those of the scoring on the validation rows, which may depend on one
+    record, and every warning of runs fitted in threads, which cannot be
+    told apart.
 
     **The released model carries the search's cost.** Recording
     ``best_estimator_`` (or one of its DP steps) in a
@@ -470,7 +505,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 "estimator's steps."
             )
         steps = dict(_steps_of(candidate))
-        for (prefix, kind, budget), (_, c_kind, c_budget) in zip(
+        for (prefix, kind, budget, labels), (_, c_kind, c_budget, c_labels) in zip(
             expected, shape, strict=True
         ):
             where = f"step '{prefix[:-2]}'" if prefix else "the estimator"
@@ -497,6 +532,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                     f"declares ({c_budget} instead of {budget}): its adjacency, "
                     "accounting or assumptions would differ from the search's "
                     "claim. Set that parameter on the estimator, not in the grid."
+                )
+            if labels != c_labels:
+                raise ValueError(
+                    f"param_distributions changes the label set {kind.__name__} at "
+                    f"{where} declares (classes={list(c_labels)} instead of "
+                    f"{list(labels)}): classes is a declaration about all of y, "
+                    "not a hyperparameter, and one record's label would decide "
+                    "which candidates fail. Set it on the estimator, not in the "
+                    "grid."
                 )
         return candidate.set_params(**privacy)
 
@@ -541,6 +585,14 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         reading = {p: labels for p, labels in reading.items() if labels is not None}
         if not reading:
             return {}
+        # Read from y, the labels are public (the caveat): y is typed as each
+        # step's fit would type it, and refused before any run.
+        check_classification_targets(y)
+        if any(len(labels) < 2 for labels in reading.values()):
+            raise ValueError(
+                f"{type(self.estimator).__name__} needs at least 2 classes; y "
+                "contains only one class."
+            )
         warnings.warn(
             "The label set was read from y and is treated as public (it is "
             "released in classes_). If which labels occur is private, pass "
@@ -639,17 +691,18 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             dtype=None,
             reset=True,
         )
-        # A DataFrame is checked (finite values, no missing ones: a candidate
-        # that fails where another would not reveals the draws), then kept: a
-        # ColumnTransformer may select its columns by name. Older
-        # scikit-learn lets None pass in an object column: checked here.
+        if composite_parts(self.estimator) is None:
+            # Every candidate is a DP estimator of this type, which takes
+            # numbers: X is converted once, before any draw, as each would.
+            X = _as_numbers(X, type(self.estimator).__name__)
+        _check_declared_labels(y, dp_steps)
+        # Every column, of any kind, is checked (a candidate that fails where
+        # another would not reveals the draws); a DataFrame is then kept: a
+        # ColumnTransformer may select its columns by name.
+        _refuse_missing_or_infinite(X, "X", frame)
+        _refuse_missing_or_infinite(y, "y")
+        labels = self._label_set(y, dp_steps)
         if frame is not None:
-            if np.asarray(frame.isna()).any():
-                raise ValueError(
-                    "Input X contains NaN or None: every candidate the grid can "
-                    "build must accept the data, so missing values are refused "
-                    "before any run."
-                )
             X = frame
         n = X.shape[0]
         m = round(self.validation_fraction * n)
@@ -663,7 +716,6 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         order = rng.permutation(n)  # data-independent: n is public
         valid, train = order[:m], order[m:]
         n_runs = _draw_truncated_negative_binomial(rng, self.n_iter, self.n_iter_shape)
-        labels = self._label_set(y, dp_steps)
         # A seeded search (reproducible on request, and it warned) seeds each
         # candidate from its own stream: distinct seeds, so no two fits of
         # one search share noise. Unseeded, every candidate draws fresh noise.
@@ -720,11 +772,18 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             noisy = float(add_gaussian_noise(score, noise_std, rng))
             if best is None or noisy > best[0]:
                 best = (noisy, params, candidate, caught)
-        if isinstance(best[2], MechanismFailedError):
-            # The winner's own release was a failure: releasing that is
-            # releasing the winner (the losers' failures stay secret).
+        if isinstance(best[2], _Failure):
+            # The winner failed: releasing that is releasing the winner (the
+            # losers' failures stay secret), with no value of the data.
+            kind, message = best[2]
+            if message is None:
+                message = (
+                    f"{kind} on the data (its message is not shown: it may "
+                    "quote a value). Every candidate the grid can build must "
+                    "accept every value a record may hold."
+                )
             raise MechanismFailedError(
-                f"The selected run failed: {best[2]} Nothing was released."
+                f"The selected run failed: {message} Nothing was released."
             )
         self.best_score_, self.best_params_, self.best_estimator_, caught = best
         # Only the winner's warnings, each once: the losers' (and how many
@@ -916,7 +975,7 @@ def _structure(estimator, privacy):
     shape = []
     for prefix, step in _steps_of(estimator):
         if not is_dp_estimator(step):
-            shape.append((prefix, None, None))
+            shape.append((prefix, None, None, None))
             continue
         own = {
             key[len(prefix) :]: value
@@ -924,8 +983,88 @@ def _structure(estimator, privacy):
             if key.startswith(prefix) and "__" not in key[len(prefix) :]
         }
         budget = clone(step).set_params(**own).privacy_budget()
-        shape.append((prefix, type(step), budget))
+        shape.append((prefix, type(step), budget, _declared_labels(step)))
     return shape
+
+
+def _declared_labels(step):
+    """A DP step's declared label set (``classes``), sorted, or None: a
+    declaration about all of y, the same for every candidate."""
+    classes = step.get_params(deep=False).get("classes")
+    if classes is None:
+        return None
+    try:
+        return tuple(np.unique(np.asarray(classes)).tolist())
+    except TypeError:  # labels that do not sort: compared as given
+        return tuple(np.asarray(classes, dtype=object).ravel().tolist())
+
+
+def _missing_or_infinite(value):
+    """Whether one entry of an object array is missing (None, NaN, NaT,
+    ``pd.NA``) or infinite in any numeric type (an integer beyond float64
+    too); a string is neither."""
+    if value is None or isinstance(value, (str, bytes)):
+        return value is None
+    try:
+        return bool(value != value) or cmath.isinf(value)
+    except OverflowError:
+        return True  # an integer beyond float64: infinite once converted
+    except (TypeError, ValueError):  # not a number (pd.NA: not a truth value)
+        return value is getattr(sys.modules.get("pandas"), "NA", None)
+
+
+def _as_numbers(X, name):
+    """X as numbers (an object or string array converted to float64), or a
+    refusal that quotes no value (numpy's would: "could not convert string
+    to float: 'x'"); a TypeError names the type of the entry only."""
+    if sp.issparse(X) or X.dtype.kind not in "OUS":
+        return X
+    try:
+        return X.astype(np.float64)
+    except ValueError:
+        raise ValueError(
+            f"Input X holds a value that is not a number, and {name} takes "
+            "numbers (the value is not shown: it is one record's)."
+        ) from None
+
+
+def _refuse_missing_or_infinite(values, name, frame=None):
+    """Refuse missing and infinite values in every column, before any draw.
+
+    ``validate_data`` checks a numeric array; an object array (a DataFrame
+    with a string column becomes one) only for NaN, so None and ±inf in
+    another column would reach the candidates that pass it through. The
+    message names no value and no row.
+    """
+    bad = frame is not None and bool(np.asarray(frame.isna()).any())
+    data = values.data if sp.issparse(values) else values
+    if not bad and data.dtype == object:
+        bad = bool(np.frompyfunc(_missing_or_infinite, 1, 1)(data).any())
+    elif not bad and data.dtype.kind in "fc":  # also X converted to numbers
+        bad = not np.isfinite(data).all()
+    if bad:
+        raise ValueError(
+            f"Input {name} contains NaN, None or infinity: every candidate the "
+            "grid can build must accept the data, so missing and non-finite "
+            "values are refused, in columns of any type, before any run."
+        )
+
+
+def _check_declared_labels(y, dp_steps):
+    """Refuse y, before any draw, if a label is outside the ``classes`` a DP
+    step declares: every candidate declares the estimator's (the grid may not
+    change them), so the verdict is read from all of y, whatever the split
+    and the candidates drawn. The message names no label."""
+    for prefix, step in dp_steps:
+        classes = step.get_params(deep=False).get("classes")
+        if classes is not None and not np.isin(y, declared_classes(classes)).all():
+            where = prefix.rstrip("_") or "estimator"
+            raise ValueError(
+                "y contains labels that are not in the declared classes of "
+                f"{type(step).__name__} ({where}): the search refuses it before "
+                "any run (a candidate failing on one record's label would show "
+                "which candidates ran). Declare every label y may hold."
+            )
 
 
 def _silenced(candidate):
@@ -958,37 +1097,70 @@ def _mark_release(winner, cost):
         setattr(part, SEARCH_RELEASE, (cost, reported))
 
 
+class _Failure(NamedTuple):
+    """A failed run, in the place of its candidate: the error's type, and
+    its message only for a failure of the run's own noisy release (skdp's
+    MechanismFailedError, about the release); any other error's message may
+    quote the data (scikit-learn's "Found unknown categories ['x']")."""
+
+    kind: str
+    message: str | None
+
+
 def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound):
     """One run: the candidate fitted on the training part, and its exact score.
 
     The score is released only with the noise the search adds to it. A run
-    whose fit fails on its own noisy release (MechanismFailedError) returns
-    the worst score of the range and the failure in the candidate's place.
-    The
-    run is silent: its warnings are returned, each once, as (category,
-    message) pairs (a worker process's warnings would not reach the
-    caller), and the search re-emits only the winner's. In a thread (a
-    thread-based joblib backend) they are dropped.
+    that fails, in its fit or its score, returns the worst score of the
+    range and a :class:`_Failure` in the candidate's place: on its own noisy
+    release (MechanismFailedError), or on the data (a value a transformation
+    of the grid makes infinite, an unknown category). Only a bug read from
+    the parameters (BudgetCheckError, InvalidParameterError) is raised.
+
+    The run is silent: numpy's floating-point events are off, and of its
+    warnings only those raised inside its DP steps' fits (about public
+    values, see :func:`skdp._base.collect_fit_warnings`) are returned, each
+    once, as (category, message) pairs (a worker process's warnings would
+    not reach the caller); the search re-emits only the winner's. The others
+    (a plain step's, the score's on the validation rows) may depend on one
+    record and are dropped, as are all of a run in a thread (a thread-based
+    joblib backend).
     """
-    with warnings.catch_warnings(record=True) as caught:
+    worst = 0.0 if scoring == "accuracy" else -bound
+    # numpy's floating-point events depend on the data (one validation
+    # record of 1e200 overflows its squared error): silent here, as in any
+    # DP fit (private_fit). The search's fit is silent too, but a joblib
+    # worker (process or thread) does not inherit its np.errstate.
+    with (
+        warnings.catch_warnings(record=True),
+        np.errstate(all="ignore"),
+        collect_fit_warnings() as said,
+    ):
         warnings.simplefilter("always")
-        warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
         try:
             candidate.fit(X_train, y_train)
-        except BudgetCheckError:
+            score = _score(candidate, X_valid, y_valid, scoring, bound)
+        except (BudgetCheckError, InvalidParameterError):
             raise  # a bug, read from the parameters only: never a loss
         except MechanismFailedError as failure:
             # A failure read from the run's own noisy release (a non-finite
             # model): the run scores the worst its range allows and takes
             # part in the selection like any other; raising here would
             # reveal a loser.
-            return (0.0 if scoring == "accuracy" else -bound), failure, []
-        score = _score(candidate, X_valid, y_valid, scoring, bound)
+            return worst, _Failure(type(failure).__name__, str(failure)), []
+        except Exception as error:
+            # A failure on the data (one record can cause it): raising would
+            # reveal a loser, and the message may quote the value.
+            return worst, _Failure(type(error).__name__, None), []
     if threading.current_thread() is not threading.main_thread():
         # catch_warnings is process-wide: beside other runs in threads it may
         # have caught theirs, which must not pass for the winner's.
         return score, candidate, []
-    distinct = dict.fromkeys((w.category, str(w.message)) for w in caught)
+    distinct = dict.fromkeys(
+        (w.category, str(w.message))
+        for w in said
+        if not _SEEDED.match(str(w.message))  # the search warns once itself
+    )
     return score, candidate, list(distinct)
 
 
