@@ -859,10 +859,11 @@ def test_collapsing_duplicate_rows_changes_nothing_but_the_work(form):
         DPBradleyTerry(privacy_unit="comparison"),
         DPBradleyTerry(privacy_unit="comparison", epsilon=1e4),
     ],
-    # Why, in tests/test_common.py (ANY_EPSILON_XFAILS).
+    # Why, in tests/test_common.py (ANY_EPSILON_XFAILS). Raw item-id pairs
+    # are not refused under this unit (the rows are private): the check that
+    # fits them passes.
     expected_failed_checks=lambda estimator: {
         "check_classifiers_one_label": "y = ones(10) must fit (issue 20, item 8)",
-        "check_classifier_data_not_an_array": "raw item-id pairs are refused",
     },
 )
 def test_sklearn_compatible_comparison_unit(estimator, check):
@@ -931,3 +932,23 @@ def test_raw_item_id_pairs_are_refused_with_a_pointer_to_pairs_encoder(sparse):
     # Two-item design rows (±1) and other real-valued 2-column rows still fit.
     DPBradleyTerry().fit(np.array([[1.0, -1.0], [-1.0, 1.0]] * 10), y)
     DPBradleyTerry().fit(np.array([[0.5, 0.0], [0.0, 1.5]] * 10), y)
+
+
+def test_under_the_comparison_unit_the_pairs_are_not_read_for_the_raw_pairs_check():
+    # The rows are private there: one row moving from [1, 0] (non-negative
+    # integers everywhere: "pairs of ids") to [1, -1] must not decide whether
+    # the fit raises. A two-column X warns from its shape alone instead.
+    y = np.arange(200) % 2
+    X = np.tile([1.0, 0.0], (200, 1))
+    neighbour = X.copy()
+    neighbour[0] = [1.0, -1.0]
+    shown = []
+    for data in (X, neighbour):
+        model = DPBradleyTerry(classes=[0, 1], privacy_unit="comparison")
+        with pytest.warns(UserWarning, match="two columns") as caught:
+            model.fit(data, y)
+        shown.append(sorted(str(w.message) for w in caught))
+    assert shown[0] == shown[1]
+    # Under the outcome unit the design is public and still checked.
+    with pytest.raises(ValueError, match="PairsEncoder"):
+        DPBradleyTerry(classes=[0, 1]).fit(X, y)

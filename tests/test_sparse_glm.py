@@ -1093,3 +1093,21 @@ def test_adaptive_n_iter_stops_before_the_noise_swamps_the_signal():
     # κ < 1: the first T whose optimisation error is below the noise floor.
     t = _adaptive_n_iter(0.5, 0.0, 0.05, 1.0, 1, budget)
     assert 0.5**t <= floor(t) and 0.5 ** (t - 1) > floor(t - 1)
+
+
+@pytest.mark.parametrize("container", ["dense", "csr"])
+def test_a_float32_record_at_a_huge_clip_decides_nothing(container):
+    # The private step-size schedule's curvature release: a float32 entry
+    # clipped at 1e20 squared past float32's range, the Gram matrix was inf
+    # and eigvalsh raised, where the neighbour with that row at 0 fitted.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3)).astype(np.float32)
+    y = X @ np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    neighbour = X.copy()
+    X[0], neighbour[0] = 1e20, 0.0
+    fits = []
+    for data in (X, neighbour):
+        data = sp.csr_matrix(data) if container == "csr" else data
+        model = DPSparseGLM(x_bound=1e20, sparsity=1, random_state=0)
+        fits.append(model.fit(data, y).n_iter_)
+    assert fits[0] == fits[1]

@@ -50,6 +50,7 @@ from .._base import (
     is_dask_array,
     private_fit,
     require_positive_delta,
+    sum_over_rows,
     warn_if_delta_is_large,
     with_ones_column,
 )
@@ -431,23 +432,28 @@ _MAX_ADAPTIVE_ITER = 100
 _MAX_NOISE_NORM = 0.25
 
 
+def _gram_and_sums(cols):
+    """``colsᵀcols`` (raveled) then the column sums of a block of rows.
+
+    In float64 whatever X's dtype: a float32 entry clipped at 1.9e19 or more
+    squares past float32's range, and whether the Gram matrix overflowed
+    would depend on the data (the clip bounds the float64 sum, see
+    :data:`skdp._base.MAX_CLIP`). A sum over rows, for
+    :func:`~skdp._base.sum_over_rows` (a Dask block may be CSR).
+    """
+    cols = cols.astype(np.float64)
+    gram = cols.T @ cols
+    gram = gram.toarray() if sp.issparse(gram) else np.asarray(gram)
+    return np.concatenate([gram.ravel(), np.asarray(cols.sum(axis=0)).ravel()])
+
+
 def _column_gram(X, columns, c):
     """``(1/n)·A_Uᵀ A_U`` for the clipped columns U of X and the constant c."""
-    n = X.shape[0]
-    cols = X[:, columns]
-    if is_dask_array(cols):
-        gram = (cols.T @ cols).compute()
-        sums = cols.sum(axis=0).compute()
-    else:
-        gram = cols.T @ cols
-        sums = np.asarray(cols.sum(axis=0)).reshape(-1)
-    if sp.issparse(gram):
-        gram = gram.toarray()
-    gram = np.asarray(gram, dtype=np.float64)
-    k = len(columns)
+    n, k = X.shape[0], len(columns)
+    total = sum_over_rows(_gram_and_sums, X[:, columns], (k * k + k,))
     out = np.empty((k + 1, k + 1))
-    out[:k, :k] = gram
-    out[:k, k] = out[k, :k] = c * np.asarray(sums, dtype=np.float64).reshape(-1)
+    out[:k, :k] = total[: k * k].reshape(k, k)
+    out[:k, k] = out[k, :k] = c * total[k * k :]
     out[k, k] = c * c * n
     return out / n
 

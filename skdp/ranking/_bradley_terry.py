@@ -503,7 +503,7 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "each comparison (the first item won or lost). The type of the "
                 f"target is {target_type}."
             )
-        _refuse_raw_pairs(X)
+        _refuse_raw_pairs(X, reads_values=self.privacy_unit == "outcome")
         warn_if_delta_is_large(self, X.shape[0])
         classes, won = self._encode_outcomes(y)
         X = clip_rows(X, ROW_NORM_BOUND)
@@ -730,21 +730,39 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         return np.exp(self.predict_log_proba(X))
 
 
-def _refuse_raw_pairs(X):
+_ENCODE_PAIRS = (
+    "Encode the pairs first: make_pipeline(PairsEncoder(n_items), "
+    "DPBradleyTerry()), or skdp.ranking.pairs_to_design(pairs, n_items)."
+)
+
+
+def _refuse_raw_pairs(X, *, reads_values):
     """Raise if ``X`` looks like ``[i, j]`` item ids rather than design rows.
 
     A design row ``e_i − e_j`` sums to 0; a pair of ids is two non-negative
     integers. Two columns of non-negative integers would otherwise fit a
-    meaningless two-item model without complaint. The message never quotes
+    meaningless two-item model without complaint. Only where the design is
+    public (``privacy_unit="outcome"``, ``reads_values``): under
+    ``"comparison"`` the pairs are private, and whether one record's row is
+    a pair of ids must not decide whether the fit raises; a two-column X
+    then gets a warning read from the shape alone. The message never quotes
     the data.
     """
     if X.shape[1] != 2:
+        return
+    if not reads_values:
+        warnings.warn(
+            "X has two columns: if its rows are pairs of item ids [i, j] "
+            "rather than Bradley-Terry design rows e_i - e_j, the model is "
+            "meaningless (under privacy_unit='comparison' the rows are "
+            "private and are not inspected). " + _ENCODE_PAIRS,
+            UserWarning,
+            stacklevel=5,  # the caller of fit (through two decorators)
+        )
         return
     values = X.data if sp.issparse(X) else X
     if values.size and np.all(values >= 0) and np.all(values == np.floor(values)):
         raise ValueError(
             "X has two columns of non-negative integers: it looks like pairs of "
-            "item ids [i, j], not Bradley-Terry design rows e_i - e_j. Encode "
-            "the pairs first: make_pipeline(PairsEncoder(n_items), "
-            "DPBradleyTerry()), or skdp.ranking.pairs_to_design(pairs, n_items)."
+            "item ids [i, j], not Bradley-Terry design rows e_i - e_j. " + _ENCODE_PAIRS
         )
