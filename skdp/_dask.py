@@ -238,6 +238,12 @@ def validate(
     first one otherwise), y a 1-D Dask array chunked like X.
     """
     X = row_chunks(X, accept_sparse=accept_sparse)
+    if np.dtype(X.dtype).kind == "c" or (
+        y is not None and np.dtype(getattr(y, "dtype", float)).kind == "c"
+    ):
+        # As in memory (scikit-learn's check), not silently real: astype
+        # would drop the imaginary part. Read from the dtype, not the values.
+        raise ValueError("Complex data not supported.")
     dtypes = tuple(np.dtype(t) for t in np.atleast_1d(dtype))
     if X.dtype not in dtypes:
         X = X.astype(dtypes[0])

@@ -874,3 +874,11 @@ def test_score_on_dask_is_one_compute_and_equals_sklearn(estimator, labels, weig
         got = estimator.score(Xd, y, sample_weight=wd)
     assert len(calls) == 1
     assert got == pytest.approx(expected, rel=1e-10)
+
+
+def test_complex_dask_input_is_refused_as_in_memory():
+    # astype(float64) would drop the imaginary part: refused from the dtype.
+    X = da.from_array(np.ones((40, 2)) + 1j, chunks=(20, 2))
+    y = da.from_array(np.arange(40) % 2, chunks=20)
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        DPLogisticRegression(classes=[0, 1]).fit(X, y)
