@@ -380,9 +380,10 @@ def _check_within_budget(spent, budget, name):
 _VALUE_QUOTING_ERRORS = {
     "Complex data not supported": "Complex data not supported.",
     "could not convert": (
-        "The input holds values that are not numbers (strings or other "
-        "objects; the value is not shown: it may be private). Encode them "
-        "first, e.g. with OneHotEncoder or OrdinalEncoder."
+        "The input (X, y, or a parameter given as an array) holds values "
+        "that are not numbers (strings or other objects; the value is not "
+        "shown: it may be private). Encode them first, e.g. with "
+        "OneHotEncoder or OrdinalEncoder."
     ),
     "Expected 2D array": (
         "Expected a 2D array, got a 1D array or a scalar (the values are "
@@ -445,8 +446,10 @@ def silent_on_data():
 
 
 def silent_release(release):
-    """Decorate a public release function (``dp_histogram``, ``dp_quantiles``)
-    to run :func:`silent_on_data`, as :func:`private_fit` runs a fit."""
+    """Decorate a public function that reads private data to run
+    :func:`silent_on_data`, as :func:`private_fit` runs a fit: the release
+    functions (``dp_histogram``, ``dp_quantiles``) and the encoding of
+    pairs of item ids, which may be private (:class:`~skdp.ranking.PairsEncoder`)."""
 
     @functools.wraps(release)
     def wrapper(*args, **kwargs):

@@ -695,8 +695,9 @@ def _always_dense(part):
     """Whether ``part`` (a ColumnTransformer's transformer or remainder)
     returns a dense array, or nothing, whatever the data.
 
-    Only a short list, by structure: ``"drop"``; a DP estimator (skdp's DP
-    transformers refuse sparse input and return arrays); a
+    Only a short list, by structure: ``"drop"``; one of skdp's DP
+    estimators (its DP transformers refuse sparse input and return arrays;
+    a DP step from elsewhere may not); a
     ``OneHotEncoder`` with ``sparse_output=False`` and an
     ``OrdinalEncoder`` (both refuse sparse input); a Pipeline whose last
     step other than ``"passthrough"``/None is one of these. Anything else
@@ -714,7 +715,10 @@ def _always_dense(part):
         return bool(steps) and _always_dense(steps[-1])
     if type(part) is OneHotEncoder:
         return not part.sparse_output
-    return type(part) is OrdinalEncoder or is_dp_estimator(part)
+    # skdp's own DP transformers (they refuse sparse input and return
+    # arrays); a DP step of another library may return a sparse matrix.
+    own = type(part).__module__.split(".")[0] == "skdp"
+    return type(part) is OrdinalEncoder or (own and is_dp_estimator(part))
 
 
 def container_from_density(obj):

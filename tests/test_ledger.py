@@ -2242,3 +2242,20 @@ def test_skdp_dp_transformers_return_dense_arrays():
             with pytest.raises(TypeError):
                 cls().fit(sp.csr_matrix(X), y.astype(float))
     assert {"DPStandardScaler", "DPPCA", "DPFedRep"} <= set(found)
+
+
+class _ThirdPartyDPStep(DPStandardScaler):
+    """A DP step from outside skdp: it may return a sparse matrix."""
+
+
+def test_only_skdps_own_dp_steps_count_as_always_dense():
+    # Any object with privacy_budget() passed as always dense: a DP step of
+    # another library returning CSR would have let the density choose.
+    from sklearn.compose import ColumnTransformer
+
+    from skdp._ledger import container_from_density
+
+    own = ColumnTransformer([("s", DPStandardScaler(), [0])])
+    other = ColumnTransformer([("s", _ThirdPartyDPStep(), [0])])
+    assert container_from_density(own) == []
+    assert container_from_density(other) == ["s"]

@@ -12,6 +12,7 @@ from _warning_location import points_at
 from dp_accounting import dp_event, rdp
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.compose import ColumnTransformer
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.impute import SimpleImputer
@@ -24,6 +25,7 @@ from sklearn.preprocessing import (
     PolynomialFeatures,
     StandardScaler,
 )
+from sklearn.utils._param_validation import InvalidParameterError
 
 from skdp import (
     DPLogisticRegression,
@@ -1900,3 +1902,46 @@ def test_a_run_that_fails_on_its_own_release_loses_instead_of_raising(
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         with pytest.raises(BudgetCheckError, match="declared budget"):
             search(param_distributions=grid, n_iter=20, random_state=0).fit(X, y)
+
+
+def test_a_listed_value_a_step_refuses_is_refused_before_any_draw(data):
+    # scikit-learn validates a parameter only when the step is fitted, inside
+    # a run: a listed clip_norm beyond MAX_CLIP made the search raise only for
+    # seeds whose runs drew it (the number of runs showed).
+    X, y = data
+    for seed in range(4):
+        grid = search(
+            param_distributions={"clip_norm": [1.0, 1e200]}, n_iter=1, random_state=seed
+        )
+        with pytest.raises(InvalidParameterError, match="clip_norm"):
+            grid.fit(X, y)
+    # A value drawn from a distribution is checked as drawn: a run it builds
+    # is a failed run (worst score), so the search does not stop on it.
+    drawn = search(
+        param_distributions={"clip_norm": stats.loguniform(1e-2, 1e120)},
+        n_iter=6,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        drawn.fit(X, y)
+    assert drawn.best_params_["clip_norm"] <= 1e100
+
+
+@pytest.mark.parametrize("text", ["1e999", "inf", "nan"])
+def test_a_number_written_as_text_is_checked_like_a_number(text):
+    # An object column of numbers as text passes to a step that takes
+    # numbers: '1e999' becomes inf there. Refused before any draw, like inf.
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    numbers = rng.normal(size=200)
+    column = np.array([f"{v:.3f}" for v in numbers], dtype=object)
+    column[5] = text
+    frame = pd.DataFrame({"a": column, "b": rng.normal(size=200)})
+    pre = ColumnTransformer([("p", "passthrough", ["a", "b"])], sparse_threshold=0)
+    grid = search(
+        estimator=make_pipeline(pre, DPLogisticRegression(classes=[0, 1])),
+        param_distributions={"dplogisticregression__clip_norm": [0.5, 1.0]},
+    )
+    with pytest.raises(ValueError, match="NaN, None or infinity"):
+        grid.fit(frame, (numbers > 0).astype(int))

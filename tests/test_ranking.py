@@ -952,3 +952,27 @@ def test_under_the_comparison_unit_the_pairs_are_not_read_for_the_raw_pairs_chec
     # Under the outcome unit the design is public and still checked.
     with pytest.raises(ValueError, match="PairsEncoder"):
         DPBradleyTerry(classes=[0, 1]).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        np.array([[0, 1], [2, "SECRET-4242"]], dtype=object),
+        np.array([0, 4242]),
+        np.array([[0, 1], [2, 4242j]]),
+    ],
+    ids=["text", "one-dimensional", "complex"],
+)
+def test_the_encoding_of_pairs_quotes_no_id(ids):
+    # Under privacy_unit="comparison" the pairs are private; the encoder runs
+    # in a pipeline before the DP fit, outside its protection.
+    import traceback
+
+    for encode in (
+        lambda: pairs_to_design(ids, 3),
+        lambda: PairsEncoder(3).fit(ids),
+    ):
+        with pytest.raises(ValueError) as info:
+            encode()
+        text = "".join(traceback.format_exception(info.value))
+        assert "4242" not in text and "SECRET" not in text

@@ -542,7 +542,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                     "which candidates fail. Set it on the estimator, not in the "
                     "grid."
                 )
-        return candidate.set_params(**privacy)
+        candidate.set_params(**privacy)
+        _validate_every_parameter(candidate)
+        return candidate
 
     def _check_listed(self, grids, privacy, expected):
         """Build every combination of the listed values (the values drawn from
@@ -752,7 +754,14 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             seeds = {
                 p + "random_state": _seed(rng) if seeded else None for p, _ in dp_steps
             }
-            candidate = self._build(params, privacy, expected)
+            try:
+                candidate = self._build(params, privacy, expected)
+            except InvalidParameterError as error:
+                # A value drawn from a distribution that a step refuses (the
+                # listed ones were checked before any draw): a failed run, as
+                # raising now would show how many runs were drawn.
+                runs.append((params, _Failure(type(error).__name__, str(error))))
+                continue
             candidate.set_params(**seeds, **labels, **_silenced(candidate))
             runs.append((params, candidate))
         X_train, X_valid = _safe_indexing(X, train), _safe_indexing(X, valid)
@@ -999,12 +1008,35 @@ def _declared_labels(step):
         return tuple(np.asarray(classes, dtype=object).ravel().tolist())
 
 
+def _validate_every_parameter(candidate):
+    """Check the parameters of the candidate and of every estimator inside it
+    against their constraints (scikit-learn checks them only when each is
+    fitted, inside a run): a listed value a step refuses is then refused
+    before any draw, whatever the number of runs."""
+    from sklearn.base import BaseEstimator
+
+    inner = candidate.get_params(deep=True).values()
+    for estimator in [candidate, *inner]:
+        # Only those that declare constraints (not every estimator does).
+        if isinstance(estimator, BaseEstimator) and hasattr(
+            estimator, "_parameter_constraints"
+        ):
+            estimator._validate_params()
+
+
 def _missing_or_infinite(value):
     """Whether one entry of an object array is missing (None, NaN, NaT,
     ``pd.NA``) or infinite in any numeric type (an integer beyond float64
-    too); a string is neither."""
-    if value is None or isinstance(value, (str, bytes)):
-        return value is None
+    too, a number written as text); other text is neither."""
+    if value is None:
+        return True
+    if isinstance(value, (str, bytes)):
+        # A number written as text ('1e999', 'inf', 'nan') becomes one when a
+        # candidate passes the column on to a step that takes numbers.
+        try:
+            return not math.isfinite(float(value))
+        except ValueError:
+            return False  # text: a category, neither missing nor infinite
     try:
         return bool(value != value) or cmath.isinf(value)
     except OverflowError:
@@ -1127,6 +1159,8 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
     joblib backend).
     """
     worst = 0.0 if scoring == "accuracy" else -bound
+    if isinstance(candidate, _Failure):  # refused as built (a drawn value)
+        return worst, candidate, []
     # numpy's floating-point events depend on the data (one validation
     # record of 1e200 overflows its squared error): silent here, as in any
     # DP fit (private_fit). The search's fit is silent too, but a joblib

@@ -8,6 +8,8 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.validation import check_array, validate_data
 
+from .._base import silent_release
+
 
 def _check_pairs(pairs, n_items):
     """Validated ``(m, 2)`` int64 array of item ids in ``[0, n_items)``.
@@ -42,6 +44,7 @@ def _check_pairs(pairs, n_items):
     {"pairs": ["array-like"], "n_items": [Interval(Integral, 1, None, closed="left")]},
     prefer_skip_nested_validation=True,
 )
+@silent_release  # the pairs may be private: no id in an error
 def pairs_to_design(pairs, n_items):
     """Comparison design matrix: row ``r`` is ``e_i − e_j`` for pair ``[i, j]``.
 
@@ -136,6 +139,7 @@ class PairsEncoder(TransformerMixin, BaseEstimator):
         self.n_items = n_items
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @silent_release  # the pairs may be private: no id in an error
     def fit(self, X, y=None):
         """Check ``X`` (nothing is learnt).
 
@@ -154,6 +158,7 @@ class PairsEncoder(TransformerMixin, BaseEstimator):
         _check_pairs(X, self.n_items)
         return self
 
+    @silent_release
     def transform(self, X):
         """Design rows ``e_i − e_j``, one per pair.
 
