@@ -922,46 +922,37 @@ def _add_cost(cost, path, costs, leaks):
 SEARCH_RELEASE = "_skdp_search_release"
 
 
-def _own_fits(obj, path):
-    """The costs ``obj``'s DP steps report now, and what else the walk noted."""
-    own, own_leaks = [], {}
-    _collect(obj, path, own, own_leaks, fitted=True, releases=False)
-    return own, own_leaks
-
-
-def _refitted_since_release(obj, path):
-    """Whether a model a private search released has been fitted again since
-    (its DP steps report other costs than when released)."""
+def _fits_since_release(obj, path):
+    """The costs of the fits of a model a private search released that came
+    after the release (its DP steps refitted since; [] if none, or if no
+    search released it), and what else the walk noted."""
     release = getattr(obj, SEARCH_RELEASE, None)
     if release is None:
-        return False
-    own, _ = _own_fits(obj, path)
+        return [], {}
+    own, own_leaks = [], {}
+    _collect(obj, path, own, own_leaks, fitted=True, releases=False)
     reported = release[1]
-    return len(own) != len(reported) or any(
-        a is not b for a, b in zip(own, reported, strict=True)
-    )
+    return [c for c in own if not any(c is r for r in reported)], own_leaks
 
 
 def _charge_search_release(obj, path, costs, leaks):
-    """Charge the private search that released ``obj``, if it did; True if
-    that covers ``obj``.
+    """Charge the private search that released ``obj``, if it did; True then.
 
     The winner of a private search is one candidate, but releasing it spent
     the whole search (the other runs and the selection): it is charged the
-    search's cost. A model refitted since (its DP steps now report other
-    costs) still has the hyperparameters the search chose from the data: it
-    is charged the search (once, however many of its parts carry the mark)
-    and then walked as usual, which charges its new fits.
+    search's cost. A part refitted since still has the hyperparameters the
+    search chose from the data: its new fit is charged too, beside the
+    search (the fits it replaced are in the search's cost already).
     """
     release = getattr(obj, SEARCH_RELEASE, None)
     if release is None:
         return False
-    search_cost = release[0]
-    if not any(cost is search_cost for cost in costs):
-        _add_cost(search_cost, path, costs, leaks)
-    if _refitted_since_release(obj, path):
-        return False
-    leaks.update(_own_fits(obj, path)[1])
+    if not any(cost is release[0] for cost in costs):
+        _add_cost(release[0], path, costs, leaks)
+    since, own_leaks = _fits_since_release(obj, path)
+    for cost in since:
+        _add_cost(cost, path, costs, leaks)
+    leaks.update(own_leaks)
     return True
 
 
@@ -1025,17 +1016,12 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
             )
         _add_cost(cost, path, costs, leaks)
         winner = getattr(obj, "best_estimator_", None)
-        if winner is not None and _refitted_since_release(winner, path):
+        if winner is not None:
             # A private search whose released model was fitted again since:
             # the model it now predicts with spent its new fits too.
-            _collect(
-                winner,
-                f"{path}/best_estimator_",
-                costs,
-                leaks,
-                fitted=True,
-                releases=False,
-            )
+            since, _ = _fits_since_release(winner, f"{path}/best_estimator_")
+            for refit in since:
+                _add_cost(refit, path, costs, leaks)
         return
     if not fitted and is_dp_estimator(obj):
         _add_cost(declared(path, obj), path, costs, leaks)

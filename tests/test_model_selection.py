@@ -527,13 +527,22 @@ def test_the_released_model_carries_the_searchs_cost(data, seeded):
     both = PrivacyLedger(delta=DELTA).record(fitted).record(winner)
     assert both.costs == (cost, cost)  # counted twice, never refused
     assert not hasattr(clone(winner), _ledger.SEARCH_RELEASE)
+    # Only the model refitted: its new fit is charged beside the search,
+    # and the scaler's fit (in the search's cost already) is not again.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         winner.set_params(clf__random_state=None, scale__random_state=None)
-        winner.fit(X, y)
-    # Refitted, the winner still has the hyperparameters the search chose
-    # from the same data: the search is charged once (not once per marked
-    # step), then the new fits; the search itself now predicts with them.
+        winner[-1].fit(winner[0].transform(X), y)
+    for recorded in (winner, fitted):
+        assert PrivacyLedger(delta=DELTA).record(recorded).costs == (
+            cost,
+            winner[-1].privacy_spent_,
+        )
+    # Refitted whole, the winner still has the hyperparameters the search
+    # chose from the same data: the search is charged once (not once per
+    # marked step), then the new fits; the search itself now predicts with
+    # them.
+    winner.fit(X, y)
     new_fits = (winner[0].privacy_spent_, winner[-1].privacy_spent_)
     assert PrivacyLedger(delta=DELTA).record(winner).costs == (cost, *new_fits)
     for step in (winner[0], winner[-1]):
