@@ -94,6 +94,8 @@ class PrivacyLedger:
       :func:`skdp.rowwise` (it may choose from the values), and for DP fits
       inside a wrapper that seeded their noise itself (bagging gives every
       sub-model a seed, kept in the fitted model);
+    * a :class:`~skdp.PrivacyLeakWarning` for the scores of a
+      ``cross_validate`` result (exact, on private records: not covered);
     * a :class:`~skdp.PrivacyLeakWarning` for a ``ColumnTransformer`` whose
       choice between a sparse and a dense output is not fixed by its
       structure: ``sparse_threshold > 0`` and a part (the remainder
@@ -1305,6 +1307,15 @@ def _collect_cross_validate(result, cv, costs, leaks):
         _collect(estimator, path, fold_costs, leaks, fitted=True)
     _refuse_user_level_splits("cross_validate", fold_costs)
     costs.extend(fold_costs)
+    scores = [key for key in result if key.startswith(("test_", "train_"))]
+    if scores:
+        leaks[
+            f"cross_validate's scores ({', '.join(scores)}) are computed on the "
+            "private records without noise: the ledger's total covers the fold "
+            "models only, not the scores. Do not release them (a test fold of "
+            "one record, as with LeaveOneOut, gives that record's exact loss "
+            "beside the model that scored it)."
+        ] = None
 
 
 def _check_fold_indices(indices, cv, n_fits, classifier):
