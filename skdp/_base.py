@@ -11,6 +11,8 @@ it drew from and what it assumed public.
 import contextlib
 import contextvars
 import functools
+import itertools
+import time
 import warnings
 from dataclasses import replace
 from numbers import Real
@@ -445,6 +447,18 @@ def silent_on_data():
         raise
 
 
+#: The attribute in which every successful DP fit leaves its stamp (when
+#: it ended: wall-clock nanoseconds, then a per-process counter), so that
+#: the ledger can tell a step fitted again after the steps fitted on its
+#: output (see :func:`skdp._ledger.check_fit_order`).
+FIT_STAMP = "_skdp_fit_stamp"
+_FIT_COUNTER = itertools.count()
+
+
+def _fit_stamp():
+    return (time.time_ns(), next(_FIT_COUNTER))
+
+
 def silent_release(release):
     """Decorate a public function that reads private data to run
     :func:`silent_on_data`, as :func:`private_fit` runs a fit: the release
@@ -519,6 +533,9 @@ def private_fit(fit):
     * Silent on the data (:func:`silent_on_data`): numpy's floating-point
       events (warnings, or errors under the caller's ``np.errstate``) are off
       during the fit, and an input error quotes no value of the data.
+    * The order is visible: a successful fit leaves a stamp of when it
+      ended (:data:`FIT_STAMP`), by which the ledger refuses a pipeline
+      whose step was fitted again after the steps fitted on its output.
     * The sampler is visible: ``privacy_spent_.sampler`` says which one drew
       the noise (``noise="fast"`` or ``"secure"``); ``noise="secure"`` with a
       ``random_state`` other than None raises a ValueError before any work.
@@ -549,6 +566,7 @@ def private_fit(fit):
                 caveats=tuple(dict.fromkeys(spent.caveats + budget.caveats)),
                 sampler=NOISE_SAMPLERS.get(noise, str(noise)),
             )
+            setattr(self, FIT_STAMP, _fit_stamp())
         except BaseException:
             for name in fitted_attributes(self):
                 delattr(self, name)

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ._base import FIT_STAMP
 from .accounting import (
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
@@ -545,6 +546,50 @@ def composite_parts(obj, fitted=False):
     return None
 
 
+def _fit_stamps(obj, path):
+    """The stamps of every DP fit inside ``obj``, itself included."""
+    stamp = getattr(obj, FIT_STAMP, None)
+    stamps = [] if stamp is None else [stamp]
+    for name, child in _children(obj, True, path) or []:
+        if not isinstance(child, str) and child is not None:
+            stamps += _fit_stamps(child, f"{path}/{name}")
+    return stamps
+
+
+def check_fit_order(obj, path):
+    """Refuse a fitted Pipeline whose step was fitted again after a later one.
+
+    Each step of a Pipeline is fitted on the output of the steps before it,
+    as they were then. A DP step fitted again since (in place, through a
+    slice ``pipe[:-1]``, which shares the steps, or in another pipeline
+    that holds the same object) no longer holds the release the later steps
+    were fitted on, so the fits the pipeline holds do not add up to what it
+    spent. Read from the stamps of the DP fits (:data:`skdp._base.FIT_STAMP`).
+    """
+    from sklearn.pipeline import Pipeline
+
+    if not isinstance(obj, Pipeline):
+        return
+    latest = None  # (the latest stamp among the steps so far, its step)
+    for name, step in obj.steps:
+        if isinstance(step, str) or step is None:
+            continue
+        stamps = _fit_stamps(step, f"{path}/{name}")
+        if not stamps:
+            continue
+        if latest is not None and min(stamps) < latest[0]:
+            raise ValueError(
+                f"{path}: step '{latest[1]}' was fitted again after step "
+                f"'{name}', which was fitted on its output: the release '{name}' "
+                "depends on is no longer in the pipeline, and no total of the "
+                "fits it holds covers it. Fit the pipeline again as a whole (a "
+                "step shared with another pipeline, or refitted through a "
+                "slice, is refitted in place)."
+            )
+        if latest is None or max(stamps) > latest[0]:
+            latest = (max(stamps), name)
+
+
 def _children(obj, fitted, path=""):
     """``(name, child)`` pairs of a known composite or wrapper, or None for a leaf.
 
@@ -990,6 +1035,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
     children = _children(obj, fitted, path)
     if children is not None:
         if fitted:
+            check_fit_order(obj, path)
             leak = _label_set_leak(path, obj) if _dp_inside(obj) is not None else None
             if leak:
                 leaks[leak] = None

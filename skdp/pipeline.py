@@ -183,7 +183,7 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     remainder, a sparse ``OneHotEncoder``, a ``FunctionTransformer``, a
     ``FeatureUnion``, any other transformer, at any depth) gets
     ``sparse_threshold=0``: always dense
-    (:func:`skdp._ledger.container_from_density`).
+    (``skdp._ledger.container_from_density``).
 
     **Refused**, before anything is changed: a DP step without
     ``epsilon``/``delta`` parameters, and a DP estimator held by anything

@@ -2285,3 +2285,39 @@ def test_cross_validate_scores_are_named_as_not_covered(data):
         PrivacyLedger(delta=1e-3).record(folds, cv=LeaveOneOut())
     (named,) = [str(w.message) for w in caught if "scores" in str(w.message)]
     assert "(test_score, train_score)" in named and "not the scores" in named
+
+
+def test_a_step_fitted_again_after_the_steps_fitted_on_its_output_is_refused(data):
+    # The model was fitted on the first scaler release; a refit of the scaler
+    # (through a slice, which shares the steps, or in a second pipeline that
+    # holds the same object) replaces that release in the pipeline, and the
+    # fits it holds no longer add up to what it spent.
+    X, y = data
+
+    def scaler():
+        return DPStandardScaler(delta=DELTA, bounds=(-5, 5))
+
+    def model():
+        return DPLogisticRegression(delta=DELTA, classes=[0, 1])
+
+    pipe = make_pipeline(scaler(), model()).fit(X, y)
+    assert len(PrivacyLedger(delta=DELTA).record(pipe)) == 2
+    pipe[-1].fit(pipe[0].transform(X), y)  # a later step again: fine
+    assert len(PrivacyLedger(delta=DELTA).record(pipe)) == 2
+    pipe[:-1].fit_transform(X)
+    with pytest.raises(ValueError, match="was fitted again after step"):
+        PrivacyLedger(delta=DELTA).record(pipe)
+    pipe.fit(X, y)  # as a whole again: fine
+    assert len(PrivacyLedger(delta=DELTA).record(pipe)) == 2
+    shared = scaler()
+    first = make_pipeline(shared, model()).fit(X, y)
+    second = make_pipeline(shared, model()).fit(X, y)
+    with pytest.raises(ValueError, match="was fitted again after step"):
+        PrivacyLedger(delta=DELTA).record(first)
+    assert len(PrivacyLedger(delta=DELTA).record(second)) == 2
+    # A step inside a ColumnTransformer counts as the ColumnTransformer's.
+    columns = ColumnTransformer([("s", scaler(), [0, 1])], remainder="passthrough")
+    nested = make_pipeline(columns, model()).fit(X, y)
+    nested[0].named_transformers_["s"].fit(X[:, :2])
+    with pytest.raises(ValueError, match="step 'columntransformer' was fitted"):
+        PrivacyLedger(delta=DELTA).record(nested)
