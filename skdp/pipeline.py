@@ -212,6 +212,7 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
         raise TypeError(
             f"{type(estimator).__name__} holds no DP estimator: nothing to budget."
         )
+    _refuse_shared_steps(steps)
     paths = [path for path, _, _ in steps]
     defaults = [_TARGET_WEIGHT if on_target else 1.0 for _, _, on_target in steps]
     weights = _check_weights(weights, paths, defaults)
@@ -310,6 +311,21 @@ def _dp_steps(estimator, path="", on_target=False):
             on_target or (ttr and name == "transformer"),
         )
     return found
+
+
+def _refuse_shared_steps(steps):
+    """Refuse one DP object at two paths: each path's share would be set on
+    the same object in turn, the last one winning, and each place fits it
+    (or a clone) with that share, so the total would not be the one asked."""
+    seen = {}
+    for path, step, _ in steps:
+        if id(step) in seen:
+            raise ValueError(
+                f"The same {type(step).__name__} object is at {seen[id(step)]} "
+                f"and at {path}: each place needs its own share of the budget. "
+                "Give each place its own instance (e.g. with sklearn.base.clone)."
+            )
+        seen[id(step)] = path
 
 
 def _check_weights(weights, paths, defaults):

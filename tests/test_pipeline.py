@@ -607,3 +607,15 @@ def _dp_steps_of(pipe):
     from skdp.pipeline import _dp_steps
 
     return [(path, step) for path, step, _ in _dp_steps(pipe)]
+
+
+def test_one_dp_object_at_two_paths_is_refused():
+    # Each path's share was set on the same object in turn (the last one
+    # won), and the ColumnTransformer fitted a clone per place at that share:
+    # 1.43 where 1.0 was asked.
+    from sklearn.compose import ColumnTransformer
+
+    shared = DPStandardScaler()
+    columns = ColumnTransformer([("a", shared, [0, 1]), ("b", shared, [2, 3])])
+    with pytest.raises(ValueError, match="same DPStandardScaler object is at"):
+        make_private_pipeline(columns, DPLogisticRegression(classes=[0, 1]))
