@@ -1284,6 +1284,22 @@ def _collect_search(search, path, costs, leaks):
                     f"than its declared budget (rho={rho_bound:.6g}); the other "
                     "fits cannot be bounded from their parameters."
                 )
+        # The (ε, δ) pairs of steps that are not accounted in zCDP, likewise.
+        pairs = [c for c in refit_costs if c.rho is None]
+        pair_bound = [c for c in check if c.rho is None]
+        if pairs and pair_bound:
+            spent = (sum(c.epsilon for c in pairs), sum(c.delta for c in pairs))
+            declared_pair = (
+                sum(c.epsilon for c in pair_bound),
+                sum(c.delta for c in pair_bound),
+            )
+            if any(a > b * (1.0 + 2e-9) for a, b in zip(spent, declared_pair)):
+                raise ValueError(
+                    f"{path}: the refitted model spent more (epsilon, delta = "
+                    f"{spent[0]:.6g}, {spent[1]:.3g}) than its declared budget "
+                    f"({declared_pair[0]:.6g}, {declared_pair[1]:.3g}); the other "
+                    "fits cannot be bounded from their parameters."
+                )
 
     candidate_costs = []
     for params in search.cv_results_["params"]:

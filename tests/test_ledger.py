@@ -519,6 +519,25 @@ def test_search_refuses_a_secure_refit_that_spent_more_than_declared(data):
         PrivacyLedger(delta=DELTA).record(search)
 
 
+def test_search_refuses_an_epsilon_delta_refit_that_spent_more_than_declared(data):
+    # The same check for steps whose budget is an (ε, δ) pair (DPSparseGLM's
+    # is not accounted in zCDP): its search's estimator given a smaller ε
+    # after the search was charged 4.08 where the fits spent 36.
+    from skdp.linear_model import DPSparseGLM
+
+    X, y = data
+    search = GridSearchCV(
+        DPSparseGLM(epsilon=4.0, delta=1e-6, sparsity=2),
+        {"sparsity": [1, 2]},
+        cv=KFold(3),
+    ).fit(X, y.astype(float))
+    assert search.best_estimator_.privacy_spent_.rho is None
+    PrivacyLedger(delta=1e-4).record(search)  # as fitted: accepted
+    search.estimator.set_params(epsilon=0.01)
+    with pytest.raises(ValueError, match="spent more"):
+        PrivacyLedger(delta=1e-4).record(search)
+
+
 # --------------------------------------------------------------------------
 # Data-dependent splitters are refused (issue 23, finding 2)
 # --------------------------------------------------------------------------
