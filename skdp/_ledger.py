@@ -1293,7 +1293,8 @@ def _collect_search(search, path, costs, leaks):
                 sum(c.epsilon for c in pair_bound),
                 sum(c.delta for c in pair_bound),
             )
-            if any(a > b * (1.0 + 2e-9) for a, b in zip(spent, declared_pair)):
+            over = zip(spent, declared_pair, strict=True)
+            if any(a > b * (1.0 + 2e-9) for a, b in over):
                 raise ValueError(
                     f"{path}: the refitted model spent more (epsilon, delta = "
                     f"{spent[0]:.6g}, {spent[1]:.3g}) than its declared budget "
