@@ -389,6 +389,19 @@ def runs(monkeypatch):
     return fitted
 
 
+def _fits_then_refuses_before_any_run(est, data, neighbour, runs, match):
+    """The search fits ``data``; on ``neighbour`` it raises ``match`` before
+    any run (``runs``: the spy). Returns the refusal."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        est.fit(*data)
+        before = len(runs)
+        with pytest.raises(ValueError, match=match) as error:
+            est.fit(*neighbour)
+    assert len(runs) == before
+    return error.value
+
+
 @pytest.mark.parametrize(
     "grid, match",
     [
@@ -660,13 +673,10 @@ def test_a_label_outside_the_declared_classes_is_refused_before_any_draw(data, r
     seeds = [in_valid.index(True), in_valid.index(False)]  # validation, training
     for seed in seeds:
         est = search(random_state=seed, n_iter=3)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyLeakWarning)
-            est.fit(X, y)
-            before = len(runs)
-            with pytest.raises(ValueError, match="not in the declared") as error:
-                est.fit(X, rare)
-        assert len(runs) == before and "2" not in str(error.value)
+        error = _fits_then_refuses_before_any_run(
+            est, (X, y), (X, rare), runs, "not in the declared"
+        )
+        assert "2" not in str(error)
     assert all(np.array_equal(np.unique(run.classes), [0, 1]) for run in runs)
 
 
@@ -1707,14 +1717,10 @@ def test_missing_or_infinite_values_in_any_column_are_refused_before_any_draw(
         neighbour.loc[5, "extra"] = value
     for seed in range(3):
         est = search(estimator=estimator, param_distributions=grid, random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyLeakWarning)
-            est.fit(X, y)
-            before = len(runs)
-            with pytest.raises(ValueError, match="contains NaN") as error:
-                est.fit(neighbour, y)
-        assert len(runs) == before  # refused before any run
-        assert not any(c.isdigit() for c in str(error.value))
+        error = _fits_then_refuses_before_any_run(
+            est, (X, y), (neighbour, y), runs, "contains NaN"
+        )
+        assert not any(c.isdigit() for c in str(error))
 
 
 def test_a_plain_dp_estimator_takes_numbers_checked_before_any_draw(data, runs):
