@@ -987,15 +987,15 @@ def _charge_search_release(obj, path, costs, leaks):
 
     The winner of a private search is one candidate, but releasing it spent
     the whole search (the other runs and the selection): it is charged the
-    search's cost. A part refitted since still has the hyperparameters the
-    search chose from the data: its new fit is charged too, beside the
-    search (the fits it replaced are in the search's cost already).
+    search's cost (once: the walk stops here, not at its marked steps). A
+    part refitted since still has the hyperparameters the search chose from
+    the data: its new fit is charged too, beside the search (the fits it
+    replaced are in the search's cost already).
     """
     release = getattr(obj, SEARCH_RELEASE, None)
     if release is None:
         return False
-    if not any(cost is release[0] for cost in costs):
-        _add_cost(release[0], path, costs, leaks)
+    _add_cost(release[0], path, costs, leaks)
     since, own_leaks = _fits_since_release(obj, path)
     for cost in since:
         _add_cost(cost, path, costs, leaks)
