@@ -26,6 +26,7 @@ from skdp import (
     DPMinMaxScaler,
     DPQuantileTransformer,
     DPRobustScaler,
+    DPStandardScaler,
     PrivacyLeakWarning,
     PrivacyLedger,
 )
@@ -1215,6 +1216,28 @@ def test_seeded_release_warns_and_is_stamped_for_the_ledger():
         ledger.record(cost)
     total = ledger.total()
     assert total.mu == pytest.approx(math.sqrt(2) * mu_from_epsilon(1.0, DELTA))
+
+
+@pytest.mark.parametrize("release", ["quantiles", "histogram"])
+@pytest.mark.parametrize("kind", ["Generator", "RandomState"])
+def test_seed_is_fingerprinted_before_the_release_draws_from_it(release, kind):
+    # Two copies of one generator draw the same noise: the ledger must see the
+    # same fingerprint on a dp_* release and on a fit given the other copy.
+    X = np.random.default_rng(22).normal(size=(2000, 2))
+    make = {
+        "Generator": lambda: np.random.default_rng(123),
+        "RandomState": lambda: np.random.RandomState(123),
+    }[kind]
+    with pytest.warns(PrivacyLeakWarning):
+        if release == "quantiles":
+            a = dp_quantiles(X, 0.5, delta=DELTA, random_state=make())
+        else:
+            a = dp_histogram(X, 4, bounds=(-2, 2), delta=DELTA, random_state=make())
+    with pytest.warns(PrivacyLeakWarning):
+        scaler = DPStandardScaler(delta=DELTA, random_state=make()).fit(X)
+    assert a.privacy_spent.noise_seeds == scaler.privacy_spent_.noise_seeds != ()
+    with pytest.raises(ValueError, match="share"):
+        PrivacyLedger().record(a.privacy_spent).record(scaler).total()
 
 
 # --------------------------------------------------------------------------

@@ -318,9 +318,14 @@ def _check_data(X):
     return X, False
 
 
-def _finish(cost, random_state, noise, name):
-    """Stamp the seed and the sampler on the cost, as ``private_fit`` does."""
-    seed = noise_seed_id(random_state)
+def _finish(cost, seed, random_state, noise, name):
+    """Stamp the seed and the sampler on the cost, as ``private_fit`` does.
+
+    ``seed`` is ``noise_seed_id(random_state)`` taken *before* the release
+    drew from ``random_state``: a seeded Generator or RandomState has moved
+    on by now, and its fingerprint would no longer match a copy of it given
+    to another release (which would share this noise).
+    """
     if seed is not None:
         warnings.warn(
             f"random_state={random_state!r} seeds the privacy noise of {name}: "
@@ -446,6 +451,7 @@ def dp_histogram(
         edges = np.broadcast_to(grid, (d, grid.size)).copy()
         lower, upper = edges[:, 0], edges[:, -1]
     check_secure_seed(random_state, noise)
+    seed = noise_seed_id(random_state)
     rng = as_generator(random_state, noise)
     n_bins = edges.shape[1] - 1
     counts = sum_over_rows(
@@ -469,7 +475,7 @@ def dp_histogram(
         adjacency=REPLACE_ONE,
         mechanism="dp_histogram: one noisy histogram per column",
     )
-    cost = _finish(cost, random_state, noise, "dp_histogram")
+    cost = _finish(cost, seed, random_state, noise, "dp_histogram")
     if one_d:
         return DPHistogram(noisy[0], edges[0], cost)
     return DPHistogram(noisy, edges, cost)
@@ -606,6 +612,7 @@ def dp_quantiles(
         )
     checked = None if bounds is None else _check_bounds(bounds, d)
     check_secure_seed(random_state, noise)
+    seed = noise_seed_id(random_state)
     rng = as_generator(random_state, noise)
     release = release_cdf(
         X,
@@ -625,5 +632,5 @@ def dp_quantiles(
     if q_arr.ndim == 0:
         values = values[0]
     return DPQuantiles(
-        values, _finish(release.cost, random_state, noise, "dp_quantiles")
+        values, _finish(release.cost, seed, random_state, noise, "dp_quantiles")
     )
