@@ -481,8 +481,11 @@ def test_dask_fit_matches_in_memory(k):
     memory = DPLinearRegression(random_state=0).fit(X, y)
     Xd = da.from_array(X, chunks=(700, 3))
     yd = da.from_array(y, chunks=(700,) if k == 1 else (700, k))
-    one = yd.rechunk({0: len(X)})  # numpy X: one chunk of rows
-    for X_fit, target in ((Xd, y), (Xd, yd), (X, one)):
+    one = yd.rechunk({0: len(X)})
+    # Any pairing a user may pass: a plain list for y, a numpy X with a Dask y
+    # in one chunk or in several (X is then chunked as y is).
+    pairs = ((Xd, y), (Xd, y.tolist()), (Xd, yd), (X, one), (X, yd))
+    for X_fit, target in pairs:
         dask_fit = DPLinearRegression(random_state=0).fit(X_fit, target)
         np.testing.assert_allclose(dask_fit.coef_, memory.coef_, rtol=1e-8)
         np.testing.assert_allclose(dask_fit.intercept_, memory.intercept_, rtol=1e-8)

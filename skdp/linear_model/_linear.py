@@ -530,11 +530,15 @@ class DPLinearRegression(
             return X, (y[:, None] if one_output else y), one_output
         from .. import _dask
 
+        if not is_dask_array(y):
+            y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         if not is_dask_array(X):
             X = validate_data(self, X, dtype=[np.float64, np.float32])
             import dask.array as da
 
-            X = da.from_array(X, chunks=(X.shape[0], X.shape[1]))
+            # Chunked as a Dask y is (its rows are the user's), else one chunk.
+            rows = y.chunks[0] if is_dask_array(y) else X.shape[0]
+            X = da.from_array(X, chunks=(rows, X.shape[1]))
         if y.ndim == 1:
             X, y = _dask.validate(
                 self, X, y.astype(np.float64), dtype=(np.float64, np.float32)
