@@ -510,6 +510,9 @@ def test_dask_bad_y_raises_before_any_noise(monkeypatch):
         reg.fit(da.from_array(X, chunks=(300, 3)), da.from_array(y, chunks=(300, 2)))
     with pytest.raises(ValueError, match="NaN or infinity"):
         reg.fit(da.from_array(X, chunks=(300, 3)), y[:, 1])
+    for target in (y, y.tolist(), y[:, 1].tolist()):  # numpy or a list, 2-D or 1-D
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            reg.fit(da.from_array(X, chunks=(300, 3)), target)
     assert not [k for k in vars(reg) if k.endswith("_")]
 
 

@@ -531,7 +531,14 @@ class DPLinearRegression(
         from .. import _dask
 
         if not is_dask_array(y):
-            y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+            # Finiteness is checked with X's, in the one pass over the chunks.
+            y = check_array(
+                y,
+                ensure_2d=False,
+                dtype=np.float64,
+                ensure_all_finite=False,
+                input_name="y",
+            )
         if not is_dask_array(X):
             X = validate_data(self, X, dtype=[np.float64, np.float32])
             import dask.array as da
@@ -576,7 +583,7 @@ def _dask_columns(X, y):
     from .. import _dask
 
     if not is_dask_array(y):
-        y = check_array(y, dtype=np.float64, ensure_2d=True)
+        y = check_array(y, dtype=np.float64, ensure_all_finite=False)
         if y.shape[0] != X.shape[0]:
             raise ValueError(
                 f"y has {y.shape[0]} rows; expected {X.shape[0]} to match X."
