@@ -65,8 +65,13 @@ PRIVACY_CONSTRAINTS = {
 #: data (at 1e153, n = 180 records at the clip sum to inf where their
 #: neighbour with one record at 0 does not: a release one record decides).
 MAX_CLIP = 1e100
-#: The constraint of every clipping constant: in (0, MAX_CLIP].
-CLIP_CONSTRAINT = Interval(Real, 0, MAX_CLIP, closed="right")
+#: The smallest clipping constant, for the same reason at the other end: a
+#: sensitivity is the clip or its square, and below 1e-154 the square (and so
+#: the noise's scale) underflows to a subnormal or to 0, a release with no
+#: noise. At 1e-100 the square, times any noise multiplier, stays normal.
+MIN_CLIP = 1e-100
+#: The constraint of every clipping constant: in [MIN_CLIP, MAX_CLIP].
+CLIP_CONSTRAINT = Interval(Real, MIN_CLIP, MAX_CLIP, closed="both")
 
 #: The docstring entry of ``noise``, the same in every estimator (each
 #: docstring repeats it; tests/test_secure_noise.py checks that the copies match).

@@ -487,7 +487,8 @@ def _clipped_sum_estimators():
 @pytest.mark.parametrize("cls", _clipped_sum_estimators(), ids=lambda c: c.__name__)
 def test_every_clipping_constant_is_at_most_max_clip(cls):
     """A sum of n terms clipped at 1e153 overflows for one data set and not for
-    its neighbour: every clipping constant is validated into (0, MAX_CLIP]."""
+    its neighbour, and one below 1e-154 squares to a noise scale of 0: every
+    clipping constant is validated into [MIN_CLIP, MAX_CLIP]."""
     from skdp._base import CLIP_CONSTRAINT
 
     names = _CLIPPING_PARAMETERS & set(cls._parameter_constraints)
@@ -495,6 +496,21 @@ def test_every_clipping_constant_is_at_most_max_clip(cls):
         names.discard("score_bound")
     for name in names:
         assert CLIP_CONSTRAINT in cls._parameter_constraints[name], name
+
+
+def test_the_square_of_the_smallest_clip_gives_normal_noise():
+    """A Gram release's noise scale is the clip squared times the noise
+    multiplier: at MIN_CLIP, and at ε = 1e6 (a multiplier near 1e-6), it is a
+    normal float, and the constraint refuses anything smaller."""
+    from skdp._base import CLIP_CONSTRAINT, MAX_CLIP, MIN_CLIP
+    from skdp.accounting import gaussian_noise_multiplier
+
+    z = gaussian_noise_multiplier(1e6, 1e-5)
+    assert MIN_CLIP**2 * z >= np.finfo(np.float64).tiny
+    assert CLIP_CONSTRAINT.is_satisfied_by(MIN_CLIP)
+    assert CLIP_CONSTRAINT.is_satisfied_by(MAX_CLIP)
+    for refused in (0.0, MIN_CLIP / 2, 1e-200, 5e-324, MAX_CLIP * 2):
+        assert not CLIP_CONSTRAINT.is_satisfied_by(refused)
 
 
 def test_a_gram_at_the_largest_clip_is_finite_for_every_neighbour():
