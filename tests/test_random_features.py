@@ -206,6 +206,16 @@ def test_one_record_moves_one_noiseless_step_by_at_most_2_eta_c_over_n(solver):
         X2, y2 = X.copy(), y.copy()
         X2[0], y2[0] = x_new, y_new
         assert np.linalg.norm(theta(X2, y2) - base) <= bound * (1 + 1e-9)
+    # Features too small to square (norm 1e-200, and subnormal) or zero, with
+    # a huge label against a zero one: the kernel form read ||φ_i|| from
+    # K_ii, which underflowed to 0, so no clip (Δθ 1e98 for this bound).
+    for tiny in (1e-200, 1e-310, 0.0):
+        X2, X3 = X.copy(), X.copy()
+        X2[0] = X3[0] = tiny
+        y2, y3 = y.copy(), y.copy()
+        y2[0], y3[0] = 1e300, 0.0
+        gap = np.linalg.norm(theta(X2, y2) - theta(X3, y3))
+        assert gap <= bound * (1 + 1e-9), tiny
     X2, y2 = X.copy(), y.copy()
     y2[0] = -50.0 * y[0]
     y[0] = 50.0 * y[0]
@@ -380,6 +390,24 @@ def test_hostile_records_leave_a_finite_private_model(solver):
     ).fit(X, y)
     assert np.isfinite(reg.coef_).all()
     assert np.isfinite(reg.predict(X)).all()
+
+
+def test_a_normalised_gram_row_is_exact_when_its_squares_underflow():
+    # φ(x) = tanh(Vx) = Vx for x = 1e-200 (entries near 1e-200, squares
+    # 0 in float64): its row of K̃ is computed from normalised features, as
+    # it would be for the same direction at a normal scale.
+    X, _ = sign_task(20, 4, seed=9)
+    weights = draw_weights(np.random.default_rng(10), 4, 300)
+    xi = np.random.default_rng(11).standard_normal(300)
+    scaled = X.copy()
+    X[0] *= 1e-200
+    scaled[0] *= 1e-6  # tanh still linear to 1e-12 at this scale
+    gram, h, norms = _kernel.gram_pass(X, weights, np.tanh, xi)
+    want, want_h, want_norms = _kernel.gram_pass(scaled, weights, np.tanh, xi)
+    assert norms[0] == pytest.approx(want_norms[0] * 1e-194, rel=1e-10)
+    np.testing.assert_allclose(gram, want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(h, want_h, rtol=1e-10, atol=1e-12)
+    assert gram[0, 0] == pytest.approx(1.0, rel=1e-12)
 
 
 @pytest.mark.parametrize("activation", [np.tanh, np.sin, erf])

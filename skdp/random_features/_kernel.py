@@ -15,7 +15,7 @@ own feature vector, so with ``θ_0 = 0`` the iterate is
 * the predictions ``u_t = Φθ_t`` obey
   ``u_t = u_{t−1} − K v_t + s·w_t`` with ``K = ΦΦᵀ``,
   ``v_t = (η/n)·c_t ⊙ ℓ'(u_{t−1}, y)`` and ``w_t = Φz_t ~ N(0, K)``;
-* the clip factors need only ``ℓ'(u_{t−1}, y)`` and ``‖φ_i‖ = sqrt(K_ii)``;
+* the clip factors need only ``ℓ'(u_{t−1}, y)`` and the norms ``‖φ_i‖``;
 * ``a_t = a_{t−1} − v_t``.
 
 **Exactness (same law as Algorithm 1, so the same privacy).** Let
@@ -39,6 +39,18 @@ an eigendecomposition truncated at ``n·eps·λ_max`` (a singular K: p < n,
 duplicated or zero rows); no jitter is added, which would change the law.
 Which factor runs depends on K, but both give θ_T the same law.
 
+**Normalised rows, for every finite input.** Everything above is run on
+``Φ̃``, Φ with each row divided by its norm ``r_i`` (a zero row stays 0),
+so ``K̃ = Φ̃Φ̃ᵀ`` has entries in [−1, 1]: with ``g_i = ℓ'_i r_i φ̃_i`` the
+clipped gradient is ``c_i ℓ'_i r_i`` (a scalar of size at most C) times
+``φ̃_i``, the predictions are ``u = r ⊙ ũ`` with ``ũ = Φ̃θ``, and
+``θ_T = Φ̃ᵀb̃ + s√T ξ`` as above; the same algebra, so the same law. In Φ's
+own coordinates a record whose features are tiny (``x = 1e-200``: norm
+1e-200, whose squares underflow in K) had ``K_ii = 0``, hence no clip,
+and a dual coefficient of size ``|ℓ'|`` moved θ by 1e98 for a clip of 1.
+Here ``r`` is computed free of underflow and every dual coefficient is at
+most ``T·η·C/n``.
+
 **Released.** Only θ_T. ``a_T``, ``b``, ``u``, ``W``, ``ξ`` and K are indexed by
 training rows or read the features of the data; none leaves this module.
 
@@ -51,7 +63,8 @@ import numpy as np
 import scipy.linalg as la
 from scipy.linalg import lapack
 
-from .._dpgd import _Progress, clip_scale
+from .._clipping import row_norms
+from .._dpgd import _Progress
 from ..exceptions import MechanismFailedError
 from ._features import column_blocks, features
 
@@ -59,6 +72,10 @@ from ._features import column_blocks, features
 # solves then lose at most ~1e-6 relative accuracy); otherwise the truncated
 # eigendecomposition (about 6× slower, robust to rank loss).
 _MIN_RCOND_CHOLESKY = 1e-10
+
+# Below this row norm, some squares of the row's features may have underflowed
+# in the Gram matrix: those rows of K̃ are recomputed from normalised features.
+_SMALLEST_NORM = 1e-140
 
 
 class GramFactor:
@@ -110,35 +127,79 @@ def _well_conditioned_cholesky(gram):
 
 
 def gram_pass(X, weights, activation, xi):
-    """First pass over feature blocks: ``K = ΦΦᵀ`` and ``h = Φξ``."""
+    """First pass over feature blocks: ``K̃ = Φ̃Φ̃ᵀ``, ``h̃ = Φ̃ξ`` and the norms r.
+
+    K and h are summed from Φ and divided by the norms afterwards, which are
+    exact for every row (per block free of over/underflow, combined with
+    hypot). Rows of norm below ``_SMALLEST_NORM`` (whose squares may have
+    underflowed) are recomputed from normalised features, in one more pass
+    that runs only when there are such rows.
+    """
     n = X.shape[0]
-    gram, h = np.zeros((n, n)), np.zeros(n)
+    gram, h, norms = np.zeros((n, n)), np.zeros(n), np.zeros(n)
     for cols in column_blocks(n, weights.shape[1]):
         A = features(X, weights, activation, cols)
         gram += A @ A.T
         h += A @ xi[cols]
-    return gram, h
+        norms = np.hypot(norms, row_norms(A))
+    usual = norms >= _SMALLEST_NORM
+    inverse = np.divide(1.0, norms, out=np.zeros(n), where=usual)
+    gram *= inverse[:, None]
+    gram *= inverse
+    h *= inverse
+    tiny = np.flatnonzero(~usual & (norms > 0))
+    if tiny.size:
+        _normalised_rows(X, weights, activation, xi, norms, tiny, gram, h)
+    return gram, h, norms
 
 
-def transpose_pass(X, weights, activation, b):
-    """Second pass: ``Φᵀb``, recomputing the same feature blocks."""
+def _normalised_rows(X, weights, activation, xi, norms, rows, gram, h):
+    """Rows and columns ``rows`` of K̃, and entries of h̃, from Φ̃ itself."""
+    part, h_part = np.zeros((rows.size, X.shape[0])), np.zeros(rows.size)
+    for cols in column_blocks(X.shape[0], weights.shape[1]):
+        A = normalised_features(X, weights, activation, cols, norms)
+        part += A[rows] @ A.T
+        h_part += A[rows] @ xi[cols]
+    gram[rows, :] = part
+    gram[:, rows] = part.T
+    h[rows] = h_part
+
+
+def normalised_features(X, weights, activation, cols, norms):
+    """Columns ``cols`` of Φ̃: each row of features divided by its norm."""
+    A = features(X, weights, activation, cols)
+    return np.divide(A, norms[:, None], out=A, where=norms[:, None] > 0)
+
+
+def transpose_pass(X, weights, activation, b, norms):
+    """Second pass: ``Φ̃ᵀb``, recomputing the same feature blocks."""
     out = np.empty(weights.shape[1])
     for cols in column_blocks(X.shape[0], weights.shape[1]):
-        out[cols] = features(X, weights, activation, cols).T @ b
+        out[cols] = normalised_features(X, weights, activation, cols, norms).T @ b
     return out
 
 
 def dual_iterates(
-    gram, y, datafit, factor, *, clip_norm, step, noise_std, n_iter, rng, progress
+    gram,
+    norms,
+    y,
+    datafit,
+    factor,
+    *,
+    clip_norm,
+    step,
+    noise_std,
+    n_iter,
+    rng,
+    progress,
 ):
-    """Run the n-dimensional recursion; return ``a_T`` and ``Σ_t g_t``.
+    """Run the n-dimensional recursion on K̃; return ``ã_T`` and ``Σ_t g_t``.
 
-    ``step`` is ``η/n``. Noise is drawn as ``w_t = F g_t`` in chunks of steps,
-    with one matrix product per chunk.
+    ``step`` is ``η/n``; ``norms`` the feature rows' norms r. Noise is drawn
+    as ``w̃_t = F g_t`` in chunks of steps, with one matrix product per chunk.
     """
     n = gram.shape[0]
-    row_norm = np.sqrt(np.maximum(np.diag(gram), 0.0))
-    preds, dual = np.zeros(n), np.zeros(n)
+    preds, dual = np.zeros(n), np.zeros(n)  # ũ = Φ̃θ and ã
     noise_sum = np.zeros(factor.rank)
     chunk = max(1, min(n_iter, (1 << 22) // max(n, 1)))
     for start in range(0, n_iter, chunk):
@@ -147,10 +208,14 @@ def dual_iterates(
         noise = noise_std * factor.times(G)
         for j in range(G.shape[1]):
             with np.errstate(all="ignore"):
-                raw = datafit.raw_grad(y, preds[:, None])
-            # As in the primal engine: a non-finite gradient contributes 0.
-            raw[~np.isfinite(raw)] = 0.0
-            v = step * raw[:, 0] * clip_scale(raw, row_norm, clip_norm)
+                raw = datafit.raw_grad(y, (norms * preds)[:, None])[:, 0]
+                # As in the primal engine: a non-finite gradient contributes 0.
+                raw[~np.isfinite(raw)] = 0.0
+                # Record i's gradient ℓ'_i·r_i·φ̃_i, clipped to norm C: its
+                # length along the unit φ̃_i, ℓ'_i·r_i, clipped to ±C (an
+                # overflow to ±inf clips to ±C; r is finite, so 0·r is 0).
+                length = raw * norms
+            v = step * np.clip(length, -clip_norm, clip_norm, out=length)
             dual -= v
             preds = preds - gram @ v + noise[:, j]
             progress.step(start + j)
@@ -187,11 +252,12 @@ def kernel_dpgd(
     progress = _Progress(mechanism, n_iter, verbose)
     progress.start(cost, sum_noise_std, n, p)
     xi = rng.standard_normal(p)
-    gram, h = gram_pass(X, weights, activation, xi)
+    gram, h, norms = gram_pass(X, weights, activation, xi)
     progress.phase(f"pass 1 of 2 over the {p} features done")
     factor = GramFactor(gram, may_be_definite=p > n)
     dual, noise_sum = dual_iterates(
         gram,
+        norms,
         y,
         datafit,
         factor,
@@ -208,7 +274,8 @@ def kernel_dpgd(
         + noise_std * factor.inverse_transpose_times(noise_sum)
         - noise_std * root_t * factor.pinv_times(h)
     )
-    theta = transpose_pass(X, weights, activation, b) + noise_std * root_t * xi
+    theta = transpose_pass(X, weights, activation, b, norms)
+    theta += noise_std * root_t * xi
     if not np.isfinite(theta).all():  # checked on the private output only
         raise MechanismFailedError(
             f"{mechanism} produced a non-finite model; lower the learning rate."
