@@ -433,6 +433,11 @@ def dpgd(
     mean_coef, mean_intercept = np.zeros_like(coef), np.zeros_like(intercept)
     for t in range(n_iter):
         grad_sum = design.gradient_sum(datafit, coef, intercept, clip_norm)
+        if not fit_intercept:
+            # The slot is discarded, but it sums the unclipped g_i of rows of
+            # norm 0 (their gradient g_i·0 needs no clip): keep it out of the
+            # sampler (secure noise refuses the NaN of +inf and −inf rows).
+            grad_sum[d] = 0.0
         grad = add_gaussian_noise(grad_sum, noise_std, rng) / n
         grad[:d] += alpha * coef
         if not fit_intercept:

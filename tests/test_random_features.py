@@ -392,6 +392,33 @@ def test_hostile_records_leave_a_finite_private_model(solver):
     assert np.isfinite(reg.predict(X)).all()
 
 
+def test_zero_rows_with_huge_labels_fit_under_secure_noise(monkeypatch):
+    # x = 0 gives φ = 0: such a record's gradient is 0 whatever its residual,
+    # which no clip bounds; the engine summed those residuals into the slot of
+    # an intercept it does not fit, and secure noise rounded that slot, +inf
+    # plus −inf = NaN, and raised where the neighbour fitted. The slot now
+    # reaches the sampler as 0.
+    from skdp import _dpgd
+
+    X, y = sign_task(40, 3, seed=12)
+    X[[0, 1, 8, 9]] = 0.0
+    y[[0, 8]], y[[1, 9]] = -6e307, 6e307
+    slots = []
+    real_noise = _dpgd.add_gaussian_noise
+
+    def noise(values, std, rng):
+        slots.append(values[-1].copy())
+        return real_noise(values, std, rng)
+
+    monkeypatch.setattr(_dpgd, "add_gaussian_noise", noise)
+    for labels in (y, np.where(np.arange(40) == 9, 0.0, y)):  # and a neighbour
+        reg = DPRandomFeaturesRegressor(
+            8, noise="secure", max_iter=3, solver="primal"
+        ).fit(X, labels)
+        assert np.isfinite(reg.coef_).all()
+    assert len(slots) == 6 and not np.any(slots)
+
+
 def test_a_normalised_gram_row_is_exact_when_its_squares_underflow():
     # φ(x) = tanh(Vx) = Vx for x = 1e-200 (entries near 1e-200, squares
     # 0 in float64): its row of K̃ is computed from normalised features, as
