@@ -47,7 +47,7 @@ def canonical_design(X):
     """
     if not sp.issparse(X):
         return _column_major(X)
-    X = sp.csr_matrix(X)
+    X = csr_keeping_duplicates(X)
     if not X.has_canonical_format:
         X = X.copy()
         with np.errstate(over="ignore"):
@@ -55,6 +55,26 @@ def canonical_design(X):
         largest = np.finfo(X.dtype).max
         np.clip(X.data, -largest, largest, out=X.data)
     return X
+
+
+def csr_keeping_duplicates(X):
+    """X (any sparse format) as CSR, its duplicate entries still separate.
+
+    scipy's COO-to-CSR conversion sums duplicates without a care for
+    overflow (1e308 + 1e308 = inf): only :func:`canonical_design` (and
+    DPSparseGLM's feature clip) may merge them, as they clip what
+    overflows. Fits take CSR, CSC and COO as they are
+    (:data:`skdp._inputs.SPARSE_FIT_FORMATS`) for this.
+    """
+    if X.format == "csr":
+        return X if isinstance(X, sp.csr_matrix) else sp.csr_matrix(X)
+    coo = X.tocoo()  # CSC and COO keep their duplicates here
+    order = np.argsort(coo.row, kind="stable")
+    indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(coo.row, minlength=X.shape[0]), out=indptr[1:])
+    return sp.csr_matrix(
+        (coo.data[order], coo.col[order].astype(np.int64), indptr), shape=X.shape
+    )
 
 
 def _column_major(X):

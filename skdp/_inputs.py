@@ -26,3 +26,12 @@ def is_sparse_input(X):
     if is_dask_array(X):
         return sp.issparse(getattr(X, "_meta", None))
     return sp.issparse(X)
+
+
+#: The sparse formats a fit takes as they are (``accept_sparse`` of its
+#: validation; any other format is converted to the first). scikit-learn would
+#: turn COO into CSR by summing duplicate entries, where two finite values can
+#: overflow to inf and one record's values alone would make the fit raise
+#: while its neighbour fits; the engine merges duplicates itself, clipping
+#: what overflows (:func:`skdp._clipping.canonical_design`).
+SPARSE_FIT_FORMATS = ["csr", "csc", "coo"]

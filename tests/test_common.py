@@ -526,3 +526,72 @@ def test_a_gram_at_the_largest_clip_is_finite_for_every_neighbour():
     for data in (X, neighbour):
         gram = clipped_gram(data, x_clip=MAX_CLIP, constant=MAX_CLIP / 2)
         assert np.isfinite(gram).all()
+
+
+def _sparse_fits():
+    from skdp import (
+        DPBradleyTerry,
+        DPLogisticRegression,
+        DPRandomFeaturesRegressor,
+        DPSparseGLM,
+    )
+    from skdp.model_selection import DPRandomSearchCV
+
+    return {
+        "logistic": lambda: DPLogisticRegression(classes=[0, 1]),
+        "sparse_glm": lambda: DPSparseGLM(sparsity=1),
+        "random_features": lambda: DPRandomFeaturesRegressor(20),
+        "bt_comparison": lambda: DPBradleyTerry(
+            privacy_unit="comparison", classes=[0, 1]
+        ),
+        "bt_outcome": lambda: DPBradleyTerry(classes=[0, 1]),
+        "search": lambda: DPRandomSearchCV(
+            DPLogisticRegression(classes=[0, 1]), {"alpha": [1e-3, 1e-2]}
+        ),
+    }
+
+
+def _keeping_duplicates(coo, form):
+    """``coo`` in ``form`` with its duplicates kept (scipy's conversions sum them)."""
+    import scipy.sparse as sp
+
+    if form == "coo":
+        return coo
+    order = np.lexsort((coo.row, coo.col))
+    indptr = np.concatenate(
+        [[0], np.cumsum(np.bincount(coo.col, minlength=coo.shape[1]))]
+    )
+    return sp.csc_matrix((coo.data[order], coo.row[order], indptr), shape=coo.shape)
+
+
+@pytest.mark.parametrize("form", ["coo", "csc"])
+@pytest.mark.parametrize("name", list(_sparse_fits()))
+def test_sparse_duplicates_that_overflow_fit_in_every_format(name, form):
+    """A record stored as duplicates that sum past the float range (1e308 +
+    1e308) is read as the largest float, as in CSR: scipy's COO-to-CSR
+    conversion in validation summed them to inf and the fit raised where the
+    neighbour (1e308 − 1e308) fitted. Same seed: the fit equals the fit of
+    the record written as that value."""
+    import warnings
+
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    base = sp.coo_matrix(rng.standard_normal((60, 3)))
+    y = np.arange(60) % 2
+    rows = np.concatenate([base.row, [0, 0]])
+    cols = np.concatenate([base.col, [0, 0]])
+    stored = sp.coo_matrix(
+        (np.concatenate([base.data, [1e308, 1e308]]), (rows, cols)), shape=(60, 3)
+    )
+    explicit = base.toarray()
+    explicit[0, 0] += np.finfo(np.float64).max
+    fits = []
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "random_state=.* seeds the privacy")
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow escapes
+        for X in (_keeping_duplicates(stored, form), sp.csr_matrix(explicit)):
+            fits.append(_sparse_fits()[name]().set_params(random_state=0).fit(X, y))
+    model = [vars(f).get("best_estimator_", f) for f in fits]
+    key = "scores_" if hasattr(model[0], "scores_") else "coef_"
+    np.testing.assert_array_equal(getattr(model[0], key), getattr(model[1], key))

@@ -27,6 +27,7 @@ from .._base import (
 from .._base import labels_in as _labels_in
 from .._datafits import BinomialLogistic, MultinomialLogistic
 from .._dpgd import NoiseBudget, auto_schedule, calibrated_dpgd
+from .._inputs import SPARSE_FIT_FORMATS
 from ..accounting import (
     REPLACE_ONE,
     classical_gaussian_noise_multiplier,
@@ -374,7 +375,11 @@ class DPLogisticRegression(
             X, y = self._validate_dask(X, y)
         else:
             X, y = validate_data(
-                self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32]
+                self,
+                X,
+                y,
+                accept_sparse=SPARSE_FIT_FORMATS,
+                dtype=[np.float64, np.float32],
             )
             check_targets(self, y)
         warn_if_delta_is_large(self, X.shape[0])

@@ -54,8 +54,10 @@ from .._base import (
     warn_if_delta_is_large,
     with_ones_column,
 )
+from .._clipping import csr_keeping_duplicates
 from .._datafits import BinomialLogistic, Poisson, Quadratic
 from .._dpgd import _Progress, clipped_gradient_sum
+from .._inputs import SPARSE_FIT_FORMATS
 from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
@@ -237,7 +239,7 @@ def clip_features(X, bound):
     """
     limit = representable_bound(bound, X.dtype)
     if sp.issparse(X):
-        X = sp.csr_matrix(X, copy=True)
+        X = csr_keeping_duplicates(X).copy()
         # Summing finite duplicates one after another gives a finite value or
         # ±inf, never NaN (inf plus a finite value stays inf); only
         # overflow is silenced here, and the clip maps ±inf to ±bound.
@@ -1191,7 +1193,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
                 self,
                 X,
                 y,
-                accept_sparse="csr",
+                accept_sparse=SPARSE_FIT_FORMATS,
                 dtype=[np.float64, np.float32],
                 y_numeric=True,
             )

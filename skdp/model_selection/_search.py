@@ -39,6 +39,8 @@ from .._base import (
     private_fit,
     require_positive_delta,
 )
+from .._clipping import csr_keeping_duplicates
+from .._inputs import SPARSE_FIT_FORMATS
 from .._ledger import (
     SEARCH_RELEASE,
     _common_adjacency,
@@ -689,10 +691,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             self,
             X,
             y,
-            accept_sparse="csr",
+            accept_sparse=SPARSE_FIT_FORMATS,
             dtype=None,
             reset=True,
         )
+        if sp.issparse(X):
+            X = csr_keeping_duplicates(X)  # rows to split; candidates merge them
         if composite_parts(self.estimator) is None:
             # Every candidate is a DP estimator of this type, which takes
             # numbers: X is converted once, before any draw, as each would.

@@ -4,6 +4,7 @@ import functools
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -19,8 +20,10 @@ from .._base import (
     require_positive_delta,
     warn_if_delta_is_large,
 )
+from .._clipping import canonical_design
 from .._datafits import Quadratic
 from .._dpgd import NoiseBudget, dpgd
+from .._inputs import SPARSE_FIT_FORMATS
 from ..accounting import (
     REPLACE_ONE,
     gaussian_cost,
@@ -341,8 +344,17 @@ class DPRandomFeaturesRegressor(
             X, y = self._validate_dask(X, y)
         else:
             X, y = validate_data(
-                self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True
+                self,
+                X,
+                y,
+                accept_sparse=SPARSE_FIT_FORMATS,
+                dtype=np.float64,
+                y_numeric=True,
             )
+            if sp.issparse(X):
+                # Duplicates merged (a sum that overflows read as ±largest), as
+                # every estimator reads a record: not by scipy inside X @ V.
+                X = canonical_design(X)
         n, d = X.shape
         warn_if_delta_is_large(self, n)
         n_iter, learning_rate, clip_norm = self._schedule(n, d)

@@ -24,6 +24,7 @@ from .._base import (
 )
 from .._datafits import BinomialLogistic
 from .._dpgd import NoiseBudget, auto_schedule, dpgd
+from .._inputs import SPARSE_FIT_FORMATS
 from ..accounting import (
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
@@ -493,7 +494,9 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         require_positive_delta(self)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        X, y = validate_data(
+            self, X, y, accept_sparse=SPARSE_FIT_FORMATS, dtype=np.float64
+        )
         check_targets(self, y)
         # Declared outcomes: y is only checked against them (_encode_outcomes).
         target_type = None if self.classes is not None else type_of_target(y)
