@@ -507,10 +507,11 @@ class _Progress:
         if self.verbose > 0:
             self._print(f"{message}, {time.perf_counter() - self.started:.2f} s")
 
-    def done(self, cost):
+    def done(self, cost, work=None):
+        """Report the end; ``work`` says what ran (default: the steps)."""
         if self.verbose > 0:
             self._print(
-                f"done: {self.n_iter} steps in "
+                f"done: {work or f'{self.n_iter} steps'} in "
                 f"{time.perf_counter() - self.started:.2f} s; released a model "
                 f"that is ({cost.epsilon:.4g}, {cost.delta:.3g})-DP"
             )

@@ -1197,3 +1197,18 @@ def test_delta_is_checked_against_the_number_of_users():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         DPFedRep(1, delta=0.01, **kwargs).fit(X, y, groups)
+
+
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+def test_verbose_names_the_guarantee_it_composes_and_the_releases(noise, capsys):
+    # μ-GDP for fast noise, ρ-zCDP for secure; the closing line counts rounds
+    # and releases (a review saw "rho" on a μ-GDP fit and "10 steps" for 12).
+    X, y, groups, _, _ = make_users(40, 5, 6, 2, seed=3)
+    est = DPFedRep(2, n_rounds=4, noise=noise, verbose=1).fit(X, y, groups)
+    out = capsys.readouterr().out
+    cost = est.privacy_spent_
+    if noise == "fast":
+        assert f"mu = {cost.mu:.4g}" in out and "rho" not in out
+    else:
+        assert f"rho = {cost.rho:.4g}" in out and "mu =" not in out
+    assert f"done: 4 rounds ({est.n_iter_} releases)" in out

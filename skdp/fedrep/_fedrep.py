@@ -453,8 +453,13 @@ class DPFedRep(
         progress = _Progress("DPFedRep", self.n_rounds, self.verbose)
         if self.verbose > 0:
             progress._print(
-                f"spending ({cost.epsilon:.4g}, {cost.delta:.3g})-DP (rho = "
-                f"{cost.rho:.4g}, {cost.adjacency}) on {n_iter} releases over "
+                f"spending ({cost.epsilon:.4g}, {cost.delta:.3g})-DP ("
+                + (
+                    f"rho = {cost.rho:.4g}"
+                    if cost.mu is None
+                    else f"mu = {cost.mu:.4g}"
+                )
+                + f", {cost.adjacency}) on {n_iter} releases over "
                 f"n = {n} users, d = {d}; noise std {z * 2 * clip / n:.4g} on "
                 "each mean gradient"
             )
@@ -494,7 +499,7 @@ class DPFedRep(
                 )
             # not DP, not summed: each user's own head on the released U
             self.user_coef_ = np.concatenate(total(_heads, U, combine=False))
-        progress.done(cost)
+        progress.done(cost, f"{self.n_rounds} rounds ({n_iter} releases)")
 
         self.components_ = U.T.copy()
         self.init_components_ = U0.T.copy()
