@@ -51,6 +51,7 @@ References
 import math
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -79,6 +80,19 @@ _MAX_LAPLACE_SCALE = 1 << 48
 _MIN_BLOCK = 1 << 16
 
 _U64 = np.uint64
+
+
+#: Every SecureNoise alive in this process, emptied in a forked child.
+_LIVE = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    for source in list(_LIVE):
+        source._forget_drawn()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Bits:
@@ -489,22 +503,27 @@ class SecureNoise:
 
     def __init__(self, bytes_source=None):
         self._bytes_source = bytes_source
-        self._bits = _Bits(bytes_source)
-        self._public = None
-        self._pools = {}
+        self._forget_drawn()
         # One object may be shared by threads (a user's own mechanism calls):
         # the pools and the word buffer hand every draw out exactly once only
         # if no two calls interleave.
         self._lock = threading.RLock()
+        _LIVE.add(self)
 
+    def _forget_drawn(self):
+        """Drop every word and sample drawn but not handed out yet."""
+        self._bits = _Bits(self._bytes_source)
+        self._public = None
+        self._pools = {}
+
+    # A copy (deepcopy, pickle: joblib, multiprocessing) or a forked child
+    # starts with nothing drawn: it would otherwise hand out the noise the
+    # original still holds, and two releases could cancel it.
     def __getstate__(self):
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
+        return {"_bytes_source": self._bytes_source}
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.RLock()
+        self.__init__(state["_bytes_source"])
 
     def __repr__(self):
         return "SecureNoise()"

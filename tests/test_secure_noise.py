@@ -978,3 +978,38 @@ def test_one_source_shared_by_threads_hands_out_every_draw_once():
         np.testing.assert_array_equal(draws_in_threads(), expected)
     copy = pickle.loads(pickle.dumps(SecureNoise()))
     assert copy.add_gaussian(np.zeros(2), 1.0).shape == (2,)
+
+
+def _draws(source):
+    return (
+        mech.add_gaussian_noise(np.zeros(8), 1.0, source),
+        mech.add_laplace_noise(np.zeros(8), 1.0, source),
+    )
+
+
+def test_a_copy_or_a_forked_child_never_replays_the_noise_still_held():
+    """A SecureNoise holds words and samples drawn but not yet handed out: a
+    deepcopy, a pickle (joblib, multiprocessing) or a forked child copied
+    them, and handed out the original's next noise (a review: identical
+    draws, so two releases could cancel it). Copies now start empty."""
+    import copy
+    import multiprocessing
+    import pickle
+
+    source = mech.as_generator(None, noise="secure")
+    _draws(source)  # fills the word buffer and a pool of each sampler
+    copies = [copy.deepcopy(source), pickle.loads(pickle.dumps(source))]
+    if "fork" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("fork")
+        parent_end, child_end = context.Pipe()
+        child = context.Process(target=lambda: child_end.send(_draws(source)))
+        child.start()
+        forked = parent_end.recv()
+        child.join()
+    else:
+        forked = None
+    drawn = [_draws(c) for c in copies] + ([forked] if forked else [])
+    mine = _draws(source)
+    for theirs in drawn:
+        for a, b in zip(mine, theirs, strict=True):
+            assert not np.array_equal(a, b)
