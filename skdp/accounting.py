@@ -862,7 +862,14 @@ def epsilon_from_rdp(rdp, delta, *, centre):
     def eps_at(log_am1):  # α = 1 + e^log_am1
         am1 = math.exp(log_am1)
         alpha = 1.0 + am1
-        return rdp(alpha) + math.log(am1 / alpha) - (log_delta + math.log1p(am1)) / am1
+        # log(1 − 1/α) without cancellation: log1p(−1/α) for large α (the
+        # log of a ratio near 1 lost digits; at tiny ρ, α ~ 1e10 and ε came
+        # out 6e-8 too small, relatively), log(α−1) − log(α) near α = 1.
+        if am1 >= 1.0:
+            log_ratio = math.log1p(-1.0 / alpha)
+        else:
+            log_ratio = log_am1 - math.log1p(am1)
+        return rdp(alpha) + log_ratio - (log_delta + math.log1p(am1)) / am1
 
     grid = math.log(centre) + np.linspace(-8.0, 8.0, 65)
     values = [eps_at(g) for g in grid]
@@ -1289,7 +1296,7 @@ def _compose_zcdp(costs, delta, adjacency, mechanism, extras):
         conc_delta = min(1.0, sum(c.delta for c in conc))
     else:
         conc_delta = float(delta) - other_delta
-        if conc_delta <= 0 < rho:
+        if conc_delta < 0 or conc_delta <= 0 < rho:
             raise ValueError(
                 f"delta={delta:g} is too small for this total: the releases that "
                 f"are (epsilon, delta) guarantees alone add up to delta "

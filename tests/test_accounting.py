@@ -1054,6 +1054,35 @@ def test_tight_zcdp_conversion_matches_dp_accounting_and_beats_bun_steinke():
             assert accounting.epsilon_from_zcdp_tight(back, delta) <= ours
 
 
+def test_tight_zcdp_conversion_is_never_below_the_exact_minimum_at_tiny_rho():
+    """The same conversion minimised in mpmath at 60 digits (golden section on
+    log(α−1)): at tiny ρ the order is huge (α ~ 1e10 at ρ = 1e-20) and
+    log(1 − 1/α), taken as the log of a ratio near 1, lost digits: ε came out
+    up to 6e-8 (relatively) below the exact minimum. Now within a few ulp."""
+    import mpmath as mp
+
+    mp.mp.dps = 60
+    for rho in (1e-8, 1e-12, 1e-16, 1e-20):
+        for delta in (1e-12, 1e-6):
+            log_delta = mp.log(mp.mpf(delta))
+
+            def eps_at(t, rho=rho, log_delta=log_delta):
+                a = 1 + mp.e**t
+                return a * rho + mp.log(1 - 1 / a) - (log_delta + mp.log(a)) / (a - 1)
+
+            lo = mp.log(mp.sqrt(-log_delta / rho)) - 3
+            hi = lo + 6
+            for _ in range(200):
+                m1, m2 = lo + (hi - lo) * 0.382, lo + (hi - lo) * 0.618
+                lo, hi = (lo, m2) if eps_at(m1) < eps_at(m2) else (m1, hi)
+            exact = float(eps_at((lo + hi) / 2))
+            if exact <= 0:
+                continue  # the conversion then gives 0-DP at that δ
+            ours = accounting.epsilon_from_zcdp_tight(rho, delta)
+            assert ours >= exact * (1 - 1e-13), (rho, delta)
+            assert ours == pytest.approx(exact, rel=1e-6)
+
+
 def test_zcdp_conversions_at_zero_and_their_domains():
     """ρ = 0 is 0-DP (both conversions), ε = 0 needs ρ = 0; δ = 0 is refused
     wherever a Gaussian or zCDP guarantee is converted (it cannot be met)."""
@@ -1461,3 +1490,22 @@ def test_split_gaussian_budget_refuses_shares_that_do_not_add_up():
         split_gaussian_budget(1.0, 1e-5, [(4, 0.5), (1, 0.6)])
     with pytest.raises(ValueError, match="share"):
         split_gaussian_budget(1.0, 1e-5, [(4, 0.0), (1, 1.0)])
+
+
+@pytest.mark.parametrize("free", ["zcdp", "gdp"])
+def test_compose_at_a_delta_below_the_pure_parts_refuses_even_beside_a_free_part(
+    free,
+):
+    """A (1, 1e-5)-DP release composed at δ = 1e-9 with a release that costs
+    nothing (ρ = 0 or μ = 0): the zCDP branch reported the total at δ = 1e-9
+    (a review); both refuse, as the GDP branch did."""
+    pure = PrivacyCost(1.0, 1e-5, mechanism="(1, 1e-5)-DP release")
+    nothing = (
+        PrivacyCost(0.0, 0.0, None, zcdp=0.0)
+        if free == "zcdp"
+        else PrivacyCost.from_gdp(0.0, delta=0.0)
+    )
+    with pytest.raises(ValueError, match="too small for this total"):
+        compose([pure, nothing], delta=1e-9)
+    total = compose([pure, nothing], delta=1e-5)
+    assert (total.epsilon, total.delta) == pytest.approx((1.0, 1e-5))
