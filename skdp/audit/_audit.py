@@ -19,6 +19,7 @@ from ._canaries import Canary, default_canary
 from ._report import AuditReport
 from ._stats import (
     auroc,
+    claimed_total_variation,
     epsilon_lower_bound,
     gdp_mu_estimate,
     gdp_mu_lower_bound_paired,
@@ -271,9 +272,10 @@ def audit_estimator(
     )
 
     delta = claim.delta
-    # A GDP claim is tested twice (ε and μ): each test at level α/2, so that
-    # the verdict (either refutes) is wrong with probability at most α.
-    level = alpha / 2.0 if claim.mu is not None else alpha
+    # Every claim is tested twice (ε, and the total variation it allows):
+    # each test at level α/2, so that the verdict (either refutes) is wrong
+    # with probability at most α.
+    level = alpha / 2.0
     eps_test = epsilon_lower_bound(
         scores_in, scores_out, delta=delta, alpha=level, selection_split=selection_split
     )
@@ -298,6 +300,8 @@ def audit_estimator(
         epsilon_from_mu_hat=_epsilon(max(mu_hat, 0.0), delta),
         mu_lower_bound=mu_test.bound,
         epsilon_from_mu_lower_bound=_epsilon(mu_test.bound, delta),
+        total_variation_lower_bound=max(0.0, mu_test.p_lower - mu_test.q_upper),
+        claimed_total_variation=claimed_total_variation(claim),
         expected_mu=canary.expected_mu(probe_in),
         auroc=auroc(scores_in, scores_out),
         tpr_at_fpr={f: tpr_at_fpr(scores_in, scores_out, f) for f in _LOW_FPRS},

@@ -48,7 +48,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtri
+from scipy.special import ndtr, ndtri
 from scipy.stats import beta, rankdata
 
 __all__ = [
@@ -389,6 +389,34 @@ def gdp_mu_lower_bound_paired(
     return ThresholdTest(
         threshold, sign > 0, "in" if sign > 0 else "out", plus_lower, minus_upper, mu
     )
+
+
+def claimed_total_variation(cost):
+    """The largest total variation a claim allows between the laws of a
+    release on two neighbouring data sets: a bound for the paired test of
+    :func:`gdp_mu_lower_bound_paired` (whose gap bounds the total variation
+    from below) for every kind of claim.
+
+    The smallest of: ``(e^ε − 1 + 2δ)/(e^ε + 1)`` for any (ε, δ)-DP
+    mechanism (the best test against the trade-off curve
+    ``max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α))``, Kairouz, Oh & Viswanath
+    2015); ``2Φ(μ/2) − 1`` for μ-GDP (Dong, Roth & Su 2022); ``sqrt(ρ/2)``
+    for ρ-zCDP (its KL divergence is at most ρ; Pinsker's inequality).
+
+    Examples
+    --------
+    >>> from skdp.accounting import PrivacyCost
+    >>> from skdp.audit._stats import claimed_total_variation
+    >>> round(claimed_total_variation(PrivacyCost.from_gdp(1.0, delta=1e-5)), 4)
+    0.3829
+    """
+    e = math.exp(min(cost.epsilon, 700.0))
+    bounds = [(e - 1.0 + 2.0 * cost.delta) / (e + 1.0)]
+    if cost.mu is not None:
+        bounds.append(2.0 * float(ndtr(cost.mu / 2.0)) - 1.0)
+    if cost.rho is not None:
+        bounds.append(math.sqrt(cost.rho / 2.0))
+    return min(min(bounds), 1.0)
 
 
 def auroc(scores_in, scores_out):
