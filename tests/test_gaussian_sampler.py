@@ -1441,6 +1441,29 @@ def test_auto_with_paper_accounting_is_refused():
         DPGaussianSampler(accounting="paper").fit(X)
 
 
+def test_rows_near_the_float_range_are_scaled_after_the_sum():
+    """The covariance half's pairs are Y_i/sqrt(2) = X_a/2 − X_b/2, and the
+    release needs Y_i: multiplied row by row, a used pair above 1.27e308
+    became inf and the run a Fail that one record could decide (a review).
+    The scale multiplies the weighted sum instead: same release, finite."""
+    rng = np.random.default_rng(9)
+    n1, n2, d = 50, 30, 2
+    Yh = rng.uniform(1.0, 1.3, (n2, d)) * 1e308
+    w = np.full(n2, 1.0 / n2)
+    mu_hat = np.zeros(d)
+    with np.errstate(over="ignore"):
+        rows_first = release(
+            mu_hat, w, Yh * math.sqrt(2.0), n1, np.random.default_rng(1)
+        )
+    assert not np.all(np.isfinite(rows_first))
+    with np.errstate(all="raise"):
+        got = release(
+            mu_hat, w, Yh, n1, np.random.default_rng(1), y_scale=math.sqrt(2.0)
+        )
+        small = release(mu_hat, w, Yh * 1e-300, n1, np.random.default_rng(1))
+    np.testing.assert_allclose(got, small * math.sqrt(2.0) * 1e300, rtol=1e-12)
+
+
 def test_rows_of_weight_zero_leave_the_release_unchanged_even_if_infinite():
     """A covariance pair at float64's edge (X_a = 1.7e308, X_b = -1.7e308)
     gives Y_i = (X_a - X_b)/sqrt(2) = inf; StableCov gives it weight 0, and
@@ -1661,7 +1684,7 @@ def test_a_release_that_is_not_finite_is_fail(monkeypatch):
     assert run_sampler(X, *args, np.random.default_rng(10)) is not None
     for value in (np.inf, np.nan):
         monkeypatch.setattr(
-            _subroutines, "release", lambda *a, v=value: np.array([v, 0.0])
+            _subroutines, "release", lambda *a, v=value, **kw: np.array([v, 0.0])
         )
         assert run_sampler(X, *args, np.random.default_rng(10)) is None
 

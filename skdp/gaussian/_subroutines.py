@@ -428,14 +428,20 @@ def ptr_pass(score, epsilon_p, bound, rng):
     return score + xi < bound
 
 
-def release(mu_hat, W_weights, Y, n1, rng):
-    """``μ̂ + sqrt((1 - 1/n1)·n2)·Σ_i z_i sqrt(w_i) Y_i``, z uniform on the sphere."""
+def release(mu_hat, W_weights, Y, n1, rng, *, y_scale=1.0):
+    """``μ̂ + sqrt((1 - 1/n1)·n2)·Σ_i z_i sqrt(w_i) Y_i``, z uniform on the sphere.
+
+    The rows are ``y_scale·Y``: the scale multiplies the sum, not the rows,
+    so a row within float64's range is never scaled out of it (the sum is at
+    most the largest |row| by Cauchy–Schwarz, Σw ≤ 1 and ||z|| = 1; only a
+    result beyond the range overflows, a function of the exact release).
+    """
     n2 = Y.shape[0]
     g = rng.standard_normal(n2)
     z = g / np.linalg.norm(g)
     used = W_weights > 0  # rows of weight 0 add nothing (and may be huge)
     Wz = Y[used].T @ (z[used] * np.sqrt(W_weights[used]))
-    return mu_hat + math.sqrt((1.0 - 1.0 / n1) * n2) * Wz
+    return mu_hat + math.sqrt((1.0 - 1.0 / n1) * n2) * y_scale * Wz
 
 
 def run_sampler(X, n1, n2, lambda0, k, n_ref, epsilon_p, ptr_bound, rng, rows=None):
@@ -546,6 +552,6 @@ def _run_sampler(X, rows, n1, n2, lambda0, k, n_ref, epsilon_p, ptr_bound, rng):
         return None
     used = v > 0
     mu_hat = v[used] @ Xm[used]
-    Z = release(mu_hat, w, Yh * math.sqrt(2.0), n1, rng)
+    Z = release(mu_hat, w, Yh, n1, rng, y_scale=math.sqrt(2.0))
     # Data beyond float64's range: Fail rather than an inf or NaN release.
     return Z if np.all(np.isfinite(Z)) else None
