@@ -464,6 +464,31 @@ def _fit_stamp():
     return (time.time_ns(), next(_FIT_COUNTER))
 
 
+def private_transform(transform):
+    """Decorate a DP transformer's ``transform``: finite out for finite in,
+    and nothing about the data in a warning or an error.
+
+    A pipeline's fit runs ``transform`` on the training data and hands the
+    result to the next (DP) step. A record of 1e308 scaled by more than 1
+    overflowed to inf, which that step refused: an error one record's value
+    decides, where its neighbour fits (ε = ∞ for that pair). An overflow is
+    clipped to the largest float of its sign instead (the next step clips
+    that record like any other), and the arithmetic runs under
+    :func:`silent_on_data`. A Dask output is lazy: each chunk runs this.
+    """
+
+    @functools.wraps(transform)
+    def wrapper(self, X, *args, **kwargs):
+        with silent_on_data():
+            out = transform(self, X, *args, **kwargs)
+            if isinstance(out, np.ndarray) and out.dtype.kind == "f":
+                largest = np.finfo(out.dtype).max
+                np.clip(out, -largest, largest, out=out)
+        return out
+
+    return wrapper
+
+
 def silent_release(release):
     """Decorate a public function that reads private data to run
     :func:`silent_on_data`, as :func:`private_fit` runs a fit: the release

@@ -82,7 +82,7 @@ def warn_if_rows_point_one_way(
 def _clip_factors(X, clip):
     """Per-row factors ``min(1, clip/||x||)`` (0 for a norm beyond float64)."""
     norms = _dense_row_norms(X)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # a subnormal norm
         factor = np.minimum(1.0, clip / norms)
     factor[~np.isfinite(norms)] = 0.0
     return factor

@@ -595,3 +595,54 @@ def test_sparse_duplicates_that_overflow_fit_in_every_format(name, form):
     model = [vars(f).get("best_estimator_", f) for f in fits]
     key = "scores_" if hasattr(model[0], "scores_") else "coef_"
     np.testing.assert_array_equal(getattr(model[0], key), getattr(model[1], key))
+
+
+def _dp_transformers():
+    from skdp import (
+        DPMinMaxScaler,
+        DPQuantileTransformer,
+        DPRobustScaler,
+        DPStandardScaler,
+    )
+    from skdp.decomposition import DPPCA
+
+    return {
+        "standard_unclipped": lambda: DPStandardScaler(clip=False),
+        "standard": lambda: DPStandardScaler(),
+        "robust": lambda: DPRobustScaler(),
+        "minmax": lambda: DPMinMaxScaler(),
+        "quantile": lambda: DPQuantileTransformer(),
+        "pca": lambda: DPPCA(n_components=2),
+    }
+
+
+@pytest.mark.parametrize("dask_input", [False, True])
+@pytest.mark.parametrize("name", list(_dp_transformers()))
+def test_a_huge_record_passes_a_dp_transformer_finite_and_silent(name, dask_input):
+    """In a private pipeline the next DP step reads the transformer's output
+    on the training data: a record of 1e308 scaled by more than 1 came out
+    inf, with an overflow warning, and the next step refused it where the
+    neighbour (record 0.1) fitted (a review: ε = ∞ for that pair). The output
+    is finite for every finite input, and nothing warns."""
+    import warnings
+
+    from skdp import DPLogisticRegression
+    from skdp.pipeline import make_private_pipeline
+
+    rng = np.random.default_rng(3)
+    X = 0.1 * rng.normal(size=(3000, 4))  # scales below 1: 1e308 overflows
+    y = (X[:, 0] > 0).astype(int)
+    for value in (0.1, 1e308):
+        X[0] = value
+        data = (X, y)
+        if dask_input:
+            da = pytest.importorskip("dask.array")
+            data = (da.from_array(X, chunks=(1000, 4)), da.from_array(y, chunks=1000))
+        pipe = make_private_pipeline(
+            _dp_transformers()[name](), DPLogisticRegression(classes=[0, 1])
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            pipe.fit(*data)
+            out = np.asarray(pipe[0].transform(data[0]))
+        assert np.isfinite(out).all(), value

@@ -240,6 +240,40 @@ def test_fit_on_a_distributed_cluster_matches_in_memory(client):
     _assert_same(memory, fitted, ["coef_", "intercept_"])
 
 
+@pytest.mark.parametrize(
+    "name", ["linear", "pca", "sampler", "logistic", "scaler", "robust"]
+)
+def test_a_record_of_subnormal_norm_raises_no_floating_point_event_on_a_cluster(
+    client, name
+):
+    """A fit's np.errstate is a context of the client's thread: the threaded
+    scheduler carries it into its tasks, a cluster's workers do not. There
+    ``clip/||x||`` overflowed for a record of norm 1e-310 and warned (an
+    error under -W error) where its neighbour did not (a review): every
+    chunk function now runs under its own errstate."""
+    from skdp import DPLinearRegression, DPRobustScaler
+    from skdp.decomposition import DPPCA
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    X[0] = [1e-310, 0.0, 0.0]
+    y = X @ [1.0, 2.0, 3.0]
+    make = {
+        "linear": lambda: DPLinearRegression(target_clip=10.0),
+        "pca": lambda: DPPCA(n_components=2),
+        "sampler": lambda: DPGaussianSampler(center=np.zeros(3), radius=3.0),
+        "logistic": lambda: DPLogisticRegression(classes=[0, 1], max_iter=5),
+        "scaler": lambda: DPStandardScaler(),
+        "robust": lambda: DPRobustScaler(),
+    }[name]
+    target = y if name == "linear" else (y > 0).astype(int)
+    with client.as_current(), dask.config.set(scheduler=client):
+        Xd, yd = _dask(X, 500, target)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            make().fit(Xd, yd)
+
+
 def _count_calls(monkeypatch, owner, name):
     """Count the calls of ``owner.name`` (still called)."""
     calls = []

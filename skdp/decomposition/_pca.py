@@ -20,6 +20,7 @@ from .._base import (
     DPEstimatorMixin,
     is_dask_array,
     private_fit,
+    private_transform,
     require_positive_delta,
     warn_if_delta_is_large,
 )
@@ -360,6 +361,7 @@ class DPPCA(
     def _n_features_out(self):
         return self.components_.shape[0]
 
+    @private_transform
     def transform(self, X):
         """Project X on the principal axes: ``(X - mean_) @ components_.T``.
 

@@ -124,7 +124,7 @@ def _clipped_rows(X, center, radius):
     # clip below scales it down instead of producing inf·0 = NaN.
     np.clip(U, -_HUGE, _HUGE, out=U)
     norms = row_norms(U)  # free of overflow
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # a subnormal norm
         U *= np.minimum(1.0, radius / norms)[:, None]
     return U
 

@@ -26,6 +26,7 @@ from .._base import (
     DPEstimatorMixin,
     is_dask_array,
     private_fit,
+    private_transform,
     require_positive_delta,
     warn_if_delta_is_large,
 )
@@ -415,6 +416,7 @@ class DPQuantileTransformer(_DPHistogramQuantiles):
             X[:, j] = out
         return X
 
+    @private_transform
     def transform(self, X):
         """Map ``X`` through the private CDF of each feature.
 
@@ -615,6 +617,7 @@ class DPRobustScaler(_DPHistogramQuantiles):
             self.scale_ = None
         return self
 
+    @private_transform
     def transform(self, X):
         """Centre and scale ``X`` with the private ``center_`` and ``scale_``.
 
@@ -831,6 +834,7 @@ class DPMinMaxScaler(_DPHistogramQuantiles):
         self.min_ = low - data_min * self.scale_
         return self
 
+    @private_transform
     def transform(self, X):
         """Scale ``X`` to ``feature_range``.
 

@@ -19,6 +19,7 @@ from .._base import (
     DPEstimatorMixin,
     is_dask_array,
     private_fit,
+    private_transform,
     require_positive_delta,
     sum_over_rows,
     warn_if_delta_is_large,
@@ -859,6 +860,7 @@ class DPStandardScaler(
         scale = half_width * (2.0 * np.sqrt(np.maximum(s - m * m, floor)))
         return mean, scale
 
+    @private_transform
     def transform(self, X):
         """Standardise ``X`` with the private ``mean_`` and ``scale_``.
 
