@@ -21,7 +21,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._inputs import is_dask_array, is_sparse_input  # noqa: F401  (re-exported)
+from ._inputs import (  # noqa: F401  (is_dask_array, is_sparse_input re-exported)
+    NOT_NUMBERS_MESSAGE,
+    is_dask_array,
+    is_sparse_input,
+)
 from .accounting import (
     REPLACE_ONE,
     REPLACE_ONE_USER,
@@ -386,12 +390,7 @@ def _check_within_budget(spent, budget, name):
 #: (their start), and what skdp says instead.
 _VALUE_QUOTING_ERRORS = {
     "Complex data not supported": "Complex data not supported.",
-    "could not convert": (
-        "The input (X, y, or a parameter given as an array) holds values "
-        "that are not numbers (strings or other objects; the value is not "
-        "shown: it may be private). Encode them first, e.g. with "
-        "OneHotEncoder or OrdinalEncoder."
-    ),
+    "could not convert": NOT_NUMBERS_MESSAGE,
     "Expected 2D array": (
         "Expected a 2D array, got a 1D array or a scalar (the values are "
         "not shown: they may be private). Reshape your data either using "

@@ -69,7 +69,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _clipping
-from ._inputs import is_dask_array
+from ._inputs import NOT_NUMBERS_MESSAGE, is_dask_array
 
 __all__ = [
     "DaskDesign",
@@ -218,6 +218,18 @@ def block_parts(fn, X, *rows, size, start_name=None, **kwargs):
     )
 
 
+def _as_numbers(block, dtype):
+    """One chunk as ``dtype``; a value that is not a number raises an error
+    that names none (a worker logs the error it raises, before the client
+    rewrites it)."""
+    try:
+        if sp.issparse(block):
+            return block.astype(dtype)
+        return np.asarray(block, dtype=dtype)
+    except (ValueError, TypeError):
+        raise ValueError(NOT_NUMBERS_MESSAGE) from None
+
+
 def _chunk_is_invalid(X, *ys, y_check=None):
     """``[X has a non-finite value, y does, y fails y_check]`` as 0/1 for one chunk."""
     data = X.data if sp.issparse(X) else X
@@ -238,6 +250,7 @@ def validate(
     accept_sparse=False,
     y_check=None,
     y_message="y has invalid values.",
+    y_numeric=False,
     reset=True,
 ):
     """Check a Dask (X, y) before any noise: shapes, chunks, then one values pass.
@@ -248,7 +261,8 @@ def validate(
     client, as the in-memory validation raises or not. Sets
     ``n_features_in_`` (``reset=True``) or checks it. Returns ``(X, y)``: X
     with one column chunk and dtype in ``dtype`` (converted lazily to the
-    first one otherwise), y a 1-D Dask array chunked like X.
+    first one otherwise), y a 1-D Dask array chunked like X (float64 if
+    ``y_numeric``, and then checked finite whatever its dtype was).
     """
     X = row_chunks(X, accept_sparse=accept_sparse)
     if np.dtype(X.dtype).kind == "c" or (
@@ -259,8 +273,10 @@ def validate(
         raise ValueError("Complex data not supported.")
     dtypes = tuple(np.dtype(t) for t in np.atleast_1d(dtype))
     if X.dtype not in dtypes:
-        X = X.astype(dtypes[0])
+        X = X.map_blocks(_as_numbers, dtypes[0], dtype=dtypes[0])
     y = _as_rows(y, X)
+    if y is not None and y_numeric and y.dtype != np.float64:
+        y = y.map_blocks(_as_numbers, np.float64, dtype=np.float64)
     _check_n_features(estimator, X, reset=reset)
     checks = block_sum(
         _chunk_is_invalid,

@@ -35,3 +35,11 @@ def is_sparse_input(X):
 #: while its neighbour fits; the engine merges duplicates itself, clipping
 #: what overflows (:func:`skdp._clipping.canonical_design`).
 SPARSE_FIT_FORMATS = ["csr", "csc", "coo"]
+
+#: The error of an input that holds strings or other objects, in memory or in
+#: a Dask chunk: it never quotes the value (it may be private).
+NOT_NUMBERS_MESSAGE = (
+    "The input (X, y, or a parameter given as an array) holds values that are "
+    "not numbers (strings or other objects; the value is not shown: it may be "
+    "private). Encode them first, e.g. with OneHotEncoder or OrdinalEncoder."
+)

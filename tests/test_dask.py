@@ -175,6 +175,19 @@ def test_random_features_matches_in_memory(rows):
     fitted = DPRandomFeaturesRegressor(**params).fit(*_dask(X, rows, y))
     assert fitted.solver_ == "primal"
     _assert_same(memory, fitted, ["coef_", "random_weights_"])
+    # Sparse chunks holding a record as duplicates whose sum overflows: read
+    # as the in-memory fit reads it (merged, ±largest), not summed by scipy
+    # inside X @ V (a review: 4e-3 apart with the same seed).
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    data = np.concatenate([[1e308, 1e308], Xs.data[Xs.indptr[1] :]])
+    indices = np.concatenate([[0, 0], Xs.indices[Xs.indptr[1] :]])
+    indptr = np.concatenate([[0], Xs.indptr[1:] - Xs.indptr[1] + 2])
+    stored = sp.csr_matrix((data, indices, indptr), shape=Xs.shape)
+    assert not stored.has_canonical_format
+    params["activation"] = "sin"
+    memory = DPRandomFeaturesRegressor(solver="primal", **params).fit(stored, y)
+    fitted = DPRandomFeaturesRegressor(**params).fit(_dask(stored, rows), y)
+    _assert_same(memory, fitted, ["coef_"])
 
 
 @pytest.mark.parametrize("rows", CHUNKINGS)
@@ -272,6 +285,54 @@ def test_a_record_of_subnormal_norm_raises_no_floating_point_event_on_a_cluster(
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
             make().fit(Xd, yd)
+
+
+@pytest.mark.parametrize("name", ["sparse_glm", "random_features", "linear"])
+def test_a_dask_y_of_objects_or_complex_numbers_is_checked_as_in_memory(name):
+    """An object-dtype Dask y skipped the finiteness check (a NaN in it was
+    fitted, where in memory it raises), and DPLinearRegression cast a complex
+    y to real before the check (a review). Both raise, as in memory; and a
+    string raises the message that names no value."""
+    from skdp import DPLinearRegression
+
+    make = {
+        "sparse_glm": lambda: DPSparseGLM(sparsity=2),
+        "random_features": lambda: DPRandomFeaturesRegressor(20, max_iter=3),
+        "linear": lambda: DPLinearRegression(),
+    }[name]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = X[:, 0].astype(object)
+    Xd = da.from_array(X, chunks=(100, 3))
+    with_nan = y.copy()
+    with_nan[250] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        make().fit(Xd, da.from_array(with_nan, chunks=100))
+    with_text = y.copy()
+    with_text[250] = "secret-value-42"
+    with pytest.raises(ValueError, match="not numbers") as raised:
+        make().fit(Xd, da.from_array(with_text, chunks=100))
+    assert "secret" not in str(raised.value)
+    complex_y = X[:, 0] + 1j
+    for target in (complex_y, complex_y[:, None]) if name == "linear" else (complex_y,):
+        with pytest.raises(ValueError, match="Complex data not supported"):
+            make().fit(Xd, da.from_array(target, chunks=100))
+
+
+def test_a_worker_logs_no_value_of_an_input_that_is_not_numbers(client, caplog):
+    """The conversion of an object X ran in a worker task, whose log printed
+    numpy's "could not convert string to float: '<the value>'" before the
+    client rewrote the error (a review). The chunk's conversion raises the
+    message that names no value."""
+    X = np.random.default_rng(0).normal(size=(400, 3)).astype(object)
+    X[250, 1] = "secret-value-42"
+    with client.as_current(), dask.config.set(scheduler=client):
+        Xd = da.from_array(X, chunks=(100, 3))
+        with pytest.raises(ValueError, match="not numbers") as raised:
+            DPStandardScaler().fit(Xd)
+    assert "secret" not in str(raised.value)
+    assert "secret" not in caplog.text
+    assert "Compute Failed" in caplog.text  # the log was captured
 
 
 def _count_calls(monkeypatch, owner, name):

@@ -548,7 +548,7 @@ class DPLinearRegression(
             X = da.from_array(X, chunks=(rows, X.shape[1]))
         if y.ndim == 1:
             X, y = _dask.validate(
-                self, X, y.astype(np.float64), dtype=(np.float64, np.float32)
+                self, X, y, dtype=(np.float64, np.float32), y_numeric=True
             )
             return X, (y,), True
         X, _ = _dask.validate(self, X, dtype=(np.float64, np.float32))
@@ -591,9 +591,11 @@ def _dask_columns(X, y):
         y = da.from_array(y, chunks=(X.chunks[0], y.shape[1]))
     if y.ndim != 2:
         raise ValueError(f"y must be 1-D or 2-D; got {y.ndim} dimension(s).")
-    columns = tuple(
-        _dask._as_rows(y[:, j].astype(np.float64), X) for j in range(y.shape[1])
-    )
+    if np.dtype(y.dtype).kind == "c":  # astype would drop the imaginary part
+        raise ValueError("Complex data not supported.")
+    if y.dtype != np.float64:
+        y = y.map_blocks(_dask._as_numbers, np.float64, dtype=np.float64)
+    columns = tuple(_dask._as_rows(y[:, j], X) for j in range(y.shape[1]))
     finite = da.stack([da.isfinite(c).all() for c in columns]).all().compute()
     if not finite:
         raise ValueError(

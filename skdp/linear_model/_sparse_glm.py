@@ -1383,9 +1383,15 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
 
         check, message = _RESPONSE_CHECKS.get(self.family, (None, ""))
         X, y = _dask.validate(
-            self, X, y, accept_sparse=True, y_check=check, y_message=message
+            self,
+            X,
+            y,
+            accept_sparse=True,
+            y_check=check,
+            y_message=message,
+            y_numeric=True,
         )
-        return X, y.astype(np.float64)
+        return X, y
 
     def _residual_bound(self):
         """The residual clip r: ``residual_bound``, or ``y_bound`` if given.

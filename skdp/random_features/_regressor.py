@@ -422,8 +422,9 @@ class DPRandomFeaturesRegressor(
                 "not accept a Dask array; use solver='primal' (or 'auto', which "
                 "picks 'primal' for Dask input)."
             )
-        X, y = _dask.validate(self, X, y, dtype=np.float64, accept_sparse=True)
-        return X, y.astype(np.float64)
+        return _dask.validate(
+            self, X, y, dtype=np.float64, accept_sparse=True, y_numeric=True
+        )
 
     def _schedule(self, n_samples, n_features):
         """Steps, step size and clip: the parameters, or the paper's scaling.
@@ -522,6 +523,14 @@ class DPRandomFeaturesRegressor(
         return predict_linear(X, self.random_weights_, activation, self.coef_)
 
 
+def _chunk_features(block, weights, activation):
+    """φ of one Dask chunk, a sparse one read as the in-memory fit reads X
+    (duplicates merged, a sum that overflows read as ±largest)."""
+    if sp.issparse(block):
+        block = canonical_design(block)
+    return features(block, weights, activation)
+
+
 def _feature_matrix(X, weights, activation):
     """The ``n × p`` feature matrix Φ, filled a block of columns at a time.
 
@@ -534,7 +543,7 @@ def _feature_matrix(X, weights, activation):
     """
     if is_dask_array(X):
         return X.map_blocks(
-            functools.partial(features, weights=weights, activation=activation),
+            functools.partial(_chunk_features, weights=weights, activation=activation),
             chunks=(X.chunks[0], (weights.shape[1],)),
             dtype=np.float64,
             meta=np.empty((0, 0)),
