@@ -14,8 +14,10 @@ import functools
 import itertools
 import time
 import warnings
+import weakref
 from dataclasses import replace
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -451,16 +453,65 @@ def silent_on_data():
         raise
 
 
-#: The attribute in which every successful DP fit leaves its stamp (when
-#: it ended: wall-clock nanoseconds, then a per-process counter), so that
-#: the ledger can tell a step fitted again after the steps fitted on its
-#: output (see :func:`skdp._ledger.check_fit_order`).
+#: The attribute in which every successful DP fit leaves its
+#: :class:`FitStamp`, so that the ledger can tell a step fitted again after
+#: the steps fitted on its output, or a step fitted on the output of another
+#: step than the one its pipeline holds (:func:`skdp._ledger.check_fit_order`).
 FIT_STAMP = "_skdp_fit_stamp"
 _FIT_COUNTER = itertools.count()
+#: id(array) -> (a weak reference to it, the ``when`` of the DP fit whose
+#: ``transform`` returned it): where a DP fit's input came from.
+_PRODUCED = {}
 
 
-def _fit_stamp():
-    return (time.time_ns(), next(_FIT_COUNTER))
+class FitStamp(NamedTuple):
+    """When a DP fit ended, and which DP release its input came from.
+
+    ``when`` orders fits: wall-clock nanoseconds, then a per-process counter.
+    ``input_from`` is the ``when`` of the DP transformer whose ``transform``
+    returned the fit's X (a pipeline's previous step), or None if X came from
+    anything else (a plain step's output, the user's data). The runs of a
+    private search are not stamped (their number is secret: a counter would
+    count them); the search stamps the model it releases
+    (:func:`stamp_release`).
+    """
+
+    when: tuple
+    input_from: tuple | None
+
+
+def _new_stamp(input_from):
+    return FitStamp((time.time_ns(), next(_FIT_COUNTER)), input_from)
+
+
+def _record_output(out, transformer):
+    """Remember that ``transformer``'s release produced ``out``."""
+    stamp = getattr(transformer, FIT_STAMP, None)
+    if not isinstance(stamp, FitStamp):
+        return
+    key = id(out)
+    try:
+        ref = weakref.ref(out, lambda _, key=key: _PRODUCED.pop(key, None))
+    except TypeError:  # an output that takes no weak reference: unknown
+        return
+    _PRODUCED[key] = (ref, stamp.when)
+
+
+def _produced_by(X):
+    """The ``when`` of the DP release whose transform returned X, or None."""
+    entry = _PRODUCED.get(id(X))
+    return entry[1] if entry is not None and entry[0]() is X else None
+
+
+def stamp_release(parts):
+    """Stamp ``parts`` (DP estimators each fitted on the previous one's
+    output, unstamped) as if fitted one after another now: the model a
+    private search releases."""
+    previous = None
+    for part in parts:
+        stamp = _new_stamp(previous)
+        setattr(part, FIT_STAMP, stamp)
+        previous = stamp.when
 
 
 def private_transform(transform):
@@ -483,6 +534,7 @@ def private_transform(transform):
             if isinstance(out, np.ndarray) and out.dtype.kind == "f":
                 largest = np.finfo(out.dtype).max
                 np.clip(out, -largest, largest, out=out)
+        _record_output(out, self)
         return out
 
     return wrapper
@@ -563,8 +615,11 @@ def private_fit(fit):
       events (warnings, or errors under the caller's ``np.errstate``) are off
       during the fit, and an input error quotes no value of the data.
     * The order is visible: a successful fit leaves a stamp of when it
-      ended (:data:`FIT_STAMP`), by which the ledger refuses a pipeline
-      whose step was fitted again after the steps fitted on its output.
+      ended and of the DP release its input came from (:class:`FitStamp`),
+      by which the ledger refuses a pipeline whose step was fitted again
+      after the steps fitted on its output, or was fitted on another step's
+      output. A run of a private search (inside :func:`collect_fit_warnings`)
+      is not stamped.
     * The sampler is visible: ``privacy_spent_.sampler`` says which one drew
       the noise (``noise="fast"`` or ``"secure"``); ``noise="secure"`` with a
       ``random_state`` other than None raises a ValueError before any work.
@@ -583,6 +638,7 @@ def private_fit(fit):
         seed = noise_seed_id(self.random_state)
         if seed is not None:
             _warn_seeded(self)
+        source = _produced_by(args[0]) if args else None
         try:
             with silent_on_data(), _collected_into(_FIT_WARNINGS.get()):
                 result = fit(self, *args, **kwargs)
@@ -595,7 +651,8 @@ def private_fit(fit):
                 caveats=tuple(dict.fromkeys(spent.caveats + budget.caveats)),
                 sampler=NOISE_SAMPLERS.get(noise, str(noise)),
             )
-            setattr(self, FIT_STAMP, _fit_stamp())
+            if _FIT_WARNINGS.get() is None:  # not a run of a private search
+                setattr(self, FIT_STAMP, _new_stamp(source))
         except BaseException:
             for name in fitted_attributes(self):
                 delattr(self, name)

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ._base import FIT_STAMP
+from ._base import FIT_STAMP, FitStamp
 from .accounting import (
     REPLACE_ONE,
     REPLACE_ONE_OUTCOME,
@@ -557,14 +557,25 @@ def _fit_stamps(obj, path):
 
 
 def check_fit_order(obj, path):
-    """Refuse a fitted Pipeline whose step was fitted again after a later one.
+    """Refuse a fitted Pipeline whose steps were not fitted one on the other.
 
     Each step of a Pipeline is fitted on the output of the steps before it,
-    as they were then. A DP step fitted again since (in place, through a
-    slice ``pipe[:-1]``, which shares the steps, or in another pipeline
-    that holds the same object) no longer holds the release the later steps
-    were fitted on, so the fits the pipeline holds do not add up to what it
-    spent. Read from the stamps of the DP fits (:data:`skdp._base.FIT_STAMP`).
+    as they were then. Refused, read from the stamps of the DP fits
+    (:class:`skdp._base.FitStamp`):
+
+    * a DP step fitted again after a later step was fitted on its output (in
+      place, through a slice ``pipe[:-1]``, which shares the steps, or in
+      another pipeline that holds the same object): the release the later
+      step depends on is no longer in the pipeline;
+    * a DP step fitted on the output of another DP release than the step
+      before it holds (a step shared with another pipeline and fitted there
+      last, or an older fitted step put in by ``set_params``): the release
+      it was fitted on is not in the pipeline. Known where the step's input
+      was a DP transformer's output as returned (the stamp names that
+      release); after a plain step (or a ColumnTransformer, which stacks its
+      parts) the fits are checked for order only.
+
+    Either way the fits the pipeline holds do not add up to what it spent.
     """
     from sklearn.pipeline import Pipeline
 
@@ -577,7 +588,8 @@ def check_fit_order(obj, path):
         stamps = _fit_stamps(step, f"{path}/{name}")
         if not stamps:
             continue
-        if latest is not None and min(stamps) < latest[0]:
+        first = min(stamps, key=_when)
+        if latest is not None and _when(first) < _when(latest[0]):
             raise ValueError(
                 f"{path}: step '{latest[1]}' was fitted again after step "
                 f"'{name}', which was fitted on its output: the release '{name}' "
@@ -586,8 +598,31 @@ def check_fit_order(obj, path):
                 "step shared with another pipeline, or refitted through a "
                 "slice, is refitted in place)."
             )
-        if latest is None or max(stamps) > latest[0]:
-            latest = (max(stamps), name)
+        if latest is not None and _fitted_on_another(first, latest[0]):
+            raise ValueError(
+                f"{path}: step '{name}' was fitted on the output of another fit "
+                f"than the one step '{latest[1]}' holds (a step shared with "
+                "another pipeline and fitted there last, or a fitted step put "
+                "in by set_params): the release it depends on is not in the "
+                "pipeline, and no total of the fits it holds covers it. Fit the "
+                "pipeline again as a whole."
+            )
+        last = max(stamps, key=_when)
+        if latest is None or _when(last) > _when(latest[0]):
+            latest = (last, name)
+
+
+def _when(stamp):
+    """The order of a stamp (a FitStamp, or the bare ``when`` of older ones)."""
+    return stamp.when if isinstance(stamp, FitStamp) else tuple(stamp)
+
+
+def _fitted_on_another(first, previous):
+    """Whether the fit stamped ``first`` read another DP release's output
+    than the one stamped ``previous``."""
+    if not (isinstance(first, FitStamp) and isinstance(previous, FitStamp)):
+        return False  # a stamp of an older skdp: order only
+    return first.input_from is not None and first.input_from != previous.when
 
 
 def _children(obj, fitted, path=""):

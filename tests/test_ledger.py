@@ -2334,6 +2334,25 @@ def test_a_step_fitted_again_after_the_steps_fitted_on_its_output_is_refused(dat
     with pytest.raises(ValueError, match="was fitted again after step"):
         PrivacyLedger(delta=DELTA).record(first)
     assert len(PrivacyLedger(delta=DELTA).record(second)) == 2
+    # A later step shared and fitted last in another pipeline, on another
+    # DP release (a review: charged as if fitted on this one's scaler).
+    shared_model = model()
+    cheap = make_pipeline(scaler().set_params(epsilon=0.5), shared_model).fit(X, y)
+    costly = make_pipeline(scaler().set_params(epsilon=8.0), shared_model).fit(X, y)
+    with pytest.raises(ValueError, match="fitted on the output of another"):
+        PrivacyLedger(delta=DELTA).record(cheap)
+    assert len(PrivacyLedger(delta=DELTA).record(costly)) == 2
+    # An older fitted scaler put in by set_params: the model was fitted on
+    # the replaced one's output.
+    older = scaler().fit(X)
+    pipe = make_pipeline(scaler(), model()).fit(X, y)
+    pipe.set_params(dpstandardscaler=older)
+    with pytest.raises(ValueError, match="fitted on the output of another"):
+        PrivacyLedger(delta=DELTA).record(pipe)
+    # Fitted by hand, each on the other's output: as a pipeline's fit.
+    first_step = scaler().fit(X)
+    by_hand = make_pipeline(first_step, model().fit(first_step.transform(X), y))
+    assert len(PrivacyLedger(delta=DELTA).record(by_hand)) == 2
     # A step inside a ColumnTransformer counts as the ColumnTransformer's.
     columns = ColumnTransformer([("s", scaler(), [0, 1])], remainder="passthrough")
     nested = make_pipeline(columns, model()).fit(X, y)

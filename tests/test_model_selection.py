@@ -1960,3 +1960,39 @@ def test_a_number_written_as_text_is_checked_like_a_number(text):
     )
     with pytest.raises(ValueError, match="NaN, None or infinity"):
         grid.fit(frame, (numbers > 0).astype(int))
+
+
+def test_the_released_stamps_do_not_count_the_runs(monkeypatch):
+    """Every DP fit is stamped (wall clock, then a per-process counter), and
+    the runs of a search were too: the counters of the winner's steps and of
+    the search told how many runs followed the winner, and in a fresh
+    process K itself (a review). The runs are not stamped; the released
+    winner's steps are, in order, when the search releases them: the same
+    stamps whatever K."""
+    from sklearn.pipeline import make_pipeline
+
+    from skdp import DPStandardScaler
+    from skdp._base import FIT_STAMP
+    from skdp.model_selection import _search
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] > 0).astype(int)
+    pipe = make_pipeline(
+        DPStandardScaler(bounds=(-5, 5)), DPLogisticRegression(classes=[0, 1])
+    )
+    advances = []
+    for runs in (2, 9):
+        monkeypatch.setattr(
+            _search, "_draw_truncated_negative_binomial", lambda *a, k=runs: k
+        )
+        before = getattr(DPStandardScaler(bounds=(-5, 5)).fit(X), FIT_STAMP)
+        search = DPRandomSearchCV(
+            pipe, {"dplogisticregression__alpha": [1e-3, 1e-2]}, n_iter=4
+        ).fit(X, y)
+        steps = [getattr(s, FIT_STAMP) for s in search.best_estimator_]
+        mine = getattr(search, FIT_STAMP)
+        counts = [s.when[1] - before.when[1] for s in [*steps, mine]]
+        advances.append(counts)
+        assert steps[1].input_from == steps[0].when  # fitted one on the other
+    assert advances[0] == advances[1] == [1, 2, 3]

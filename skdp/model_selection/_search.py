@@ -38,6 +38,7 @@ from .._base import (
     declared_classes,
     private_fit,
     require_positive_delta,
+    stamp_release,
 )
 from .._clipping import csr_keeping_duplicates
 from .._inputs import SPARSE_FIT_FORMATS
@@ -799,6 +800,15 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 f"The selected run failed: {message} Nothing was released."
             )
         self.best_score_, self.best_params_, self.best_estimator_, caught = best
+        # The runs were not stamped (a counter or a clock would count them):
+        # the released model's DP steps are stamped now, in their order.
+        stamp_release(
+            [
+                s
+                for _, s in _steps_of(self.best_estimator_, fitted=True)
+                if is_dp_estimator(s)
+            ]
+        )
         # Only the winner's warnings, each once: the losers' (and how many
         # runs warned) would reveal the number of runs and the losers.
         for category, message in caught:
