@@ -60,11 +60,10 @@ class PrivacyLedger:
     :class:`~sklearn.ensemble.VotingRegressor`,
     :class:`~sklearn.multiclass.OneVsRestClassifier`,
     :class:`~sklearn.multioutput.MultiOutputClassifier`,
-    :class:`~sklearn.multioutput.MultiOutputRegressor`,
-    :class:`~sklearn.feature_selection.SelectFromModel`, and
-    :class:`~sklearn.ensemble.BaggingClassifier` /
-    :class:`~sklearn.ensemble.BaggingRegressor` with ``bootstrap=False``)
-    and any fitted search (:class:`~sklearn.model_selection.GridSearchCV`,
+    :class:`~sklearn.multioutput.MultiOutputRegressor` and
+    :class:`~sklearn.feature_selection.SelectFromModel`; bagging is refused,
+    as it keeps the noise seeds it gave its DP sub-models) and any fitted
+    search (:class:`~sklearn.model_selection.GridSearchCV`,
     :class:`~sklearn.model_selection.RandomizedSearchCV`, the halving
     searches), nested in any way, and records the cost of every fit on the
     training data:
@@ -885,7 +884,7 @@ def _fitted_with_templates(obj):
 
 
 def _seeds_set_by_wrapper(obj, path, leaks):
-    """Name the DP fits inside a wrapper whose noise seed the user did not give.
+    """Refuse a wrapper that seeded the noise of its DP fits itself.
 
     ``BaggingClassifier`` gives every sub-model a seed of its own, drawn from
     its ``random_state``, which by default is NumPy's global random state: a
@@ -925,16 +924,15 @@ def _seeds_set_by_wrapper(obj, path, leaks):
             else f"its own random_state={obj.random_state!r}"
         )
         shown = ", ".join(seeded[:3]) + (", ..." if len(seeded) > 3 else "")
-        leaks[
+        raise ValueError(
             f"{path} ({type(obj).__name__}) seeded the privacy noise of "
             f"{len(seeded)} DP fit(s) it holds ({shown}) from {source}, not "
             "with a seed you gave. The seeds are kept in the fitted model (each "
             "fit's random_state): whoever holds the model can regenerate the "
-            "noise and subtract it, and the ledger's total, which assumes "
-            "secret noise, does not hold for it. Use a wrapper that leaves "
-            "random_state=None on its DP models (VotingClassifier, "
+            "noise and subtract it, so no total covers it. Use a wrapper that "
+            "leaves random_state=None on its DP models (VotingClassifier, "
             "OneVsRestClassifier), or release only predictions."
-        ] = None
+        )
 
 
 # ---------------------------------------------------------------------------
