@@ -386,10 +386,12 @@ def rowwise(func):
 
 
 def _is_rowwise(func):
-    """Whether ``func`` is None, a NumPy ufunc or marked with :func:`rowwise`."""
+    """Whether ``func`` is None, an element-wise NumPy ufunc or marked with
+    :func:`rowwise` (a generalized ufunc, with core dimensions, works on
+    whole sub-arrays, which may mix rows: ``np.matmul``)."""
     return (
         func is None
-        or isinstance(func, np.ufunc)
+        or (isinstance(func, np.ufunc) and func.signature is None)
         or getattr(func, _ROWWISE, False) is True
     )
 

@@ -1735,6 +1735,16 @@ def test_function_transformer_funcs_must_be_marked_rowwise(func, silent):
             search.fit(X, (X[:, 0] > 0.5).astype(int))
 
 
+def test_only_element_wise_ufuncs_pass_as_rowwise():
+    # A generalized ufunc has core dimensions and works on whole sub-arrays,
+    # which may mix rows (a review: any ufunc passed): np.matmul.
+    from skdp._ledger import _is_rowwise
+
+    assert np.matmul.signature is not None
+    assert not _is_rowwise(np.matmul)
+    assert _is_rowwise(np.log1p) and _is_rowwise(np.add)
+
+
 def test_rowwise_marks_and_keeps_the_function_picklable():
     def first_column(X):
         return X[:, :1]
