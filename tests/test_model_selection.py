@@ -1996,3 +1996,44 @@ def test_the_released_stamps_do_not_count_the_runs(monkeypatch):
         advances.append(counts)
         assert steps[1].input_from == steps[0].when  # fitted one on the other
     assert advances[0] == advances[1] == [1, 2, 3]
+
+
+def test_a_combination_refused_only_jointly_past_256_is_a_failed_run(monkeypatch):
+    """Past 256 listed combinations each value is checked alone before any
+    draw, so a combination refused only jointly (a sparse OneHotEncoder with
+    sparse_threshold 0.3) was found as drawn and raised on the seeds that drew
+    it (a review): whether the search raised told how many runs were drawn.
+    It is a failed run: never fitted, the worst score."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+    from skdp.model_selection import _search
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 3, 2000), rng.normal(size=2000)])
+    y = (X[:, 1] > 0).astype(int)
+    columns = ColumnTransformer(
+        [("a", OrdinalEncoder(categories=[[0, 1, 2]]), [0])], sparse_threshold=0.0
+    )
+    pipe = Pipeline([("ct", columns), ("m", DPLogisticRegression(classes=[0, 1]))])
+    grid = {
+        "ct__a": [
+            OrdinalEncoder(categories=[[0, 1, 2]]),
+            OneHotEncoder(categories=[[0, 1, 2]]),
+        ],
+        "ct__sparse_threshold": [0.0, 0.3],
+        "m__clip_norm": list(np.linspace(0.5, 2.0, 100)),
+    }
+    failed = []
+    real = _search._fit_and_score
+
+    def spy(candidate, *args):
+        if isinstance(candidate, _search._Failure):
+            failed.append(candidate.kind)
+        return real(candidate, *args)
+
+    monkeypatch.setattr(_search, "_fit_and_score", spy)
+    for seed in range(6):
+        DPRandomSearchCV(pipe, grid, n_iter=3, random_state=seed).fit(X, y)
+    assert "TypeError" in failed  # drawn, refused as built, never fitted

@@ -237,8 +237,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     ``check_inverse=False``). A
     step the grid adds, drops or swaps for a non-private one would be
     released uncharged. Every combination of the listed values is checked
-    before anything is drawn (one value at a time past 256 combinations);
-    values drawn from distributions are checked as drawn. Grid values are
+    before anything is drawn (one value at a time past 256 combinations); a
+    candidate refused as drawn (a value from a distribution, or a combination
+    refused only jointly past 256) is a failed run. Grid values are
     cloned for each candidate (as scikit-learn's searches do): no two
     candidates share an object, and a DP step passed in the grid gets the
     search's ``epsilon``, ``delta``, ``noise`` and seed, whatever it held.
@@ -550,9 +551,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         return candidate
 
     def _check_listed(self, grids, privacy, expected):
-        """Build every combination of the listed values (the values drawn from
-        distributions are checked as drawn), before anything is drawn: a grid
-        is refused whatever the number of runs, never after some runs."""
+        """Build every combination of the listed values before anything is
+        drawn (past 256 combinations, every listed value alone), so that a
+        grid is refused whatever the number of runs. A candidate refused as
+        drawn (a value from a distribution, or a combination refused only
+        jointly past 256) is a failed run instead, never a refusal after
+        some runs."""
         for grid in grids:
             listed = {k: v for k, v in grid.items() if not hasattr(v, "rvs")}
             if not listed:
@@ -761,10 +765,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             }
             try:
                 candidate = self._build(params, privacy, expected)
-            except InvalidParameterError as error:
-                # A value drawn from a distribution that a step refuses (the
-                # listed ones were checked before any draw): a failed run, as
-                # raising now would show how many runs were drawn.
+            except (InvalidParameterError, TypeError, ValueError) as error:
+                # A candidate refused as built that the check before any draw
+                # could not build: a value drawn from a distribution, or past
+                # 256 combinations a combination refused only jointly. A
+                # failed run (never fitted), as raising now would show how
+                # many runs were drawn. (Read from the parameters only.)
                 runs.append((params, _Failure(type(error).__name__, str(error))))
                 continue
             candidate.set_params(**seeds, **labels, **_silenced(candidate))
