@@ -525,7 +525,12 @@ def composite_parts(obj, fitted=False):
         return list(obj.transformer_list)
     if isinstance(obj, ColumnTransformer):
         if fitted:
-            return [(name, t) for name, t, _ in obj.transformers_]
+            # A part whose selector matched no column was never fitted.
+            return [
+                (name, t)
+                for name, t, columns in obj.transformers_
+                if not _selects_nothing(columns)
+            ]
         return [(name, t) for name, t, _ in obj.transformers] + [
             ("remainder", obj.remainder)
         ]
@@ -545,6 +550,24 @@ def composite_parts(obj, fitted=False):
             )
         return [("regressor", regressor), ("transformer", transformer)]
     return None
+
+
+def _used_prefit(obj):
+    """A ``SelectFromModel(prefit=True)`` used without ``fit``: it holds a
+    fitted model (checked as the walk reaches it) but no fitted attribute."""
+    from sklearn.feature_selection import SelectFromModel
+
+    return isinstance(obj, SelectFromModel) and obj.prefit
+
+
+def _selects_nothing(columns):
+    """Whether a fitted ColumnTransformer's part selected no column."""
+    if isinstance(columns, str) or callable(columns):
+        return False
+    values = np.asarray(columns)
+    if values.dtype == bool:
+        return not values.any()
+    return values.size == 0
 
 
 def _fit_stamps(obj, path):
@@ -656,11 +679,11 @@ def _wrapper_children(obj, fitted, path):
             return list(obj.named_estimators_.items())
         return list(obj.estimators)
     if kind is SelectFromModel:
-        return (
-            [("estimator_", obj.estimator_)]
-            if fitted
-            else [("estimator", obj.estimator)]
-        )
+        if fitted and hasattr(obj, "estimator_"):
+            return [("estimator_", obj.estimator_)]
+        # Unfitted, or prefit=True and used without fit: its estimator is
+        # the model it holds (fitted by the user, and charged as such).
+        return [("estimator", obj.estimator)]
     if kind in (OneVsRestClassifier, MultiOutputClassifier, MultiOutputRegressor):
         if fitted:
             return [(f"estimators_[{i}]", e) for i, e in enumerate(obj.estimators_)]
@@ -878,6 +901,8 @@ def _fitted_with_templates(obj):
             for i, e in enumerate(obj.estimators_)
         ]
     if kind is SelectFromModel:
+        if not hasattr(obj, "estimator_"):  # prefit, used without fit
+            return [("estimator", obj.estimator, obj.estimator)]
         return [("estimator_", obj.estimator_, obj.estimator)]
     if kind in (VotingClassifier, VotingRegressor):
         templates = dict(obj.estimators)
@@ -1057,7 +1082,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
         return
     if fitted and releases and _charge_search_release(obj, path, costs, leaks):
         return
-    if fitted and isinstance(obj, BaseEstimator):
+    if fitted and isinstance(obj, BaseEstimator) and not _used_prefit(obj):
         check_is_fitted(obj)
     if isinstance(obj, BaseSearchCV):
         if not fitted:

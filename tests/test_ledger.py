@@ -2355,3 +2355,34 @@ def test_a_step_fitted_again_after_the_steps_fitted_on_its_output_is_refused(dat
     nested[0].named_transformers_["s"].fit(X[:, :2])
     with pytest.raises(ValueError, match="step 'columntransformer' was fitted"):
         PrivacyLedger(delta=DELTA).record(nested)
+
+
+def test_usable_fitted_objects_with_an_unfitted_part_are_recorded(data):
+    """A ColumnTransformer part whose selector matched no column is never
+    fitted (it released nothing), and SelectFromModel(prefit=True) used for
+    transform alone holds the fitted model, not estimator_: both raised
+    NotFittedError (a review)."""
+    import pandas as pd
+    from sklearn.compose import make_column_selector
+    from sklearn.preprocessing import OneHotEncoder
+
+    X, y = data
+    frame = pd.DataFrame({"c": np.random.default_rng(0).choice(["a", "b"], 200)})
+    columns = ColumnTransformer(
+        [
+            ("num", _quiet_scaler(), make_column_selector(dtype_include="number")),
+            ("cat", OneHotEncoder(categories=[["a", "b"]]), ["c"]),
+        ],
+        sparse_threshold=0,
+    ).fit(frame)
+    ledger = PrivacyLedger(delta=DELTA)
+    ledger.record(columns)
+    assert len(ledger) == 0
+    model = dp_model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        model.fit(X, y)
+    selector = SelectFromModel(model, prefit=True)
+    selector.transform(X)
+    ledger = PrivacyLedger(delta=DELTA).record(selector)
+    assert ledger.costs == (model.privacy_spent_,)
