@@ -35,9 +35,11 @@ joint law of Algorithm 1. With a square root ``F`` of ``K`` (``FFᵀ = K``,
           b = a_T + s F^{-\\top}\\textstyle\\sum_t g_t - s\\sqrt{T} K^{+}\\Phi\\xi.
 
 ``F`` is the Cholesky factor when K is well conditioned, else ``UΛ^{1/2}`` from
-an eigendecomposition truncated at ``n·eps·λ_max`` (a singular K: p < n,
-duplicated or zero rows); no jitter is added, which would change the law.
-Which factor runs depends on K, but both give θ_T the same law.
+an eigendecomposition truncated at ``1e6·(n + p)·eps·λ_max`` (a singular or
+nearly singular K: p < n, duplicated, near-duplicate or zero rows; below
+that, float64 does not resolve an eigenvalue, see :class:`GramFactor`); no
+jitter is added, which would change the law. Which factor runs depends on
+K, but both give θ_T the same law (every kept direction to about 1e-6).
 
 **Normalised rows, for every finite input.** Everything above is run on
 ``Φ̃``, Φ with each row divided by its norm ``r_i`` (a zero row stays 0),
@@ -73,26 +75,46 @@ from ._features import column_blocks, features
 # eigendecomposition (about 6× slower, robust to rank loss).
 _MIN_RCOND_CHOLESKY = 1e-10
 
+# Kept directions of K: eigenvalues above this many times K's rounding error
+# (see GramFactor).
+_RESOLUTION = 1e6
+
 # Below this row norm, some squares of the row's features may have underflowed
 # in the Gram matrix: those rows of K̃ are recomputed from normalised features.
 _SMALLEST_NORM = 1e-140
 
 
 class GramFactor:
-    """A square root ``F`` of the Gram matrix K (``FFᵀ = K``) and its solves."""
+    """A square root ``F`` of the Gram matrix K (``FFᵀ = K``) and its solves.
 
-    def __init__(self, gram, *, may_be_definite=True):
+    Only directions of K resolved by float64 are kept. K sums p products per
+    entry, so it is known to about ``(n + p)·eps·||K||`` (absolute), and an
+    eigenvalue near that is known to no digit: kept, its direction's noise in
+    θ came out with a wrong variance (a near-duplicate record gave one, and
+    3/4 of the noise in that direction; a review). The cut is
+    ``_RESOLUTION = 1e6`` times that error, so that every kept direction is
+    exact to about 1e-6 relative; a cut direction gets its noise in θ in
+    full from ξ, and only the predictions (which decide the clips) miss a
+    noise component of variance below the cut. The Cholesky factor is used
+    only when K's smallest eigenvalue is above the cut too.
+    """
+
+    def __init__(self, gram, *, may_be_definite=True, n_features=None):
         n = gram.shape[0]
+        p = n if n_features is None else n_features
+        resolution = _RESOLUTION * (n + p) * np.finfo(float).eps
         # With p < n features K = ΦΦᵀ is singular (rank ≤ p), and at p = n
         # it is nearly so (cond ~1e9 for tanh features at n = 2000): skip the
         # Cholesky attempt, which would fail its condition check.
-        self._cholesky = _well_conditioned_cholesky(gram) if may_be_definite else None
+        self._cholesky = (
+            _well_conditioned_cholesky(gram, resolution) if may_be_definite else None
+        )
         if self._cholesky is not None:
             self.rank = n
             return
         eigvals, eigvecs = la.eigh(gram, check_finite=False)
         top = max(eigvals[-1], 0.0)
-        keep = eigvals > n * np.finfo(float).eps * top
+        keep = eigvals > resolution * top
         self._sqrt_eigvals = np.sqrt(eigvals[keep])
         self._eigvecs = eigvecs[:, keep]
         self.rank = int(keep.sum())
@@ -116,14 +138,17 @@ class GramFactor:
         return self._eigvecs @ ((self._eigvecs.T @ h) / self._sqrt_eigvals**2)
 
 
-def _well_conditioned_cholesky(gram):
-    """The lower Cholesky factor of K if it exists and K is well conditioned."""
+def _well_conditioned_cholesky(gram, resolution):
+    """The lower Cholesky factor of K if it exists and K is well conditioned:
+    LAPACK's estimate of 1/cond(K) at least ``_MIN_RCOND_CHOLESKY`` and
+    ``resolution`` (the relative size of the smallest eigenvalue kept)."""
     try:
         chol = la.cholesky(gram, lower=True, check_finite=False)
     except la.LinAlgError:
         return None
     rcond, info = lapack.dpocon(chol, np.abs(gram).sum(axis=0).max(), uplo="L")
-    return chol if info == 0 and rcond >= _MIN_RCOND_CHOLESKY else None
+    good = info == 0 and rcond >= max(_MIN_RCOND_CHOLESKY, resolution)
+    return chol if good else None
 
 
 def gram_pass(X, weights, activation, xi):
@@ -254,7 +279,7 @@ def kernel_dpgd(
     xi = rng.standard_normal(p)
     gram, h, norms = gram_pass(X, weights, activation, xi)
     progress.phase(f"pass 1 of 2 over the {p} features done")
-    factor = GramFactor(gram, may_be_definite=p > n)
+    factor = GramFactor(gram, may_be_definite=p > n, n_features=p)
     dual, noise_sum = dual_iterates(
         gram,
         norms,
