@@ -1212,3 +1212,20 @@ def test_verbose_names_the_guarantee_it_composes_and_the_releases(noise, capsys)
     else:
         assert f"rho = {cost.rho:.4g}" in out and "mu =" not in out
     assert f"done: 4 rounds ({est.n_iter_} releases)" in out
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_one_users_huge_rows_raise_no_floating_point_event_in_any_shard(n_jobs):
+    """The shards of n_jobs > 1 run in threads, which do not inherit the fit's
+    np.errstate: one user's rows of 1.7e308 overflowed and warned (raised
+    under -W error) where the neighbour fitted silently (a review)."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(50), 6)
+    X = rng.standard_normal((300, 5))
+    y = rng.standard_normal(300)
+    X[groups == 7] = 1.7e308 * np.sign(rng.standard_normal((6, 5)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        DPFedRep(2, n_jobs=n_jobs).fit(X, y, groups)
