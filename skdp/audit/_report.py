@@ -55,7 +55,7 @@ class AuditReport:
         ``mu_lower_bound``).
     claimed_total_variation : float
         The largest total variation the claim allows, whatever its kind
-        (GDP, zCDP or (ε, δ); :func:`~skdp.audit._stats.claimed_total_variation`).
+        (GDP, zCDP or (ε, δ): the smallest bound that applies, see the audit guide).
     expected_mu : float or None
         The μ the canary's design attains with its statistic, when known.
     auroc : float
