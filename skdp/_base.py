@@ -12,7 +12,7 @@ import contextlib
 import contextvars
 import functools
 import itertools
-import time
+import os
 import warnings
 import weakref
 from dataclasses import replace
@@ -459,19 +459,23 @@ def silent_on_data():
 #: step than the one its pipeline holds (:func:`skdp._ledger.check_fit_order`).
 FIT_STAMP = "_skdp_fit_stamp"
 _FIT_COUNTER = itertools.count()
-#: id(array) -> (a weak reference to it, the ``when`` of the DP fit whose
-#: ``transform`` returned it): where a DP fit's input came from.
+#: (data address, shape) of an array a DP ``transform`` returned -> (a weak
+#: reference to it, the ``when`` of that DP fit): where a fit's input came
+#: from, also through a pandas frame that wraps the array (set_output).
 _PRODUCED = {}
 
 
 class FitStamp(NamedTuple):
-    """When a DP fit ended, and which DP release its input came from.
+    """In which order DP fits ended, and which DP release a fit's input
+    came from.
 
-    ``when`` orders fits: wall-clock nanoseconds, then a per-process counter.
-    ``input_from`` is the ``when`` of the DP transformer whose ``transform``
-    returned the fit's X (a pipeline's previous step), or None if X came from
-    anything else (a plain step's output, the user's data). The runs of a
-    private search are not stamped (their number is secret: a counter would
+    ``when`` is (process id, a per-process counter): it orders the fits of
+    one process and holds no clock (the time between two stamps would
+    measure the work in between, e.g. the secret number of runs of a private
+    search). ``input_from`` is the ``when`` of the DP transformer whose
+    ``transform`` returned the fit's X (a pipeline's previous step), or None
+    if X came from anything else (a plain step's output, the user's data,
+    a copy). The runs of a private search are not stamped (a counter would
     count them); the search stamps the model it releases
     (:func:`stamp_release`).
     """
@@ -481,26 +485,42 @@ class FitStamp(NamedTuple):
 
 
 def _new_stamp(input_from):
-    return FitStamp((time.time_ns(), next(_FIT_COUNTER)), input_from)
+    return FitStamp((os.getpid(), next(_FIT_COUNTER)), input_from)
+
+
+def _buffer_key(X):
+    """(data address, shape) of X's values, for an ndarray or a pandas frame
+    (read without a copy; None for anything else, or if it would copy)."""
+    if hasattr(X, "iloc") and hasattr(X, "to_numpy"):
+        try:
+            X = X.to_numpy(copy=False)
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(X, np.ndarray) or X.size == 0:
+        return None
+    return (X.__array_interface__["data"][0], X.shape)
 
 
 def _record_output(out, transformer):
     """Remember that ``transformer``'s release produced ``out``."""
     stamp = getattr(transformer, FIT_STAMP, None)
-    if not isinstance(stamp, FitStamp):
+    key = _buffer_key(out) if isinstance(out, np.ndarray) else None
+    if not isinstance(stamp, FitStamp) or key is None:
         return
-    key = id(out)
-    try:
-        ref = weakref.ref(out, lambda _, key=key: _PRODUCED.pop(key, None))
-    except TypeError:  # an output that takes no weak reference: unknown
-        return
-    _PRODUCED[key] = (ref, stamp.when)
+
+    def forget(ref, key=key):
+        if _PRODUCED.get(key, (None,))[0] is ref:
+            del _PRODUCED[key]
+
+    _PRODUCED[key] = (weakref.ref(out, forget), stamp.when)
 
 
 def _produced_by(X):
-    """The ``when`` of the DP release whose transform returned X, or None."""
-    entry = _PRODUCED.get(id(X))
-    return entry[1] if entry is not None and entry[0]() is X else None
+    """The ``when`` of the DP release whose transform returned X's values
+    (X itself, or a pandas frame around them), or None."""
+    key = _buffer_key(X)
+    entry = None if key is None else _PRODUCED.get(key)
+    return entry[1] if entry is not None and entry[0]() is not None else None
 
 
 def stamp_release(parts):
@@ -523,7 +543,7 @@ def private_transform(transform):
     overflowed to inf, which that step refused: an error one record's value
     decides, where its neighbour fits (ε = ∞ for that pair). An overflow is
     clipped to the largest float of its sign instead (the next step clips
-    that record like any other), and the arithmetic runs under
+    that record like any other), a NaN read as 0, and the arithmetic runs under
     :func:`silent_on_data`. A Dask output is lazy: each chunk runs this.
     """
 
@@ -532,8 +552,10 @@ def private_transform(transform):
         with silent_on_data():
             out = transform(self, X, *args, **kwargs)
             if isinstance(out, np.ndarray) and out.dtype.kind == "f":
+                # NaN (inf − inf in a product's partial sums) is read as 0:
+                # a rule on each entry, as the clip of an overflow is.
                 largest = np.finfo(out.dtype).max
-                np.clip(out, -largest, largest, out=out)
+                np.nan_to_num(out, copy=False, nan=0.0, posinf=largest, neginf=-largest)
         _record_output(out, self)
         return out
 
@@ -638,7 +660,7 @@ def private_fit(fit):
         seed = noise_seed_id(self.random_state)
         if seed is not None:
             _warn_seeded(self)
-        source = _produced_by(args[0]) if args else None
+        source = _produced_by(args[0] if args else kwargs.get("X"))
         try:
             with silent_on_data(), _collected_into(_FIT_WARNINGS.get()):
                 result = fit(self, *args, **kwargs)

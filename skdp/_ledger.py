@@ -571,82 +571,97 @@ def _selects_nothing(columns):
 
 
 def _fit_stamps(obj, path):
-    """The stamps of every DP fit inside ``obj``, itself included."""
+    """The stamps of every DP fit inside ``obj``, itself included.
+
+    A ``SelectFromModel(prefit=True)`` is left out: its model was fitted
+    apart from the pipeline's data flow (and is charged as such), so its
+    stamp says nothing of the order of the pipeline's fits.
+    """
+    if _used_prefit(obj):
+        return []
     stamp = getattr(obj, FIT_STAMP, None)
-    stamps = [] if stamp is None else [stamp]
+    stamps = [stamp] if isinstance(stamp, FitStamp) else []
     for name, child in _children(obj, True, path) or []:
         if not isinstance(child, str) and child is not None:
             stamps += _fit_stamps(child, f"{path}/{name}")
     return stamps
 
 
-def check_fit_order(obj, path):
+def check_fit_order(obj, path, leaks):
     """Refuse a fitted Pipeline whose steps were not fitted one on the other.
 
     Each step of a Pipeline is fitted on the output of the steps before it,
-    as they were then. Refused, read from the stamps of the DP fits
-    (:class:`skdp._base.FitStamp`):
+    as they were then. Read from the stamps of the DP fits
+    (:class:`skdp._base.FitStamp`), refused:
 
     * a DP step fitted again after a later step was fitted on its output (in
       place, through a slice ``pipe[:-1]``, which shares the steps, or in
       another pipeline that holds the same object): the release the later
-      step depends on is no longer in the pipeline;
-    * a DP step fitted on the output of another DP release than the step
-      before it holds (a step shared with another pipeline and fitted there
+      step depends on is no longer in the pipeline. Fits are ordered within
+      one process (a ColumnTransformer's parts fitted by joblib workers are
+      not compared with the steps around them);
+    * a DP step fitted on the output of another DP release than the steps
+      before it hold (a step shared with another pipeline and fitted there
       last, or an older fitted step put in by ``set_params``): the release
       it was fitted on is not in the pipeline. Known where the step's input
-      was a DP transformer's output as returned (the stamp names that
-      release); after a plain step (or a ColumnTransformer, which stacks its
-      parts) the fits are checked for order only.
+      was a DP transformer's output as returned, or a pandas frame around it
+      (the stamp names that release); after a plain step, a copy or a
+      ColumnTransformer (which stacks its parts) the fits are checked for
+      order only.
 
-    Either way the fits the pipeline holds do not add up to what it spent.
+    A first DP step fitted on a DP release's output is named in a warning:
+    the pipeline depends on a release it does not hold, which must be
+    recorded too. Either refusal means the fits the pipeline holds do not
+    add up to what it spent.
     """
     from sklearn.pipeline import Pipeline
 
     if not isinstance(obj, Pipeline):
         return
-    latest = None  # (the latest stamp among the steps so far, its step)
+    earlier = []  # (stamp, step name) of every DP fit in the steps so far
     for name, step in obj.steps:
         if isinstance(step, str) or step is None:
             continue
         stamps = _fit_stamps(step, f"{path}/{name}")
         if not stamps:
             continue
-        first = min(stamps, key=_when)
-        if latest is not None and _when(first) < _when(latest[0]):
+        for stamp in stamps:
+            for previous, previous_name in earlier:
+                if _fitted_before(stamp, previous):
+                    raise ValueError(
+                        f"{path}: step '{previous_name}' was fitted again after "
+                        f"step '{name}', which was fitted on its output: the "
+                        f"release '{name}' depends on is no longer in the "
+                        "pipeline, and no total of the fits it holds covers it. "
+                        "Fit the pipeline again as a whole (a step shared with "
+                        "another pipeline, or refitted through a slice, is "
+                        "refitted in place)."
+                    )
+        own = {stamp.when for stamp in stamps}
+        sources = {s.input_from for s in stamps if s.input_from is not None} - own
+        held = {previous.when for previous, _ in earlier}
+        if sources and not earlier:
+            leaks[
+                f"{path}/{name} was fitted on the output of a DP release that "
+                "the pipeline does not hold: record that release too (the "
+                "pipeline's predictions depend on it)."
+            ] = None
+        elif sources - held:
             raise ValueError(
-                f"{path}: step '{latest[1]}' was fitted again after step "
-                f"'{name}', which was fitted on its output: the release '{name}' "
-                "depends on is no longer in the pipeline, and no total of the "
-                "fits it holds covers it. Fit the pipeline again as a whole (a "
-                "step shared with another pipeline, or refitted through a "
-                "slice, is refitted in place)."
-            )
-        if latest is not None and _fitted_on_another(first, latest[0]):
-            raise ValueError(
-                f"{path}: step '{name}' was fitted on the output of another fit "
-                f"than the one step '{latest[1]}' holds (a step shared with "
+                f"{path}: step '{name}' was fitted on the output of another DP "
+                "release than the steps before it hold (a step shared with "
                 "another pipeline and fitted there last, or a fitted step put "
                 "in by set_params): the release it depends on is not in the "
-                "pipeline, and no total of the fits it holds covers it. Fit the "
-                "pipeline again as a whole."
+                "pipeline, and no total of the fits it holds covers it. Fit "
+                "the pipeline again as a whole."
             )
-        last = max(stamps, key=_when)
-        if latest is None or _when(last) > _when(latest[0]):
-            latest = (last, name)
+        earlier += [(stamp, name) for stamp in stamps]
 
 
-def _when(stamp):
-    """The order of a stamp (a FitStamp, or the bare ``when`` of older ones)."""
-    return stamp.when if isinstance(stamp, FitStamp) else tuple(stamp)
-
-
-def _fitted_on_another(first, previous):
-    """Whether the fit stamped ``first`` read another DP release's output
-    than the one stamped ``previous``."""
-    if not (isinstance(first, FitStamp) and isinstance(previous, FitStamp)):
-        return False  # a stamp of an older skdp: order only
-    return first.input_from is not None and first.input_from != previous.when
+def _fitted_before(stamp, previous):
+    """Whether the fit stamped ``stamp`` ended before ``previous``, both in
+    one process (counters of different processes are not comparable)."""
+    return stamp.when[0] == previous.when[0] and stamp.when[1] < previous.when[1]
 
 
 def _children(obj, fitted, path=""):
@@ -702,8 +717,10 @@ def _wrapper_children(obj, fitted, path):
             raise ValueError(
                 f"{path} ({kind.__name__}) draws bootstrap samples: one record "
                 "can enter a sub-model many times, so each sub-model's guarantee "
-                "(stated for one copy) does not hold for it. Use bootstrap=False "
-                "(each sub-model then sees a record at most once)."
+                "(stated for one copy) does not hold for it. (Without bootstrap "
+                "it is refused too: it seeds its DP sub-models' noise itself and "
+                "keeps the seeds in the model.) Use a VotingClassifier of DP "
+                "models, or release only predictions."
             )
         if fitted:
             return [(f"estimators_[{i}]", e) for i, e in enumerate(obj.estimators_)]
@@ -1095,7 +1112,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
     children = _children(obj, fitted, path)
     if children is not None:
         if fitted:
-            check_fit_order(obj, path)
+            check_fit_order(obj, path, leaks)
             leak = _label_set_leak(path, obj) if _dp_inside(obj) is not None else None
             if leak:
                 leaks[leak] = None
@@ -1148,8 +1165,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
             "bootstrap duplicates, refits it does not keep, or a wrapper it "
             "does not know), so no total would be honest. Put the DP estimator "
             "in a Pipeline, a Voting ensemble, OneVsRestClassifier, "
-            "MultiOutput*, SelectFromModel or bagging without bootstrap, or "
-            "record its fits yourself."
+            "MultiOutput* or SelectFromModel, or record its fits yourself."
         )
     if not _reads_only_shape(obj):
         leaks[_leak_message(path, obj)] = None

@@ -646,3 +646,22 @@ def test_a_huge_record_passes_a_dp_transformer_finite_and_silent(name, dask_inpu
             pipe.fit(*data)
             out = np.asarray(pipe[0].transform(data[0]))
         assert np.isfinite(out).all(), value
+
+
+def test_a_projection_of_a_row_near_the_float_range_is_finite():
+    """(X − mean) @ components: BLAS's partial sums of a row of ±0.99·max
+    overflowed to +inf and −inf, NaN, which the next step refused (a
+    review). The row is scaled by a power of two before the product."""
+    from skdp.decomposition import DPPCA
+
+    rng = np.random.default_rng(0)
+    pca = DPPCA(n_components=1).fit(rng.normal(size=(2000, 16)))
+    rows = 0.99 * np.finfo(np.float64).max * np.sign(rng.normal(size=(200, 16)))
+    out = pca.transform(rows)
+    assert np.isfinite(out).all()
+    largest = np.finfo(np.float64).max
+    with np.errstate(over="ignore"):
+        centred = (rows - pca.mean_) * 2.0**-1000
+        small = (centred @ pca.components_.T) * 2.0**1000
+    np.testing.assert_allclose(out, np.clip(small, -largest, largest), rtol=1e-12)
+    assert np.abs(out).max() > 1e307  # the projections are not zeroed

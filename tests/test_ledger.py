@@ -8,6 +8,7 @@ from dataclasses import replace
 import _containers
 import dp_accounting
 import numpy as np
+import pandas as pd
 import pytest
 from _warning_location import points_at
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -2345,6 +2346,30 @@ def test_a_step_fitted_again_after_the_steps_fitted_on_its_output_is_refused(dat
     pipe.set_params(dpstandardscaler=older)
     with pytest.raises(ValueError, match="fitted on the output of another"):
         PrivacyLedger(delta=DELTA).record(pipe)
+    # The same with pandas output: the next step reads a frame around the
+    # scaler's array (a review: its provenance was lost, and the shared step
+    # accepted again).
+    shared_model = model()
+    cheap = make_pipeline(scaler(), shared_model).set_output(transform="pandas")
+    costly = make_pipeline(scaler(), shared_model).set_output(transform="pandas")
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    cheap.fit(frame, y)
+    costly.fit(frame, y)
+    with pytest.raises(ValueError, match="fitted on the output of another"):
+        PrivacyLedger(delta=DELTA).record(cheap)
+    assert len(PrivacyLedger(delta=DELTA).record(costly)) == 2
+    # A first step fitted on a release the pipeline does not hold: named.
+    outside = scaler().fit(X)
+    first = make_pipeline(model().fit(X=outside.transform(X), y=y))
+    messages = record_quietly(PrivacyLedger(delta=DELTA), first)
+    assert any("a DP release that the pipeline does not hold" in m for m in messages)
+    # A prefit SelectFromModel after a DP step: its model was fitted apart,
+    # and says nothing of the pipeline's order (a review: refused).
+    chosen = model().fit(X, y)
+    selecting = make_pipeline(
+        scaler(), SelectFromModel(chosen, prefit=True), model()
+    ).fit(X, y)
+    assert len(PrivacyLedger(delta=DELTA).record(selecting)) == 3
     # Fitted by hand, each on the other's output: as a pipeline's fit.
     first_step = scaler().fit(X)
     by_hand = make_pipeline(first_step, model().fit(first_step.transform(X), y))

@@ -1996,6 +1996,12 @@ def test_the_released_stamps_do_not_count_the_runs(monkeypatch):
         advances.append(counts)
         assert steps[1].input_from == steps[0].when  # fitted one on the other
     assert advances[0] == advances[1] == [1, 2, 3]
+    # No clock: a stamp is (process, counter), so that the time between two
+    # stamps (around a search: its runs' work) is not kept in the model.
+    import os
+
+    assert all(s.when[0] == os.getpid() for s in steps)
+    assert all(len(s.when) == 2 for s in steps)
 
 
 def test_a_combination_refused_only_jointly_past_256_is_a_failed_run(monkeypatch):

@@ -381,7 +381,13 @@ class DPPCA(
 
             return _dask.map_rows(self.transform, self, X)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        return (X - self.mean_) @ self.components_.T
+        centred = X - self.mean_
+        # Each row divided by a power of two near its largest entry (exact),
+        # projected, and scaled back: the product's partial sums of a row
+        # near the float range cannot overflow to +inf and -inf (NaN).
+        _, exponent = np.frexp(np.max(np.abs(centred), axis=1, initial=0.0))
+        scale = np.ldexp(1.0, exponent - 1)[:, None]  # 2^1024 would be inf
+        return ((centred / scale) @ self.components_.T) * scale
 
     def inverse_transform(self, X):
         """Map projections back: ``X @ components_ + mean_``.
