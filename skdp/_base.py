@@ -469,8 +469,8 @@ class FitStamp(NamedTuple):
     """In which order DP fits ended, and which DP release a fit's input
     came from.
 
-    ``when`` is (process id, a per-process counter): it orders the fits of
-    one process and holds no clock (the time between two stamps would
+    ``when`` is (a random token of the process, a per-process counter): it
+    orders the fits of one process and holds no clock (the time between two stamps would
     measure the work in between, e.g. the secret number of runs of a private
     search). ``input_from`` is the ``when`` of the DP transformer whose
     ``transform`` returned the fit's X (a pipeline's previous step), or None
@@ -484,13 +484,31 @@ class FitStamp(NamedTuple):
     input_from: tuple | None
 
 
+#: A random token of this process (drawn again in a forked child): process
+#: ids repeat (pid 1 in every container), and two processes' counters must
+#: never be compared.
+_PROCESS = os.urandom(8).hex()
+
+
+def _new_process_token():
+    global _PROCESS
+    _PROCESS = os.urandom(8).hex()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_process_token)
+
+
 def _new_stamp(input_from):
-    return FitStamp((os.getpid(), next(_FIT_COUNTER)), input_from)
+    return FitStamp((_PROCESS, next(_FIT_COUNTER)), input_from)
 
 
 def _buffer_key(X):
     """(data address, shape) of X's values, for an ndarray or a pandas frame
-    (read without a copy; None for anything else, or if it would copy)."""
+    (read without a copy), the graph's name of a Dask array; None for
+    anything else, or if it would copy."""
+    if is_dask_array(X):
+        return ("dask", X.name, X.shape)
     if hasattr(X, "iloc") and hasattr(X, "to_numpy"):
         try:
             X = X.to_numpy(copy=False)
@@ -504,7 +522,8 @@ def _buffer_key(X):
 def _record_output(out, transformer):
     """Remember that ``transformer``'s release produced ``out``."""
     stamp = getattr(transformer, FIT_STAMP, None)
-    key = _buffer_key(out) if isinstance(out, np.ndarray) else None
+    lazy = is_dask_array(out)
+    key = _buffer_key(out) if lazy or isinstance(out, np.ndarray) else None
     if not isinstance(stamp, FitStamp) or key is None:
         return
 
@@ -524,14 +543,23 @@ def _produced_by(X):
 
 
 def stamp_release(parts):
-    """Stamp ``parts`` (DP estimators each fitted on the previous one's
-    output, unstamped) as if fitted one after another now: the model a
-    private search releases."""
-    previous = None
+    """Stamp ``parts`` (DP estimators fitted in this order, unstamped) as
+    if fitted one after another now: the model a private search releases.
+    Where each one's input came from is not known (its run was not
+    stamped, nor its inputs recorded), so the ledger checks their order
+    only; chaining them would invent a flow across parallel branches."""
     for part in parts:
-        stamp = _new_stamp(previous)
-        setattr(part, FIT_STAMP, stamp)
-        previous = stamp.when
+        setattr(part, FIT_STAMP, _new_stamp(None))
+
+
+def scaled_product(X, M):
+    """``X @ M`` with each row of X first divided by a power of two near its
+    largest entry, then multiplied back: the partial sums of a row near the
+    float range cannot overflow to +inf and −inf (NaN). Exact scaling, but
+    for entries below 2^-1074 of their row's largest, flushed to 0."""
+    _, exponent = np.frexp(np.max(np.abs(X), axis=1, initial=0.0))
+    scale = np.ldexp(1.0, exponent - 1)[:, None]  # 2^1024 would be inf
+    return ((X / scale) @ M) * scale
 
 
 def private_transform(transform):

@@ -570,20 +570,20 @@ def _selects_nothing(columns):
     return values.size == 0
 
 
-def _fit_stamps(obj, path):
-    """The stamps of every DP fit inside ``obj``, itself included.
+def _fit_stamps(obj, path, apart=False):
+    """``(stamp, apart)`` of every DP fit inside ``obj``, itself included.
 
-    A ``SelectFromModel(prefit=True)`` is left out: its model was fitted
-    apart from the pipeline's data flow (and is charged as such), so its
-    stamp says nothing of the order of the pipeline's fits.
+    ``apart`` marks the fits inside a ``SelectFromModel(prefit=True)``: its
+    model was fitted apart from the pipeline's data flow (and is charged as
+    such), so its stamp says nothing of the order of the pipeline's fits;
+    where its input came from still counts.
     """
-    if _used_prefit(obj):
-        return []
+    apart = apart or _used_prefit(obj)
     stamp = getattr(obj, FIT_STAMP, None)
-    stamps = [stamp] if isinstance(stamp, FitStamp) else []
+    stamps = [(stamp, apart)] if isinstance(stamp, FitStamp) else []
     for name, child in _children(obj, True, path) or []:
         if not isinstance(child, str) and child is not None:
-            stamps += _fit_stamps(child, f"{path}/{name}")
+            stamps += _fit_stamps(child, f"{path}/{name}", apart)
     return stamps
 
 
@@ -622,10 +622,11 @@ def check_fit_order(obj, path, leaks):
     for name, step in obj.steps:
         if isinstance(step, str) or step is None:
             continue
-        stamps = _fit_stamps(step, f"{path}/{name}")
-        if not stamps:
+        found = _fit_stamps(step, f"{path}/{name}")
+        if not found:
             continue
-        for stamp in stamps:
+        stamps = [stamp for stamp, _ in found]
+        for stamp in (stamp for stamp, apart in found if not apart):
             for previous, previous_name in earlier:
                 if _fitted_before(stamp, previous):
                     raise ValueError(
@@ -655,7 +656,7 @@ def check_fit_order(obj, path, leaks):
                 "pipeline, and no total of the fits it holds covers it. Fit "
                 "the pipeline again as a whole."
             )
-        earlier += [(stamp, name) for stamp in stamps]
+        earlier += [(stamp, name) for stamp, apart in found if not apart]
 
 
 def _fitted_before(stamp, previous):

@@ -977,3 +977,21 @@ def test_complex_dask_input_is_refused_as_in_memory():
     y = da.from_array(np.arange(40) % 2, chunks=20)
     with pytest.raises(ValueError, match="Complex data not supported"):
         DPLogisticRegression(classes=[0, 1]).fit(X, y)
+
+
+def test_a_dp_transform_of_a_dask_array_keeps_its_provenance():
+    """A DP transform of a Dask array returns a lazy array, whose provenance
+    was not recorded: a model shared by two pipelines and fitted last in the
+    costlier one was accepted in the cheaper one on Dask (a review). The
+    graph's name of the output is recorded."""
+    from sklearn.pipeline import make_pipeline
+
+    from skdp import PrivacyLedger
+
+    X, y = _classification()
+    Xd, yd = _dask(X, 500, y)
+    shared = DPLogisticRegression(classes=[0, 1], max_iter=5)
+    cheap = make_pipeline(DPStandardScaler(epsilon=0.5), shared).fit(Xd, yd)
+    make_pipeline(DPStandardScaler(epsilon=8.0), shared).fit(Xd, yd)
+    with pytest.raises(ValueError, match="fitted on the output of another"):
+        PrivacyLedger().record(cheap)

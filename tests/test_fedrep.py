@@ -1229,3 +1229,18 @@ def test_one_users_huge_rows_raise_no_floating_point_event_in_any_shard(n_jobs):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         DPFedRep(2, n_jobs=n_jobs).fit(X, y, groups)
+
+
+def test_transform_is_finite_for_a_row_near_the_float_range():
+    """DPFedRep.transform feeds the next step of a pipeline: X Uᵀ of a row of
+    ±0.99·max overflowed (a review: the next DP step refused it where the
+    neighbour fitted). Scaled per row, and clipped to the float range."""
+    X, y, groups, _, _ = make_users(40, 5, 6, 2, seed=4)
+    est = DPFedRep(2, n_rounds=2).fit(X, y, groups)
+    rows = (
+        0.99
+        * np.finfo(np.float64).max
+        * np.sign(np.random.default_rng(0).normal(size=(50, 6)))
+    )
+    assert np.isfinite(est.transform(rows)).all()
+    np.testing.assert_allclose(est.transform(X), X @ est.components_.T, rtol=1e-12)

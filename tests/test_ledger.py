@@ -1,5 +1,6 @@
 """PrivacyLedger.record on fitted pipelines, column transformers and searches."""
 
+import itertools
 import math
 import pickle
 import warnings
@@ -2370,6 +2371,16 @@ def test_a_step_fitted_again_after_the_steps_fitted_on_its_output_is_refused(dat
         scaler(), SelectFromModel(chosen, prefit=True), model()
     ).fit(X, y)
     assert len(PrivacyLedger(delta=DELTA).record(selecting)) == 3
+    # A prefit SelectFromModel whose model was fitted on an outside release:
+    # the order of its fit says nothing, where its input came from does.
+    outside = scaler().fit(X)
+    chosen = model().fit(outside.transform(X), y)
+    with pytest.raises(ValueError, match="fitted on the output of another"):
+        PrivacyLedger(delta=DELTA).record(
+            make_pipeline(
+                scaler().fit(X), SelectFromModel(chosen, prefit=True), model()
+            ).fit(X, y)
+        )
     # Fitted by hand, each on the other's output: as a pipeline's fit.
     first_step = scaler().fit(X)
     by_hand = make_pipeline(first_step, model().fit(first_step.transform(X), y))
@@ -2411,3 +2422,22 @@ def test_usable_fitted_objects_with_an_unfitted_part_are_recorded(data):
     selector.transform(X)
     ledger = PrivacyLedger(delta=DELTA).record(selector)
     assert ledger.costs == (model.privacy_spent_,)
+
+
+def test_stamps_of_two_processes_are_never_ordered(monkeypatch):
+    """A stamp's process is a random token, not its id: process ids repeat
+    (pid 1 in every container), and a scaler stamped (1, 2) in one run then
+    made a model stamped (1, 0) in the next look older (a review: a false
+    refusal of a pipeline fitted by hand on a saved step)."""
+    from skdp import _base
+
+    X = np.random.default_rng(0).normal(size=(500, 2))
+    y = (X[:, 0] > 0).astype(int)
+    kept = DPStandardScaler(delta=DELTA, bounds=(-5, 5)).fit(X)
+    monkeypatch.setattr(_base, "_FIT_COUNTER", itertools.count())  # a new run
+    monkeypatch.setattr(_base, "_PROCESS", "another-process")
+    later = DPLogisticRegression(delta=DELTA, classes=[0, 1]).fit(kept.transform(X), y)
+    assert (
+        getattr(later, _base.FIT_STAMP).when[1] < getattr(kept, _base.FIT_STAMP).when[1]
+    )
+    assert len(PrivacyLedger(delta=DELTA).record(make_pipeline(kept, later))) == 2

@@ -22,6 +22,7 @@ from .._base import (
     private_fit,
     private_transform,
     require_positive_delta,
+    scaled_product,
     warn_if_delta_is_large,
 )
 from .._gram import clipped_gram, row_norm_bound, warn_if_rows_point_one_way
@@ -381,13 +382,7 @@ class DPPCA(
 
             return _dask.map_rows(self.transform, self, X)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        centred = X - self.mean_
-        # Each row divided by a power of two near its largest entry (exact),
-        # projected, and scaled back: the product's partial sums of a row
-        # near the float range cannot overflow to +inf and -inf (NaN).
-        _, exponent = np.frexp(np.max(np.abs(centred), axis=1, initial=0.0))
-        scale = np.ldexp(1.0, exponent - 1)[:, None]  # 2^1024 would be inf
-        return ((centred / scale) @ self.components_.T) * scale
+        return scaled_product(X - self.mean_, self.components_.T)
 
     def inverse_transform(self, X):
         """Map projections back: ``X @ components_ + mean_``.

@@ -39,7 +39,9 @@ from .._base import (
     PRIVACY_CONSTRAINTS,
     DPEstimatorMixin,
     private_fit,
+    private_transform,
     require_positive_delta,
+    scaled_product,
     warn_if_delta_is_large,
 )
 from .._dpgd import NoiseBudget, _Progress
@@ -599,6 +601,7 @@ class DPFedRep(
         """
         return r2_score(y, self.predict(X, groups), sample_weight=sample_weight)
 
+    @private_transform
     def transform(self, X):
         """Project X on the shared representation: ``X Uᵀ`` (DP, post-processing).
 
@@ -614,7 +617,7 @@ class DPFedRep(
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.components_.T
+        return scaled_product(X, self.components_.T)
 
     def personalize(self, X, y, groups):
         """Fit heads ``v_i`` for the given users on top of the public ``U``.
