@@ -2045,3 +2045,35 @@ def test_a_combination_refused_only_jointly_past_256_is_a_failed_run(monkeypatch
     for seed in range(6):
         DPRandomSearchCV(pipe, grid, n_iter=3, random_state=seed).fit(X, y)
     assert "TypeError" in failed  # drawn, refused as built, never fitted
+
+
+def test_each_record_is_in_the_training_or_the_validation_part_never_both(monkeypatch):
+    """A run is μ-GDP by parallel composition only if a record enters either
+    the candidate's fit or its noisy score: in both it would be sqrt(2)·μ.
+    White box: the rows every run receives (ids in the first column); a
+    hand mutation that trained on all rows survived every other test."""
+    from skdp.model_selection import _search
+
+    seen = []
+    real = _search._fit_and_score
+
+    def spy(candidate, X_train, y_train, X_valid, y_valid, *args):
+        seen.append((np.asarray(X_train)[:, 0], np.asarray(X_valid)[:, 0]))
+        return real(candidate, X_train, y_train, X_valid, y_valid, *args)
+
+    monkeypatch.setattr(_search, "_fit_and_score", spy)
+    rng = np.random.default_rng(0)
+    n = 500
+    X = np.column_stack([np.arange(n), rng.normal(size=n)])
+    y = (X[:, 1] > 0).astype(int)
+    search = DPRandomSearchCV(
+        DPLogisticRegression(classes=[0, 1]),
+        {"alpha": [1e-3, 1e-2]},
+        validation_fraction=0.2,
+    ).fit(X, y)
+    assert seen
+    for train, valid in seen:
+        assert len(valid) == round(0.2 * n) and len(train) == n - len(valid)
+        assert not set(train) & set(valid)
+        assert set(train) | set(valid) == set(range(n))
+    assert search.best_estimator_ is not None
