@@ -561,13 +561,25 @@ def _used_prefit(obj):
 
 
 def _selects_nothing(columns):
-    """Whether a fitted ColumnTransformer's part selected no column."""
-    if isinstance(columns, str) or callable(columns):
+    """Whether a fitted ColumnTransformer's part selected no column.
+
+    Read from the length (scikit-learn 1.6's remainder columns warn when
+    iterated), or from the values of a boolean mask.
+    """
+    if isinstance(columns, np.ndarray):
+        return not columns.any() if columns.dtype == bool else columns.size == 0
+    if (
+        type(columns) is list
+        and columns
+        and all(isinstance(c, (bool, np.bool_)) for c in columns)
+    ):
+        return not any(columns)
+    if isinstance(columns, (str, slice)) or callable(columns):
         return False
-    values = np.asarray(columns)
-    if values.dtype == bool:
-        return not values.any()
-    return values.size == 0
+    try:
+        return len(columns) == 0
+    except TypeError:
+        return False
 
 
 def _fit_stamps(obj, path, apart=False):
