@@ -706,6 +706,8 @@ def private_fit(fit):
         except BaseException:
             for name in fitted_attributes(self):
                 delattr(self, name)
+            if FIT_STAMP in vars(self):  # an earlier fit's stamp, if any
+                delattr(self, FIT_STAMP)
             raise
         return result
 

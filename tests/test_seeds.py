@@ -271,6 +271,10 @@ def test_a_failed_refit_leaves_nothing_of_the_earlier_fit(data):
     with pytest.raises(ValueError):
         est.fit(bad)
     assert fitted_names(est) == []
+    # Nor its fit stamp (a review: it stayed, naming a fit that is gone).
+    from skdp._base import FIT_STAMP
+
+    assert FIT_STAMP not in vars(est)
 
 
 def test_a_refit_over_its_budget_leaves_nothing_and_is_refused(data, monkeypatch):

@@ -160,7 +160,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         Seeds the split, the number of runs, the candidates, the score noise
         and (with a distinct seed each) the candidates' own noise. Use None
         for anything released (see :func:`skdp.mechanisms.as_generator`):
-        every draw is then fresh.
+        every draw is then fresh. A seeded search is not private once
+        released: from the seed (which the fitted object keeps) one can
+        replay its draws, the number of runs, the losers and the noise.
     noise : {"fast", "secure"}, default="fast"
         Sampler of every privacy noise draw of the search: the search sets it
         on every DP step of the candidates and draws the validation scores'
