@@ -734,7 +734,9 @@ def _warn_seeded(estimator):
         "that a search or cross-validation fits, sibling steps, a sweep over "
         "epsilon) draws the same noise, and releases that share noise can be "
         "combined to cancel it. Leave random_state=None for anything you "
-        "release; PrivacyLedger refuses to total fits that share a seed.",
+        "release; PrivacyLedger refuses to total fits that share a seed. The "
+        "fitted object keeps the seed (random_state, and its fingerprint in "
+        "privacy_spent_): whoever holds it can recompute the noise.",
         PrivacyLeakWarning,
         stacklevel=3,  # the caller of fit
     )
