@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.exceptions import ComplexWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._inputs import (  # noqa: F401  (is_dask_array, is_sparse_input re-exported)
@@ -439,7 +440,12 @@ def silent_on_data():
     causes quotes one keeps its message and loses the chain.
     """
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            # One record holding a complex number in an object array: the
+            # conversion to float warns (and keeps the real part), where a
+            # neighbour without one does not. The per-record rule stands,
+            # silently (a complex array is refused by its dtype).
+            warnings.simplefilter("ignore", ComplexWarning)
             yield
     except (ValueError, TypeError) as error:
         message = _quotes_values(error)
@@ -451,6 +457,15 @@ def silent_on_data():
             # the whole chain: keep the message, drop the chain.
             error.__cause__, error.__suppress_context__ = None, True
         raise
+
+
+def _drop_hidden_context(error):
+    """Forget the error an exception replaced (``raise ... from None`` only
+    hides it from tracebacks: ``__context__`` still holds it, with the value
+    it quoted). Called where the exception leaves skdp, outside the ``with``
+    whose exit raised it."""
+    if error.__suppress_context__:
+        error.__context__ = None
 
 
 #: The attribute in which every successful DP fit leaves its
@@ -577,8 +592,13 @@ def private_transform(transform):
 
     @functools.wraps(transform)
     def wrapper(self, X, *args, **kwargs):
-        with silent_on_data():
-            out = transform(self, X, *args, **kwargs)
+        try:
+            with silent_on_data():
+                out = transform(self, X, *args, **kwargs)
+        except (ValueError, TypeError) as error:
+            _drop_hidden_context(error)
+            raise
+        with np.errstate(all="ignore"):
             if isinstance(out, np.ndarray) and out.dtype.kind == "f":
                 # NaN (inf − inf in a product's partial sums) is read as 0:
                 # a rule on each entry, as the clip of an overflow is.
@@ -598,8 +618,13 @@ def silent_release(release):
 
     @functools.wraps(release)
     def wrapper(*args, **kwargs):
-        with silent_on_data():
-            return release(*args, **kwargs)
+        _refuse_extended_precision(*args, *kwargs.values())
+        try:
+            with silent_on_data():
+                return release(*args, **kwargs)
+        except (ValueError, TypeError) as error:
+            _drop_hidden_context(error)
+            raise
 
     return wrapper
 
@@ -644,6 +669,30 @@ def _collected_into(collected):
             collected.extend(caught)
 
 
+def _refuse_extended_precision(*inputs):
+    """Refuse, by dtype, input in a float type wider than float64.
+
+    A long double of 1e4000 is finite, and becomes inf in float64 after
+    the checks: one record would turn the release into NaN (a review) or
+    make the fit raise, where its neighbour fits. Read from the dtype alone.
+    """
+    for value in inputs:
+        dtypes = getattr(value, "dtypes", None)
+        if dtypes is None or isinstance(dtypes, np.dtype):
+            dtypes = [getattr(value, "dtype", None)]
+        for dtype in dtypes:
+            try:
+                dtype = np.dtype(dtype)
+            except TypeError:  # a pandas extension dtype: no wider floats
+                continue
+            if dtype.kind in "fc" and dtype.itemsize > (8 if dtype.kind == "f" else 16):
+                raise TypeError(
+                    f"The input has dtype {dtype} (wider than float64): convert "
+                    "it to float64 first (a value beyond float64's range would "
+                    "become inf in one record and not in its neighbour)."
+                )
+
+
 def private_fit(fit):
     """Decorate a DP estimator's ``fit`` with the contract every fit keeps.
 
@@ -683,6 +732,7 @@ def private_fit(fit):
     def wrapper(self, *args, **kwargs):
         if "sample_weight" in kwargs:
             _refuse_sample_weight(self)
+        _refuse_extended_precision(*args, *kwargs.values())
         noise = getattr(self, "noise", "fast")
         check_secure_seed(self.random_state, noise)
         seed = noise_seed_id(self.random_state)
@@ -703,11 +753,12 @@ def private_fit(fit):
             )
             if _FIT_WARNINGS.get() is None:  # not a run of a private search
                 setattr(self, FIT_STAMP, _new_stamp(source))
-        except BaseException:
+        except BaseException as error:
             for name in fitted_attributes(self):
                 delattr(self, name)
             if FIT_STAMP in vars(self):  # an earlier fit's stamp, if any
                 delattr(self, FIT_STAMP)
+            _drop_hidden_context(error)
             raise
         return result
 

@@ -665,3 +665,68 @@ def test_a_projection_of_a_row_near_the_float_range_is_finite():
         small = (centred @ pca.components_.T) * 2.0**1000
     np.testing.assert_allclose(out, np.clip(small, -largest, largest), rtol=1e-12)
     assert np.abs(out).max() > 1e307  # the projections are not zeroed
+
+
+@pytest.mark.skipif(
+    np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64 here"
+)
+def test_floats_wider_than_float64_are_refused_by_dtype():
+    """A long double of 1e4000 is finite, and became inf after the checks:
+    DPLinearRegression released NaN for one record where its neighbour at
+    1e308 fitted (a review). Refused by the dtype, whatever the values."""
+    from skdp import DPLinearRegression, DPStandardScaler
+    from skdp.preprocessing import dp_histogram
+
+    X = np.random.default_rng(0).normal(size=(300, 2))
+    y = X[:, 0].copy()
+    wide = np.longdouble
+    for fit in (
+        lambda: DPLinearRegression().fit(X, y.astype(wide)),
+        lambda: DPStandardScaler().fit(X.astype(wide)),
+        lambda: dp_histogram(X.astype(wide), 4, bounds=(-3, 3)),
+    ):
+        with pytest.raises(TypeError, match="wider than float64"):
+            fit()
+
+
+def test_an_object_y_holding_one_complex_number_fits_silently():
+    """The conversion of an object y to float warned (ComplexWarning) for a
+    record holding a complex number, and raised under -W error, where its
+    neighbour fitted (a review): the real part is kept, silently."""
+    import warnings
+
+    from skdp import DPLinearRegression
+
+    X = np.random.default_rng(0).normal(size=(300, 2))
+    y = X[:, 0].astype(object)
+    y[7] = np.complex128(0.5 + 2j)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*seeds the privacy noise")
+        DPLinearRegression().fit(X, y)
+
+
+@pytest.mark.parametrize("name", ["logistic", "scaler", "sampler"])
+def test_a_refused_value_is_not_kept_in_the_errors_context(name):
+    """``raise ... from None`` hides the replaced error from tracebacks but
+    keeps it in ``__context__``, where numpy's "could not convert string to
+    float: '<value>'" quoted the record (a review)."""
+    import pandas as pd
+
+    from skdp import DPGaussianSampler, DPLogisticRegression, DPStandardScaler
+
+    frame = pd.DataFrame({"a": [0.1, 0.2, 0.3] * 20, "b": [1.0] * 60}, dtype=object)
+    frame.loc[5, "a"] = "secret-value-42"
+    make = {
+        "logistic": lambda: DPLogisticRegression(classes=[0, 1]),
+        "scaler": lambda: DPStandardScaler(),
+        "sampler": lambda: DPGaussianSampler(center=0.0, radius=3.0),
+    }[name]
+    args = (frame, np.arange(60) % 2) if name == "logistic" else (frame,)
+    with pytest.raises(ValueError) as raised:
+        make().fit(*args)
+    chain, error = [], raised.value
+    while error is not None:
+        chain.append(str(error))
+        error = error.__cause__ or error.__context__
+    assert not any("secret" in text for text in chain), chain

@@ -232,12 +232,15 @@ def _validate_input(estimator, X, **kwargs):
         if message.startswith(_SAFE_INPUT_MESSAGES):
             # The first line only: scikit-learn appends the array itself to
             # some (complex data).
-            raise type(exc)(message.split("\n", 1)[0]) from None
-        raise type(exc)(
-            "X must be a 2D array-like of finite real numbers, shape "
-            "(n_samples, n_features); it could not be converted (the "
-            "converter's message is withheld: it may quote data values)."
-        ) from None
+            replacement = type(exc)(message.split("\n", 1)[0])
+        else:
+            replacement = type(exc)(
+                "X must be a 2D array-like of finite real numbers, shape "
+                "(n_samples, n_features); it could not be converted (the "
+                "converter's message is withheld: it may quote data values)."
+            )
+    # Outside the except clause: the replaced error is not its __context__.
+    raise replacement
 
 
 class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):

@@ -1076,10 +1076,13 @@ def _as_numbers(X, name):
     try:
         return X.astype(np.float64)
     except ValueError:
-        raise ValueError(
-            f"Input X holds a value that is not a number, and {name} takes "
-            "numbers (the value is not shown: it is one record's)."
-        ) from None
+        pass
+    # Outside the except clause: numpy's error (quoting the value) is not
+    # kept as this one's __context__.
+    raise ValueError(
+        f"Input X holds a value that is not a number, and {name} takes "
+        "numbers (the value is not shown: it is one record's)."
+    )
 
 
 def _refuse_missing_or_infinite(values, name, frame=None):
