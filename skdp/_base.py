@@ -537,8 +537,7 @@ def _buffer_key(X):
 def _record_output(out, transformer):
     """Remember that ``transformer``'s release produced ``out``."""
     stamp = getattr(transformer, FIT_STAMP, None)
-    lazy = is_dask_array(out)
-    key = _buffer_key(out) if lazy or isinstance(out, np.ndarray) else None
+    key = _buffer_key(out)
     if not isinstance(stamp, FitStamp) or key is None:
         return
 
@@ -598,12 +597,11 @@ def private_transform(transform):
         except (ValueError, TypeError) as error:
             _drop_hidden_context(error)
             raise
-        with np.errstate(all="ignore"):
-            if isinstance(out, np.ndarray) and out.dtype.kind == "f":
-                # NaN (inf − inf in a product's partial sums) is read as 0:
-                # a rule on each entry, as the clip of an overflow is.
-                largest = np.finfo(out.dtype).max
-                np.nan_to_num(out, copy=False, nan=0.0, posinf=largest, neginf=-largest)
+        if isinstance(out, np.ndarray) and out.dtype.kind == "f":
+            # NaN (inf − inf in a product's partial sums) is read as 0: a
+            # rule on each entry, as the clip of an overflow is.
+            largest = np.finfo(out.dtype).max
+            np.nan_to_num(out, copy=False, nan=0.0, posinf=largest, neginf=-largest)
         _record_output(out, self)
         return out
 

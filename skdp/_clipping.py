@@ -23,6 +23,20 @@ import scipy.sparse as sp
 _BLOCK_VALUES = 1 << 20
 
 
+def quietly(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with numpy's floating-point events ignored.
+
+    For per-block work run in another thread or process (a Dask chunk, a
+    DPFedRep shard): the fit's ``np.errstate``
+    (:func:`skdp._base.silent_on_data`) is a context of the fit's thread,
+    which worker threads and a ``dask.distributed`` cluster's workers do not
+    inherit; there an overflow one record causes would warn (or raise under
+    ``-W error``) where its neighbour's data would not.
+    """
+    with np.errstate(all="ignore"):
+        return fn(*args, **kwargs)
+
+
 def canonical_design(X):
     """``X`` as the engine reads it: float64/float32, CSR without duplicates.
 

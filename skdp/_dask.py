@@ -157,19 +157,6 @@ def _as_rows(y, X, name="y"):
     return y
 
 
-def _quietly(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` with numpy's floating-point events ignored.
-
-    Every function run on a chunk goes through here: the fit's
-    ``np.errstate`` (:func:`skdp._base.silent_on_data`) is a context of the
-    client's thread, which the threaded scheduler carries into its tasks but
-    the workers of a ``dask.distributed`` cluster do not; there an overflow
-    that one record causes would warn (or raise, under ``-W error``).
-    """
-    with np.errstate(all="ignore"):
-        return fn(*args, **kwargs)
-
-
 def _chunk_partial(fn, size, start_name, kwargs):
     """Wrap ``fn`` for ``map_blocks``: 1-D arrays come back as 1-D, result (1, size)."""
 
@@ -178,7 +165,7 @@ def _chunk_partial(fn, size, start_name, kwargs):
         extra = dict(kwargs)
         if start_name is not None:
             extra[start_name] = block_info[0]["array-location"][0][0]
-        out = np.asarray(_quietly(fn, *blocks, **extra), dtype=np.float64)
+        out = np.asarray(_clipping.quietly(fn, *blocks, **extra), dtype=np.float64)
         return out.reshape(1, size)
 
     # The task's name in dashboards (no functools.wraps: Dask must see
@@ -483,7 +470,9 @@ class RowChunks:
         and move no data between workers.
         """
         name = f"skdp-{fn.__name__}-{uuid.uuid4().hex}"
-        task = dask.delayed(functools.partial(_quietly, fn, **kwargs), pure=False)
+        task = dask.delayed(
+            functools.partial(_clipping.quietly, fn, **kwargs), pure=False
+        )
         kept = [
             task(*parts, dask_key_name=(name, i)) for i, parts in enumerate(self.parts)
         ]
@@ -525,7 +514,8 @@ class RowChunks:
         name = f"skdp-{fn.__name__}-{uuid.uuid4().hex}"
         level = [
             dask.delayed(
-                functools.partial(_quietly, fn, start=start, **kwargs), pure=False
+                functools.partial(_clipping.quietly, fn, start=start, **kwargs),
+                pure=False,
             )(*parts, dask_key_name=(name, 0, i))
             for i, (parts, start) in enumerate(
                 zip(self.parts, self.starts, strict=True)
@@ -708,7 +698,7 @@ class _ChunkActor:
 
         def one(chunk):
             i, start, parts = chunk
-            value = _quietly(fn, *parts, start=start, **kwargs)
+            value = _clipping.quietly(fn, *parts, start=start, **kwargs)
             return i, np.asarray(value, dtype=np.float64)
 
         if self.threads > 1 and len(self.chunks) > 1:

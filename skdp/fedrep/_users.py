@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
+from .._clipping import quietly
 from .._dpgd import row_norms
 
 
@@ -321,18 +322,9 @@ def _over_shards(shards):
             return
         with ThreadPoolExecutor(len(shards)) as pool:
             yield lambda fn, *args, combine=True: combined(
-                list(pool.map(lambda shard: _quietly(fn, shard, *args), shards)),
+                list(pool.map(lambda shard: quietly(fn, shard, *args), shards)),
                 combine,
             )
-
-
-def _quietly(fn, *args):
-    """``fn(*args)`` with numpy's floating-point events off: a worker thread
-    does not inherit the fit's ``np.errstate``, and an overflow one user's
-    rows cause would warn (raise under -W error) where its neighbour's do
-    not (a review, with n_jobs=2)."""
-    with np.errstate(all="ignore"):
-        return fn(*args)
 
 
 def _clipped_gradient_sum(users, ZT, V, clip_norm):
