@@ -896,3 +896,28 @@ def test_the_total_variation_a_claim_allows_against_direct_computations():
         )
     zcdp = PrivacyCost(1.0, 1e-5, zcdp=0.02)
     assert claimed_total_variation(zcdp) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.2])
+def test_each_of_the_two_tests_runs_at_half_the_level(alpha):
+    """The verdict is wrong with probability at most alpha because the ε test
+    and the total-variation test each run at alpha/2 (white box: both bounds
+    recomputed from the report's scores at that level; a hand mutation that
+    gave each the whole alpha survived every other test)."""
+    from scipy.special import ndtr
+
+    X, _ = _sampler_data()
+    report = audit_estimator(_sampler(), X, n_trials=200, alpha=alpha, random_state=6)
+    eps = epsilon_lower_bound(
+        report.scores_in, report.scores_out, delta=report.claimed_delta, alpha=alpha / 2
+    )
+    tv = gdp_mu_lower_bound_paired(report.scores_in, report.scores_out, alpha=alpha / 2)
+    assert report.confidence == pytest.approx(1 - alpha)
+    assert report.epsilon_lower_bound == pytest.approx(eps.bound, abs=1e-12)
+    assert report.mu_lower_bound == pytest.approx(tv.bound, abs=1e-12)
+    assert report.total_variation_lower_bound == pytest.approx(
+        max(0.0, tv.p_lower - tv.q_upper), abs=1e-12
+    )
+    assert report.total_variation_lower_bound == pytest.approx(
+        max(0.0, 2 * ndtr(report.mu_lower_bound / 2) - 1), abs=1e-9
+    )
