@@ -21,6 +21,7 @@ import scipy.sparse as sp
 # float64): a float32 X is never copied to float64 whole, and a dense block is
 # still in cache when X.T @ g follows X @ coef.
 _BLOCK_VALUES = 1 << 20
+_SMALLEST_NORMAL = np.finfo(np.float64).tiny
 
 
 def quietly(fn, *args, **kwargs):
@@ -190,6 +191,22 @@ def row_norms(X):
     return norms
 
 
+def flush_subnormal(factors):
+    """Clip factors with every subnormal entry set to 0, in place.
+
+    A factor ``C/||x||`` below the smallest normal float64 (2.2e-308) keeps
+    few significant bits: rounding may double it (``0.51·2⁻¹⁰⁷⁴`` rounds to
+    ``2⁻¹⁰⁷⁴``), and the row it scales would then have norm up to 2C, twice
+    the sensitivity the noise is calibrated for. Factor 0 gives a
+    contribution of norm 0 ≤ C, so the clip holds; a normal factor is within
+    one part in 2⁵³ of the exact ratio.
+    """
+    if np.ndim(factors) == 0:  # one norm for every row
+        return 0.0 if factors < _SMALLEST_NORMAL else factors
+    factors[factors < _SMALLEST_NORMAL] = 0.0
+    return factors
+
+
 def clip_scale(raw_grad, row_norm, clip_norm):
     """Per-record factors ``min(1, C / ||g_i||)`` that clip gradients to norm C.
 
@@ -209,7 +226,8 @@ def clip_scale(raw_grad, row_norm, clip_norm):
         norms = np.multiply(grad_norm, row_norm, out=grad_norm)
     norms[zero] = 0.0
     # min(1, C/norm) without 0/0, in place (one temporary per block).
-    return np.divide(clip_norm, np.maximum(norms, clip_norm, out=norms), out=norms)
+    np.divide(clip_norm, np.maximum(norms, clip_norm, out=norms), out=norms)
+    return flush_subnormal(norms)
 
 
 def _clipped_raw_grad(block, y, datafit, coef, intercept, row_norm, clip_norm):
@@ -229,7 +247,7 @@ def _clipped_raw_grad(block, y, datafit, coef, intercept, row_norm, clip_norm):
             # of infinite norm, no limit for a zero row, whose gradient is 0).
             # (np.maximum/np.minimum on 1-d views: np.clip and (n, 1)
             # broadcasts are several times slower.)
-            limit = clip_norm / row_norm
+            limit = flush_subnormal(clip_norm / row_norm)
             g1 = g[:, 0]
             np.minimum(np.maximum(g1, -limit, out=g1), limit, out=g1)
         else:

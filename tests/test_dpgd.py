@@ -1142,3 +1142,34 @@ def test_row_blocks_are_sized_by_stored_values(monkeypatch):
     assert blocks(csr) == [200]
     # Rows wider than a block: one row at a time.
     assert blocks(rng.normal(size=(3, 100)).astype(np.float32)) == [1, 1, 1]
+
+
+# A clip factor C/||x|| below the smallest normal float64 keeps few bits:
+# 0.51·2⁻¹⁰⁷⁴ rounds to 2⁻¹⁰⁷⁴, and the "clipped" record would have norm
+# 1.96·C (found by review, 2026-11-27). Such records must contribute at most C.
+
+
+@pytest.mark.parametrize(("datafit", "k"), DATAFITS)
+def test_a_record_whose_clip_factor_is_subnormal_stays_within_the_clip(datafit, k):
+    C = 1e-100
+    r = C / 5e-324 / 0.51  # a finite record, 4e223
+    X = np.array([[r, 0.0], [-r, 0.0], [1e-101, 2e-101]])
+    y = _labels(datafit, k, 3, np.random.default_rng(34))
+    coef, intercept = np.zeros((2, k)), np.zeros(k)
+    with np.errstate(under="ignore"):
+        for i in range(3):
+            got = clipped_gradient_sum(
+                X[i : i + 1],
+                y[i : i + 1],
+                datafit,
+                coef,
+                intercept,
+                np.hypot(row_norms(X[i : i + 1]), 1.0),  # the intercept's 1
+                C,
+            )
+            assert np.linalg.norm(got) <= C * (1 + 1e-12)
+        # one norm for every row, given as a scalar
+        got = clipped_gradient_sum(X[:2], y[:2], datafit, coef, intercept, r, C)
+        assert np.linalg.norm(got) <= 2 * C * (1 + 1e-12)
+        scale = clip_scale(np.ones((1, k)), np.array([r / np.sqrt(k)]), C)
+    assert scale[0] * np.sqrt(k) * (r / np.sqrt(k)) <= C * (1 + 1e-12)

@@ -1,5 +1,6 @@
 """DPFedRep: Private FedRep with user-level privacy (Snedeker, Zhou & Bassily)."""
 
+import math
 import warnings
 
 import numpy as np
@@ -1251,3 +1252,23 @@ def test_transform_is_finite_for_a_row_near_the_float_range():
         exact = ((rows * 2.0**-1000) @ est.components_.T) * 2.0**1000
     np.testing.assert_allclose(out, np.clip(exact, -largest, largest), rtol=1e-12)
     np.testing.assert_allclose(est.transform(X), X @ est.components_.T, rtol=1e-12)
+
+
+def test_a_user_whose_clip_factor_is_subnormal_stays_within_the_clip():
+    # A factor C/norm below the smallest normal float64 keeps few bits
+    # (0.51·2⁻¹⁰⁷⁴ rounds to 2⁻¹⁰⁷⁴): the user's term would have norm 1.96·C
+    # (review, 2026-11-27). Both clips set such a factor to 0.
+    C = 1e-100
+    r = C / 5e-324 / 0.51  # finite: 4e223
+    # the per-user gradient (2/b_i)·G_i·v_iᵀ, b_i = 1: its norm is 2·r·1
+    omega = fu._user_clip_factors(
+        np.array([[r / 2.0, 0.0]]), np.array([[1.0]]), np.array([1]), C
+    )
+    assert omega[0] * r <= C * (1 + 1e-12)
+    # the cold start's (X_iᵀX_i/m, X_iᵀy_i/m) of one user with one row and
+    # y = 0: its bound is trace = ||x||² = r
+    users, _ = users_of(
+        np.array([[math.sqrt(r), 0.0]]), np.zeros(1), np.zeros(1, dtype=np.intp)
+    )
+    G, h = fu._cold_start_sums(users, C)
+    assert np.hypot(np.linalg.norm(G), np.linalg.norm(h)) <= C * (1 + 1e-12)

@@ -2152,3 +2152,14 @@ def test_covariance_factor_keeps_the_thin_direction_of_graded_rows():
         thin = np.abs(Yh[:, 0]) < 1e5
         expected = np.sum(2.0 * w[thin] * (Yh[thin] @ v) ** 2)
         np.testing.assert_allclose(np.sum((L.T @ v[perm]) ** 2), expected, rtol=1e-9)
+
+
+def test_a_row_whose_clip_factor_is_subnormal_stays_within_the_radius():
+    # radius/||x − c|| below the smallest normal float64 keeps few bits
+    # (0.51·2⁻¹⁰⁷⁴ rounds to 2⁻¹⁰⁷⁴): the row would keep norm 1.96·radius
+    # (review, 2026-11-27, at radius 4.5e-145, which the sampler accepts).
+    radius = 4.5e-145
+    r = radius / 5e-324 / 0.51
+    X = np.array([[r, 0.0], [0.0, -r], [1e-146, 0.0]])
+    U = _sampler._clipped_rows(X, np.zeros(2), radius)
+    assert np.linalg.norm(U, axis=1).max() <= radius * (1 + 1e-12)

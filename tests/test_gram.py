@@ -299,3 +299,15 @@ def test_dask_clipped_gram_matches_in_memory():
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
     alone = clipped_gram(Xd, x_clip=2.0)  # no target, no constant
     np.testing.assert_allclose(alone, clipped_gram(X, x_clip=2.0), rtol=1e-12)
+
+
+def test_a_row_whose_clip_factor_is_subnormal_stays_within_the_clip():
+    # C/||x|| = 0.51·2⁻¹⁰⁷⁴ rounds to 2⁻¹⁰⁷⁴ when computed: the row would
+    # keep norm 1.96·C, and its Gram term 3.8·C² (review, 2026-11-27).
+    C = 1e-100
+    r = C / 5e-324 / 0.51  # finite: 4e223
+    X = np.array([[r, 0.0], [0.0, -r], [3e-101, 4e-101]])
+    out = clipped_rows(X, C)
+    assert np.linalg.norm(out, axis=1).max() <= C * (1 + 1e-12)
+    G = clipped_gram(X[:1], x_clip=C)
+    assert np.abs(G).max() <= C**2 * (1 + 1e-12)

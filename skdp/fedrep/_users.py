@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from .._clipping import quietly
+from .._clipping import flush_subnormal, quietly
 from .._dpgd import row_norms
 
 
@@ -280,7 +280,7 @@ def _user_clip_factors(G, V, counts, clip_norm):
             & np.isfinite(V).all(axis=1)
             & np.isfinite(omega * g_norm * v_norm)
         )
-    return np.where(ok, omega, 0.0)
+    return flush_subnormal(np.where(ok, omega, 0.0))
 
 
 def _round_sum(users, U, clip_norm):
@@ -394,8 +394,8 @@ def _cold_start_sums(users, clip_norm):
         bound = np.hypot(trace, row_norms(h))
         c = np.where(bound > 0, np.minimum(1.0, clip_norm / bound), 1.0)
         ok = np.isfinite(bound) & np.isfinite(c)  # a finite ‖h_i‖: h_i finite
-    c = np.where(ok, c, 0.0)
-    h[~ok] = 0.0
+    c = flush_subnormal(np.where(ok, c, 0.0))
+    h[c == 0.0] = 0.0
     return _weighted_gram(users.X, (c / m)[users.codes]), c @ h
 
 

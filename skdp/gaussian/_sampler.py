@@ -20,6 +20,7 @@ from .._base import (
     sum_over_rows,
     warn_if_delta_is_large,
 )
+from .._clipping import flush_subnormal
 from .._dpgd import row_norms
 from ..accounting import (
     REPLACE_ONE,
@@ -125,7 +126,8 @@ def _clipped_rows(X, center, radius):
     np.clip(U, -_HUGE, _HUGE, out=U)
     norms = row_norms(U)  # free of overflow
     with np.errstate(divide="ignore", over="ignore"):  # a subnormal norm
-        U *= np.minimum(1.0, radius / norms)[:, None]
+        factors = flush_subnormal(np.minimum(1.0, radius / norms))
+    U *= factors[:, None]
     return U
 
 
