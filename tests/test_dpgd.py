@@ -1169,7 +1169,7 @@ def test_a_record_whose_clip_factor_is_subnormal_stays_within_the_clip(datafit, 
             )
             assert np.linalg.norm(got) <= C * (1 + 1e-12)
         # one norm for every row, given as a scalar
-        got = clipped_gradient_sum(X[:2], y[:2], datafit, coef, intercept, r, C)
-        assert np.linalg.norm(got) <= 2 * C * (1 + 1e-12)
+        got = clipped_gradient_sum(X[:1], y[:1], datafit, coef, intercept, r, C)
+        assert np.linalg.norm(got) <= C * (1 + 1e-12)
         scale = clip_scale(np.ones((1, k)), np.array([r / np.sqrt(k)]), C)
     assert scale[0] * np.sqrt(k) * (r / np.sqrt(k)) <= C * (1 + 1e-12)
