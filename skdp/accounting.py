@@ -42,6 +42,8 @@ References
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import numbers
@@ -82,6 +84,7 @@ __all__ = [
     "split_gaussian_budget",
     "truncated_negative_binomial_gamma",
     "truncated_negative_binomial_mean",
+    "unshared_memo",
     "zcdp_from_epsilon",
     "zcdp_from_epsilon_tight",
     "zcdp_from_pure_dp",
@@ -106,6 +109,57 @@ _SENSITIVITY_FACTOR = {
 }
 
 _SQRT2 = math.sqrt(2.0)
+
+# The memo of the calibrations below inside unshared_memo(), else None.
+_SCOPED_MEMO = contextvars.ContextVar("skdp_scoped_memo", default=None)
+
+
+def _memoised(maxsize):
+    """``functools.lru_cache(maxsize)``, except inside :func:`unshared_memo`.
+
+    The process-wide cache keeps its entries and counts its hits and misses,
+    which anything in the process can read: calls made where their number
+    is secret (the runs of DPRandomSearchCV) go to the scope's own memo.
+    Errors are raised, never cached.
+    """
+
+    def decorate(fn):
+        shared = functools.lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def memoised(*args, **kwargs):
+            memo = _SCOPED_MEMO.get()
+            if memo is None:
+                return shared(*args, **kwargs)
+            key = (fn, args, tuple(sorted(kwargs.items())))
+            if key not in memo:
+                memo[key] = fn(*args, **kwargs)
+            return memo[key]
+
+        memoised.cache_info, memoised.cache_clear = (
+            shared.cache_info,
+            shared.cache_clear,
+        )
+        return memoised
+
+    return decorate
+
+
+@contextlib.contextmanager
+def unshared_memo():
+    """Within: the calibrations are memoised apart and forgotten at the end.
+
+    For computations whose number of calls must stay secret: DPRandomSearchCV
+    runs each candidate in one, as the process-wide caches' sizes and hit
+    counts would count its runs (Papernot & Steinke's bound needs the number
+    of runs K kept secret). Thread- and task-local (a context variable).
+    """
+    token = _SCOPED_MEMO.set({})
+    try:
+        yield
+    finally:
+        _SCOPED_MEMO.reset(token)
+
 
 # brentq's tightest relative tolerance (it refuses anything below 4 * machine eps).
 _RTOL = 4 * np.finfo(float).eps
@@ -376,7 +430,7 @@ def epsilon_from_mu(mu, delta):
 
 # Pure and called by every fit (often with the same budget, in a search):
 # cached. Errors are raised, never cached.
-@functools.lru_cache(maxsize=1024)
+@_memoised(maxsize=1024)
 def _epsilon_from_mu(mu, delta):
     if mu < 0 or math.isnan(mu):
         raise ValueError(f"mu must be >= 0; got {mu}.")
@@ -458,7 +512,7 @@ def mu_from_epsilon(epsilon, delta):
 
 # Pure and called by every fit (often with the same budget, in a search):
 # cached. Errors are raised, never cached.
-@functools.lru_cache(maxsize=1024)
+@_memoised(maxsize=1024)
 def _mu_from_epsilon(epsilon, delta):
     if epsilon < 0 or math.isnan(epsilon):
         raise ValueError(f"epsilon must be >= 0; got {epsilon}.")
@@ -915,7 +969,7 @@ def truncated_negative_binomial_mean(gamma, shape):
     return shape * (1.0 - gamma) / (gamma * -math.expm1(shape * math.log(gamma)))
 
 
-@functools.lru_cache(maxsize=256)  # pure; solved by bisection, used per ρ
+@_memoised(maxsize=256)  # pure; solved by bisection, used per ρ
 def truncated_negative_binomial_gamma(mean, shape):
     """The γ in (0, 1] of the truncated negative binomial with ``E[K] = mean``.
 
@@ -984,7 +1038,7 @@ def epsilon_of_private_selection(rho, delta, *, mean, shape):
     return epsilon_from_rdp(rdp, delta, centre=centre)
 
 
-@functools.lru_cache(maxsize=256)  # pure; every search fit calibrates anew
+@_memoised(maxsize=256)  # pure; every search fit calibrates anew
 def zcdp_of_private_selection(epsilon, delta, *, mean, shape):
     """Largest ρ of one run such that :func:`epsilon_of_private_selection` <= ε.
 
@@ -1019,7 +1073,7 @@ def zcdp_of_private_selection(epsilon, delta, *, mean, shape):
 
 # Pure and called twice by every secure fit (its calibration and its
 # privacy_budget): cached. Errors are raised, never cached.
-@functools.lru_cache(maxsize=256)
+@_memoised(maxsize=256)
 def zcdp_from_epsilon_tight(epsilon, delta):
     """Largest ρ (to ~1e-12 relative) with ``epsilon_from_zcdp_tight(ρ, δ) <= ε``."""
     lo = zcdp_from_epsilon(epsilon, delta)  # Bun & Steinke: passes

@@ -2077,3 +2077,55 @@ def test_each_record_is_in_the_training_or_the_validation_part_never_both(monkey
         assert not set(train) & set(valid)
         assert set(train) | set(valid) == set(range(n))
     assert search.best_estimator_ is not None
+
+
+def _lru_caches():
+    """Every functools.lru_cache of skdp: (hits + misses, size) each."""
+    import functools
+    import gc
+
+    return {
+        id(obj): (getattr(obj, "__qualname__", "?"), obj.cache_info())
+        for obj in gc.get_objects()
+        if isinstance(obj, functools._lru_cache_wrapper)
+        and getattr(obj, "__module__", "").startswith("skdp")
+    }
+
+
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+def test_no_cache_in_the_process_counts_the_runs(monkeypatch, noise):
+    """K must stay secret, but skdp.accounting's lru_caches counted calls
+    made by each run: their hit and miss counts gave K exactly (review,
+    2026-11-27). Searches of 2 and 9 runs must leave every lru_cache of skdp
+    in the same state. (Other libraries' caches are the process's, not a
+    release: narwhals counts scikit-learn's input checks; see the Notes.)"""
+    from skdp.model_selection import _search
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] > 0).astype(int)
+
+    def run(k):
+        monkeypatch.setattr(_search, "_draw_truncated_negative_binomial", lambda *a: k)
+        est = DPRandomSearchCV(
+            DPLogisticRegression(classes=[0, 1], max_iter=5, noise=noise),
+            {"clip_norm": [0.1, 1.0, 10.0]},
+            n_iter=4,
+            noise=noise,
+        )
+        before = _lru_caches()
+        est.fit(X, y)
+        after = _lru_caches()
+        changes = {}
+        for key, (name, now) in after.items():
+            if key in before:
+                then = before[key][1]
+                calls = now.hits + now.misses - then.hits - then.misses
+                changes[key] = (name, calls, now.currsize - then.currsize)
+        return changes
+
+    run(3)  # warm every cache first: later fits see the same state
+    two, nine = run(2), run(9)
+    assert two.keys() == nine.keys()
+    counted = {key: (two[key], nine[key]) for key in two if two[key] != nine[key]}
+    assert not counted, counted

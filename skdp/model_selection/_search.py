@@ -61,6 +61,7 @@ from ..accounting import (
     epsilon_from_zcdp_tight,
     epsilon_of_private_selection,
     mu_from_epsilon,
+    unshared_memo,
     zcdp_from_epsilon_tight,
     zcdp_of_private_selection,
 )
@@ -281,7 +282,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     and so are a plain step's (a OneHotEncoder meeting an unknown category),
     those of the scoring on the validation rows, which may depend on one
     record, and every warning of runs fitted in threads, which cannot be
-    told apart.
+    told apart. The runs' calibrations are memoised apart and forgotten
+    (:func:`skdp.accounting.unshared_memo`): skdp's process-wide caches count
+    their calls.
 
     **The released model carries the search's cost.** Recording
     ``best_estimator_`` (or one of its DP steps) in a
@@ -293,7 +296,11 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     **Deviations.** There is no refit on all the data (it would cost another
     budget): the released model is the winner as trained. Run time depends on
     K, which is random and independent of the data, but the bound assumes K
-    stays secret: do not publish the run time or a log of the runs.
+    stays secret: do not publish the run time or a log of the runs. The
+    process that ran the search is not a release either: its memory, other
+    libraries' caches (narwhals counts scikit-learn's input checks) and
+    timings reflect the work of K runs; release the fitted search, not
+    access to the session that fitted it.
 
     References
     ----------
@@ -754,29 +761,33 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         # score's noise, in the order of the runs. A seeded search gives the
         # same result for any n_jobs and backend.
         runs = []
-        for _ in range(n_runs):  # a loop over candidates, never over records
-            params = next(
-                iter(
-                    ParameterSampler(
-                        self.param_distributions, 1, random_state=_seed(rng)
+        # Building a candidate calibrates it: the shared caches' hit counts
+        # would count the runs (their fits calibrate in _fit_and_score).
+        with unshared_memo():
+            for _ in range(n_runs):  # a loop over candidates, never over records
+                params = next(
+                    iter(
+                        ParameterSampler(
+                            self.param_distributions, 1, random_state=_seed(rng)
+                        )
                     )
                 )
-            )
-            seeds = {
-                p + "random_state": _seed(rng) if seeded else None for p, _ in dp_steps
-            }
-            try:
-                candidate = self._build(params, privacy, expected)
-            except (InvalidParameterError, TypeError, ValueError) as error:
-                # A candidate refused as built that the check before any draw
-                # could not build: a value drawn from a distribution, or past
-                # 256 combinations a combination refused only jointly. A
-                # failed run (never fitted), as raising now would show how
-                # many runs were drawn. (Read from the parameters only.)
-                runs.append((params, _Failure(type(error).__name__, str(error))))
-                continue
-            candidate.set_params(**seeds, **labels, **_silenced(candidate))
-            runs.append((params, candidate))
+                seeds = {
+                    p + "random_state": _seed(rng) if seeded else None
+                    for p, _ in dp_steps
+                }
+                try:
+                    candidate = self._build(params, privacy, expected)
+                except (InvalidParameterError, TypeError, ValueError) as error:
+                    # A candidate refused as built that the check before any draw
+                    # could not build: a value drawn from a distribution, or past
+                    # 256 combinations a combination refused only jointly. A
+                    # failed run (never fitted), as raising now would show how
+                    # many runs were drawn. (Read from the parameters only.)
+                    runs.append((params, _Failure(type(error).__name__, str(error))))
+                    continue
+                candidate.set_params(**seeds, **labels, **_silenced(candidate))
+                runs.append((params, candidate))
         X_train, X_valid = _safe_indexing(X, train), _safe_indexing(X, valid)
         y_train, y_valid = y[train], y[valid]
         # Each run catches its own warnings; this catches any that a run in a
@@ -1194,6 +1205,7 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
         warnings.catch_warnings(record=True),
         np.errstate(all="ignore"),
         collect_fit_warnings() as said,
+        unshared_memo(),  # the shared caches' hit counts would count the runs
     ):
         warnings.simplefilter("always")
         try:
