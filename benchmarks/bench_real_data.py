@@ -165,7 +165,11 @@ def column_transformer_rows(n_splits, epsilons):
             return ColumnTransformer(
                 [
                     ("num", scaler, numeric),
-                    ("cat", OneHotEncoder(categories=categories), text),
+                    (
+                        "cat",
+                        OneHotEncoder(categories=categories, handle_unknown="ignore"),
+                        text,
+                    ),
                 ]
             )
 

@@ -61,7 +61,11 @@ def pipelines(frame, text):
                     DPStandardScaler(),
                     make_column_selector(dtype_include="number"),
                 ),
-                ("cat", OneHotEncoder(categories=categories), text),
+                (
+                    "cat",
+                    OneHotEncoder(categories=categories, handle_unknown="ignore"),
+                    text,
+                ),
             ],
             # Always dense: the search refuses a sparse-or-dense choice read
             # from the data (make_private_pipeline sets it too).

@@ -460,6 +460,20 @@ def _reads_only_shape(estimator):
     return False
 
 
+def _fails_on_an_undeclared_category(encoder):
+    """Whether an encoder of declared categories raises or warns on a record
+    outside them (its output is row-wise either way: DPRandomSearchCV makes
+    such a run a failed run and drops plain steps' warnings)."""
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+    if type(encoder) is OneHotEncoder:
+        quiet = ("ignore", "infrequent_if_exist")
+        return encoder.handle_unknown not in quiet or encoder.drop is not None
+    if type(encoder) is OrdinalEncoder:
+        return encoder.handle_unknown != "use_encoded_value"
+    return False
+
+
 def _dp_inside(obj):
     """A DP estimator held anywhere inside ``obj`` (parameters or fitted state).
 
@@ -1182,6 +1196,15 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
         )
     if not _reads_only_shape(obj):
         leaks[_leak_message(path, obj)] = None
+    elif _fails_on_an_undeclared_category(obj):
+        leaks[
+            f"{path} ({type(obj).__name__}) raises on a record outside its "
+            "declared categories, quoting it (handle_unknown='error'), or warns "
+            "on one (a OneHotEncoder with drop): one record decides whether "
+            "the fit succeeds, which no DP guarantee covers. Use "
+            "handle_unknown='ignore' without drop (OneHotEncoder) or "
+            "handle_unknown='use_encoded_value' (OrdinalEncoder)."
+        ] = None
 
 
 # ---------------------------------------------------------------------------

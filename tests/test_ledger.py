@@ -149,8 +149,20 @@ def test_non_private_final_model_warns(data):
         (Normalizer(), True),
         (Binarizer(), True),
         (PolynomialFeatures(2), True),
-        (OneHotEncoder(categories=[[0, 1]], sparse_output=False), True),
-        (OrdinalEncoder(categories=[[0, 1]]), True),
+        (
+            OneHotEncoder(
+                categories=[[0, 1]], handle_unknown="ignore", sparse_output=False
+            ),
+            True,
+        ),
+        (
+            OrdinalEncoder(
+                categories=[[0, 1]],
+                handle_unknown="use_encoded_value",
+                unknown_value=-1,
+            ),
+            True,
+        ),
         (OneHotEncoder(sparse_output=False), False),
         (
             OneHotEncoder(categories=[[0, 1]], min_frequency=3, sparse_output=False),
@@ -181,6 +193,39 @@ def test_the_shape_only_list_is_explicit(step, silent):
         assert messages[0].startswith("Pipeline/step (")
     if not isinstance(step, str):
         assert _reads_only_shape(step) is silent
+
+
+@pytest.mark.parametrize(
+    "encoder",
+    [
+        OneHotEncoder(categories=[[0, 1]], sparse_output=False),
+        OneHotEncoder(
+            categories=[[0, 1]],
+            handle_unknown="ignore",
+            drop="first",
+            sparse_output=False,
+        ),
+        OrdinalEncoder(categories=[[0, 1]]),
+    ],
+    ids=["onehot-error", "onehot-drop", "ordinal-error"],
+)
+def test_an_encoder_that_raises_or_warns_on_one_record_is_named(encoder):
+    """Declared categories read nothing of the data, but with
+    handle_unknown="error" one record outside them makes the fit raise,
+    quoting it, and a OneHotEncoder that drops a category warns on it
+    (review, 2026-11-27): one record decides whether the fit succeeds."""
+    X = np.array([[0.0], [1.0], [1.0], [0.0]] * 5)
+    neighbour = X.copy()
+    neighbour[0] = 7.0  # outside the declared categories
+    pipe = Pipeline([("step", encoder), ("model", DPStandardScaler(bounds=(-2, 2)))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises((ValueError, UserWarning), match="unknown categories"):
+            clone(pipe).fit(neighbour)
+    messages = record_quietly(PrivacyLedger(), pipe.fit(X))
+    assert len(messages) == 1
+    assert messages[0].startswith("Pipeline/step (") and "handle_unknown" in messages[0]
+    assert _reads_only_shape(encoder)  # its output is still row-wise
 
 
 def test_a_missing_indicator_keeps_the_columns_seen_missing():
