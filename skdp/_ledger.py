@@ -318,6 +318,10 @@ _ROWWISE = "__skdp_rowwise__"
 #: so that the ledger lets it see the rows of a DP step without a charge.
 #: Set it (to True) in the class body only if that is true of ``fit``.
 READS_ONLY_SHAPE = "__skdp_reads_only_shape__"
+#: The class attribute by which a DP estimator names the fitted attributes
+#: its guarantee does not cover (DPFedRep's per-user heads): the ledger names
+#: them in a warning whenever it records such a fit.
+NOT_PRIVATE = "__skdp_not_private__"
 
 
 class _RowwiseFunction:
@@ -1067,6 +1071,18 @@ def _add_cost(cost, path, costs, leaks):
         leaks[f"{path}: the guarantee assumes {caveat}."] = None
 
 
+def _not_private_attributes(obj, path, leaks):
+    """Name the fitted attributes that ``obj``'s own guarantee excludes."""
+    names = [a for a in getattr(type(obj), NOT_PRIVATE, ()) if hasattr(obj, a)]
+    if names:
+        leaks[
+            f"{path} ({type(obj).__name__}) holds {', '.join(names)}, which its "
+            "guarantee does not cover (see its docstring): the total is for "
+            "its DP attributes only. Publish those, not the fitted object "
+            "(a pickle carries every attribute)."
+        ] = None
+
+
 #: The attribute by which :class:`skdp.model_selection.DPRandomSearchCV` marks
 #: the model it released (and each of its DP steps): ``(the search's cost,
 #: the costs the model reported when released)``.
@@ -1167,6 +1183,7 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
                 f"{type(obj).__name__} whose privacy_spent_ is not a PrivacyCost."
             )
         _add_cost(cost, path, costs, leaks)
+        _not_private_attributes(obj, path, leaks)
         winner = getattr(obj, "best_estimator_", None)
         if winner is not None:
             # A private search whose released model was fitted again since:

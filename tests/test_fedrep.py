@@ -776,8 +776,10 @@ def test_users_reach_a_search_only_with_metadata_routing():
             plain = GridSearchCV(DPFedRep(2), grid, cv=splitter)
             plain.fit(X, y, groups=groups)
         assert plain.best_estimator_.privacy_spent_.adjacency == REPLACE_ONE
-    with pytest.warns(PrivacyLeakWarning, match="chose its best candidate"):
+    with pytest.warns(PrivacyLeakWarning) as caught:
         ledger = PrivacyLedger(delta=1e-5).record(plain)
+    said = " ".join(str(w.message) for w in caught)
+    assert "chose its best candidate" in said and "user_coef_" in said
     assert list(ledger.totals()) == [REPLACE_ONE]
 
     with sklearn.config_context(enable_metadata_routing=True):
@@ -1272,3 +1274,24 @@ def test_a_user_whose_clip_factor_is_subnormal_stays_within_the_clip():
     )
     G, h = fu._cold_start_sums(users, C)
     assert np.hypot(np.linalg.norm(G), np.linalg.norm(h)) <= C * (1 + 1e-12)
+
+
+def test_the_ledger_names_the_heads_the_guarantee_does_not_cover():
+    """users_ and user_coef_ are not DP (billboard model, [1] Thm 8): a
+    ledger that records a fitted DPFedRep, alone or in a pipeline, says so
+    (review, 2026-11-27: its total was silent about them)."""
+    X, y, groups, _, _ = make_users(200, 6, 5, 2, seed=6)
+    est = DPFedRep(2, n_rounds=3).fit(X, y, groups)
+    for recorded, path in (
+        (est, "DPFedRep"),
+        (make_pipeline(est), "Pipeline/dpfedrep"),
+    ):
+        if recorded is not est:
+            with sklearn.config_context(enable_metadata_routing=True):
+                est.set_fit_request(groups=True)
+                recorded.fit(X, y, groups=groups)
+        with pytest.warns(PrivacyLeakWarning) as caught:
+            PrivacyLedger(delta=1e-5).record(recorded)
+        said = [str(w.message) for w in caught]
+        assert len(said) == 1
+        assert said[0].startswith(f"{path} (DPFedRep) holds users_, user_coef_")

@@ -316,6 +316,9 @@ class DPFedRep(
     True
     """
 
+    # Not covered by the guarantee (billboard model): PrivacyLedger names them.
+    __skdp_not_private__ = ("users_", "user_coef_")
+
     _parameter_constraints = {
         **PRIVACY_CONSTRAINTS,
         "n_components": [Interval(Integral, 1, None, closed="left")],
