@@ -207,6 +207,7 @@ class PrivacyLedger:
         **cross_validate.** With ``return_indices=True`` the result keeps the
         rows of every split; they are checked against ``cv``, so pass the
         splitter itself, with an integer ``random_state`` if it shuffles.
+        Without them ``cv`` is trusted, with a warning.
 
         A refused record leaves the ledger as it was.
         """
@@ -397,6 +398,15 @@ def _is_rowwise(func):
         func is None
         or (isinstance(func, np.ufunc) and func.signature is None)
         or getattr(func, _ROWWISE, False) is True
+    )
+
+
+def _selects_by_dtype(selector):
+    """Whether a column selector chooses columns by their dtypes."""
+    from sklearn.compose import make_column_selector
+
+    return isinstance(selector, make_column_selector) and (
+        selector.dtype_include is not None or selector.dtype_exclude is not None
     )
 
 
@@ -809,6 +819,14 @@ def _value_reading_callables(obj, path, leaks):
     elif isinstance(obj, SelectFromModel):
         found = [("max_features", obj.max_features)]
     for what, func in found:
+        if _selects_by_dtype(func):
+            leaks[
+                f"{path}: the guarantee assumes the dtypes {what} chooses by "
+                "are public. pandas infers a column's dtype from its values "
+                "(one record of 'unknown' makes a numeric column str), so "
+                "declare them when reading (read_csv(dtype=...)) or list the "
+                "columns by name."
+            ] = None
         if _reads_values(func):
             leaks[
                 f"{path} ({type(obj).__name__}) calls {what} ({func!r}) on the "
@@ -1491,6 +1509,13 @@ def _collect_cross_validate(result, cv, costs, leaks):
     )
     if "indices" in result:
         _check_fold_indices(result["indices"], cv, len(estimators), classifier)
+    else:
+        leaks[
+            f"record(result, cv={cv!r}) cannot check that this cv made the "
+            "folds (a StratifiedKFold, which reads the labels, looks the same): "
+            "pass return_indices=True to cross_validate and the ledger checks "
+            "them."
+        ] = None
     # Every fold model is charged in full: a record is in all but one of a
     # partition's training parts, so this overcounts by at most one fold.
     fold_costs = []

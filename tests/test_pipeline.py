@@ -577,7 +577,9 @@ def test_new_defaults_compose_through_clones_folds_and_a_search(make):
     kfold = KFold(3, shuffle=True, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        folds = cross_validate(pipe, data, target, cv=kfold, return_estimator=True)
+        folds = cross_validate(
+            pipe, data, target, cv=kfold, return_estimator=True, return_indices=True
+        )
         search = GridSearchCV(pipe, {"memory": [None, None]}, cv=kfold, refit=True).fit(
             data, target
         )
