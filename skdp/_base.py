@@ -400,6 +400,11 @@ _VALUE_QUOTING_ERRORS = {
         "array.reshape(-1, 1) if your data has a single feature or "
         "array.reshape(1, -1) if it contains a single sample."
     ),
+    "int too large to convert": (
+        "The input holds a number beyond the float64 range (the value is not "
+        "shown: it may be private); like NaN and infinity, such a value is "
+        "refused: give finite float64 values."
+    ),
     "invalid literal for": (
         "The input holds values that are not numbers (the value is not "
         "shown: it may be private)."
@@ -447,7 +452,8 @@ def silent_on_data():
             # silently (a complex array is refused by its dtype).
             warnings.simplefilter("ignore", ComplexWarning)
             yield
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, OverflowError) as error:
+        # (OverflowError: a Python int beyond float64 in an object array.)
         message = _quotes_values(error)
         if message is not None:
             raise ValueError(message) from None

@@ -412,7 +412,7 @@ def _release_functions():
 
 
 @mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
-@mark.parametrize("kind", ["string", "complex", "one-dimensional"])
+@mark.parametrize("kind", ["string", "complex", "one-dimensional", "huge-int"])
 def test_an_input_error_quotes_no_value_of_the_data(cls, kind):
     """scikit-learn's checks print a complex array whole, and numpy's
     conversion quotes the string it could not read: a fit's error (and its
@@ -428,6 +428,8 @@ def test_an_input_error_quotes_no_value_of_the_data(cls, kind):
         X[0, 0] = _SECRET
     elif kind == "one-dimensional":
         X = np.full(X.shape[0], 123456.789)
+    elif kind == "huge-int":  # a Python int beyond float64 (review, 2026-11-27)
+        X[0, 0] = 123456 * 10**400
     else:
         X = X.astype(complex)
         X[0, 0] = 123456.789 + 1j
@@ -436,6 +438,8 @@ def test_an_input_error_quotes_no_value_of_the_data(cls, kind):
         with pytest.raises((ValueError, TypeError)) as info:
             estimator.fit(X, y)
     text = _full_error_text(info.value)
+    if kind == "huge-int":  # refused like NaN, by the same error type
+        assert isinstance(info.value, ValueError) and "float64 range" in text
     printed = (_SECRET, "123456", "1.23456789e+05")  # numpy may print either
     assert not any(value in text for value in printed)
 
