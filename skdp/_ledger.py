@@ -153,6 +153,7 @@ class PrivacyLedger:
     def __init__(self, delta=None):
         self.delta = delta
         self._costs = []
+        self._uncovered = []
 
     def record(self, spent, *, cv=None):
         """Add what one fitted object spent on the training data.
@@ -221,12 +222,20 @@ class PrivacyLedger:
         check_independent_noise(self._costs + costs)
         _warn_leaks(leaks)
         self._costs.extend(costs)
+        self._uncovered.extend(m for m in leaks if m not in self._uncovered)
         return self
 
     @property
     def costs(self):
         """The recorded costs, in order."""
         return tuple(self._costs)
+
+    @property
+    def uncovered(self):
+        """What the total does not cover, or assumes: the messages of every
+        :class:`~skdp.PrivacyLeakWarning` :meth:`record` raised, each once,
+        in order (kept here so that a total read later is read with them)."""
+        return tuple(self._uncovered)
 
     def __len__(self):
         return len(self._costs)
@@ -256,7 +265,9 @@ class PrivacyLedger:
         guarantee holds for data sets that differ in one comparison's
         outcome), and the total is stated under that one. Otherwise no single
         guarantee covers them all: this raises, and :meth:`totals` reports
-        each adjacency's releases separately.
+        each adjacency's releases separately. What the total does not cover
+        (steps that read the data without a guarantee, assumptions) is in
+        :attr:`uncovered`.
         """
         if not self._costs:
             return PrivacyCost(0.0, 0.0, 0.0, REPLACE_ONE, "nothing released")
@@ -275,7 +286,8 @@ class PrivacyLedger:
 
     def __repr__(self):
         if not self._costs:
-            return "PrivacyLedger(empty)"
+            more = f"; {len(self._uncovered)} warnings" if self._uncovered else ""
+            return f"PrivacyLedger(empty{more})"
         try:
             totals = [self.total()]
         except ValueError:
@@ -285,7 +297,12 @@ class PrivacyLedger:
             mu = "" if t.mu is None else f", mu={t.mu:.6g}"
             where = f" under '{t.adjacency}'" if len(totals) > 1 else ""
             parts.append(f"({t.epsilon:.6g}, {t.delta:.3g})-DP{mu}{where}")
-        return f"PrivacyLedger({len(self)} releases: {'; '.join(parts)})"
+        uncovered = (
+            f"; {len(self._uncovered)} warnings, see .uncovered"
+            if self._uncovered
+            else ""
+        )
+        return f"PrivacyLedger({len(self)} releases: {'; '.join(parts)}{uncovered})"
 
 
 def _common_adjacency(adjacencies):

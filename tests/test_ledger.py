@@ -2514,3 +2514,18 @@ def test_stamps_of_two_processes_are_never_ordered(monkeypatch):
         getattr(later, _base.FIT_STAMP).when[1] < getattr(kept, _base.FIT_STAMP).when[1]
     )
     assert len(PrivacyLedger(delta=DELTA).record(make_pipeline(kept, later))) == 2
+
+
+def test_the_ledger_keeps_what_its_total_does_not_cover(data):
+    """A total read later without the warnings looked complete (review,
+    2026-11-27): the ledger keeps every warning's message, once each."""
+    X, y = data
+    leaky = make_pipeline(StandardScaler(), dp_model()).fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    said = record_quietly(ledger, leaky)
+    assert len(said) == 1 and ledger.uncovered == tuple(said)
+    record_quietly(ledger, leaky)
+    assert ledger.uncovered == tuple(said) and len(ledger) == 2
+    assert repr(ledger).endswith("; 1 warnings, see .uncovered)")
+    clean = PrivacyLedger(delta=DELTA).record(dp_model().fit(X, y))
+    assert clean.uncovered == () and "warnings" not in repr(clean)
