@@ -2529,3 +2529,32 @@ def test_the_ledger_keeps_what_its_total_does_not_cover(data):
     assert repr(ledger).endswith("; 1 warnings, see .uncovered)")
     clean = PrivacyLedger(delta=DELTA).record(dp_model().fit(X, y))
     assert clean.uncovered == () and "warnings" not in repr(clean)
+
+
+@pytest.mark.parametrize(
+    "middle",
+    ["passthrough", "plain", "prefit-select"],
+)
+def test_a_refit_is_found_past_steps_that_hold_no_fit_of_their_own(data, middle):
+    """The fit-order check walks every step: a "passthrough", a plain step
+    (no stamp) or a prefit SelectFromModel (fitted apart) between the DP
+    steps must not end or reset the walk (mutation testing: `continue` made
+    `break`, and `earlier +=` made `=`, passed every test)."""
+    X, y = data
+    scaler = DPStandardScaler(delta=DELTA, bounds=(-5, 5))
+    model = DPLogisticRegression(delta=DELTA, classes=[0, 1])
+    step = {
+        "passthrough": "passthrough",
+        "plain": FunctionTransformer(),
+        "prefit-select": SelectFromModel(
+            DPLogisticRegression(delta=DELTA, classes=[0, 1]).fit(X, y), prefit=True
+        ),
+    }[middle]
+    pipe = Pipeline([("scale", scaler), ("middle", step), ("model", model)])
+    pipe.fit(X, y)
+    assert len(PrivacyLedger(delta=DELTA).record(pipe)) == 2 + (
+        middle == "prefit-select"
+    )
+    scaler.fit(X)  # again, after the model was fitted on its output
+    with pytest.raises(ValueError, match="'scale' was fitted again after step 'model'"):
+        PrivacyLedger(delta=DELTA).record(pipe)
