@@ -1173,3 +1173,40 @@ def test_a_record_whose_clip_factor_is_subnormal_stays_within_the_clip(datafit, 
         assert np.linalg.norm(got) <= C * (1 + 1e-12)
         scale = clip_scale(np.ones((1, k)), np.array([r / np.sqrt(k)]), C)
     assert scale[0] * np.sqrt(k) * (r / np.sqrt(k)) <= C * (1 + 1e-12)
+
+
+class _FixedGradient:
+    """A datafit stub whose raw gradient is the same for every record."""
+
+    def __init__(self, g):
+        self.g = np.asarray(g, dtype=float)
+
+    def raw_grad(self, y, z):
+        return np.tile(self.g, (z.shape[0], 1))
+
+
+@pytest.mark.parametrize(
+    ("g", "row", "C"),
+    [
+        ([1e-170, -1e-170, 0.0], 1e200, 1.0),  # ||g||² underflows to 0
+        # the factor is normal (2.5e-307), but g·factor = 0.51·2⁻¹⁰⁷⁴
+        ([1e-17, -1e-17, 0.0], 1e-100 / 5e-324 / 0.51 / 2**0.5, 1e-100),
+    ],
+    ids=["norm-underflow", "product-subnormal"],
+)
+def test_a_tiny_multi_output_gradient_stays_within_the_clip(g, row, C):
+    """Two ways a record escaped the multi-output clip (review, 2026-11-27):
+    ||g|| computed as sqrt(Σg²) underflowed to 0 for a nonzero g (factor 1:
+    a contribution of 1e30 at C = 1), and a normal factor times g rounded in
+    the subnormal range (by up to 2) before meeting the huge row."""
+    X = np.array([[row, 0.0]])
+    got = clipped_gradient_sum(
+        X,
+        np.zeros(1),
+        _FixedGradient(g),
+        np.zeros((2, 3)),
+        np.zeros(3),
+        np.array([row]),
+        C,
+    )
+    assert np.linalg.norm(got) <= C * (1 + 1e-12)

@@ -318,14 +318,14 @@ def test_clipping_bounds_a_heavy_users_contribution(monkeypatch):
     y = np.concatenate([y, 50.0 * Xh[:, 0] + 10 * rng.standard_normal(2000)])
     groups = np.concatenate([groups, np.full(2000, 100)])
     clip, norms = 0.7, []
-    real = fu._user_clip_factors
+    real = fu._user_clip_lengths
 
     def recording(G, V, counts, clip_norm):
-        omega = real(G, V, counts, clip_norm)
-        norms.append(omega * np.linalg.norm(G, axis=1) * np.linalg.norm(V, axis=1))
-        return omega
+        lengths = real(G, V, counts, clip_norm)
+        norms.append(lengths)
+        return lengths
 
-    monkeypatch.setattr(fu, "_user_clip_factors", recording)
+    monkeypatch.setattr(fu, "_user_clip_lengths", recording)
     est = DPFedRep(clip_norm=clip, n_rounds=6, epsilon=2.0, random_state=0)
     est.fit(X, y, groups)
     assert len(norms) == 6
@@ -1155,23 +1155,23 @@ def test_cold_start_clip_binds_for_small_terms_too():
     np.testing.assert_allclose(h, raw_h, rtol=1e-12)
 
 
-def test_clip_factors_drop_only_the_user_with_a_non_finite_head():
-    """_user_clip_factors decides per user: a NaN or infinite v_i zeroes that
-    user's factor and leaves every other user's factor as it was."""
+def test_clip_lengths_drop_only_the_user_with_a_non_finite_head():
+    """_user_clip_lengths decides per user: a NaN or infinite v_i zeroes that
+    user's term and leaves every other user's as it was."""
     rng = np.random.default_rng(28)
     G, V = rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
     counts = np.array([3, 2, 0, 4, 1, 5])
-    base = fu._user_clip_factors(G, V, counts, 0.5)
+    base = fu._user_clip_lengths(G, V, counts, 2.0)
     norms = 2.0 / np.maximum(counts, 1) * np.linalg.norm(G, axis=1)
     norms *= np.linalg.norm(V, axis=1)
-    expected = np.where(counts > 0, 2.0 / np.maximum(counts, 1), 0.0)
-    expected *= np.minimum(1.0, 0.5 / norms)
+    expected = np.where(counts > 0, np.minimum(norms, 2.0), 0.0)
     np.testing.assert_allclose(base, expected, rtol=1e-12)
+    assert 0 < (norms > 2.0).sum() < 5  # both sides of the clip
     for bad in [np.nan, np.inf]:
         V_bad = V.copy()
         V_bad[1, 0] = bad
         with np.errstate(invalid="ignore"):
-            got = fu._user_clip_factors(G, V_bad, counts, 0.5)
+            got = fu._user_clip_lengths(G, V_bad, counts, 2.0)
         assert got[1] == 0.0
         np.testing.assert_array_equal(np.delete(got, 1), np.delete(base, 1))
 
@@ -1262,11 +1262,22 @@ def test_a_user_whose_clip_factor_is_subnormal_stays_within_the_clip():
     # (review, 2026-11-27). Both clips set such a factor to 0.
     C = 1e-100
     r = C / 5e-324 / 0.51  # finite: 4e223
-    # the per-user gradient (2/b_i)·G_i·v_iᵀ, b_i = 1: its norm is 2·r·1
-    omega = fu._user_clip_factors(
-        np.array([[r / 2.0, 0.0]]), np.array([[1.0]]), np.array([1]), C
+    # The round's sum of clipped gradients, one user (found by review): a
+    # row a·e1 with y = 1 in the v-half gives v_i = 1/a (k = 1, U = e1), and
+    # a row b·e1 with y = 0 in the gradient half G_i = (b/a)·b = r. The
+    # factor ω = C·a/r is normal, but ω·v_i = C/r is 0.51·2⁻¹⁰⁷⁴ and rounds
+    # up, and G_iᵀ(ω v_i) then had norm 1.96·C.
+    a = 1e150
+    b = math.sqrt(r) * math.sqrt(a)
+    users = fu._Users(
+        np.array([[a, 0.0, 0.0], [b, 0.0, 0.0]]),
+        np.array([1.0, 0.0]),
+        np.zeros(2, dtype=np.intp),
+        1,
+        np.array([True, False]),
     )
-    assert omega[0] * r <= C * (1 + 1e-12)
+    U = np.array([[1.0], [0.0], [0.0]])
+    assert np.linalg.norm(fu._round_sum(users, U, C)) <= C * (1 + 1e-12)
     # the cold start's (X_iᵀX_i/m, X_iᵀy_i/m) of one user with one row and
     # y = 0: its bound is trace = ||x||² = r
     users, _ = users_of(

@@ -259,28 +259,34 @@ def _local_coef(ZT, users, part):
     return _pinv_solve(*_user_moments(ZT, users, part))
 
 
-def _user_clip_factors(G, V, counts, clip_norm):
-    """Factors ``ω_i`` with ``∇_i = ω_i G_i v_iᵀ`` clipped to Frobenius norm ≤ C.
+def _user_clip_lengths(G, V, counts, clip_norm):
+    """Norms ``min(‖∇_i‖_F, C)`` of the users' clipped gradients.
 
     User i's gradient ``(2/b_i) G_i v_iᵀ`` (``G_i = Σ_{B'_i} r_j x_j``) has rank
     one, so its norm is ``(2/b_i)‖G_i‖‖v_i‖``: one scalar per user, computed
-    free of overflow. Users with no gradient rows, or a non-finite term,
-    contribute 0.
+    free of overflow (an overflow to inf clips to C). Users with no gradient
+    rows, or a non-finite term, contribute 0.
     """
     with np.errstate(all="ignore"):
         g_norm, v_norm = row_norms(G), row_norms(V)
-        base = 2.0 / np.maximum(counts, 1)
-        norm = base * g_norm * v_norm
-        omega = base * clip_norm / np.maximum(norm, clip_norm)
-        # a non-finite entry of G_i makes ‖G_i‖ non-finite (never NaN-free
-        # inf·0 here: the product with ω below is checked too)
+        norm = (2.0 / np.maximum(counts, 1)) * g_norm * v_norm
+        lengths = np.minimum(norm, clip_norm)
         ok = (
             (counts > 0)
             & np.isfinite(g_norm)
             & np.isfinite(V).all(axis=1)
-            & np.isfinite(omega * g_norm * v_norm)
+            & ~np.isnan(lengths)
         )
-    return flush_subnormal(np.where(ok, omega, 0.0))
+    return np.where(ok, lengths, 0.0)
+
+
+def _unit_rows(A):
+    """Rows of A divided by their norms (0 for a zero or non-finite row)."""
+    norms = row_norms(A)
+    with np.errstate(all="ignore"):
+        unit = A / norms[:, None]
+    unit[~np.isfinite(unit).all(axis=1)] = 0.0
+    return unit
 
 
 def _round_sum(users, U, clip_norm):
@@ -340,9 +346,11 @@ def _clipped_gradient_sum(users, ZT, V, clip_norm):
             resid = resid + ZT[a] * V[:, a][users.codes]
         resid[~np.isfinite(resid)] = 0.0
         G = users.sum(resid, users.X, "grad")
-    omega = _user_clip_factors(G, V, users.grad_counts, clip_norm)
-    G[omega == 0] = 0.0  # 0 · inf would be NaN
-    return G.T @ (omega[:, None] * V)
+    lengths = _user_clip_lengths(G, V, users.grad_counts, clip_norm)
+    # Each term as its length times unit vectors, ``ℓ_i ĝ_i v̂_iᵀ``: a clip
+    # factor, or a factor times v_i, in the subnormal range would round up
+    # by as much as 2 (a review: a user's term reached 1.96·C).
+    return _unit_rows(G).T @ (lengths[:, None] * _unit_rows(V))
 
 
 def _spectral_sum(users, clip_norm):
