@@ -15,6 +15,7 @@ unfitted one (a search candidate) declares its budget with
 ``privacy_budget()`` (:class:`skdp._base.DPEstimatorMixin`).
 """
 
+import math
 import numbers
 import warnings
 from dataclasses import replace
@@ -501,7 +502,10 @@ def _fails_on_an_undeclared_category(encoder):
         quiet = ("ignore", "infrequent_if_exist")
         return encoder.handle_unknown not in quiet or encoder.drop is not None
     if type(encoder) is OrdinalEncoder:
-        return encoder.handle_unknown != "use_encoded_value"
+        # unknown_value=np.nan: the next DP step refuses the NaN, and raises
+        unknown = encoder.unknown_value
+        nan = isinstance(unknown, float) and math.isnan(unknown)
+        return encoder.handle_unknown != "use_encoded_value" or nan
     return False
 
 
@@ -1058,8 +1062,8 @@ _NOT_RECORDABLE = (
     "recorded: they keep none of the models they fit, and they release, "
     "without noise, predictions or scores computed on the data they are given "
     "(on the training data, not private at all). Use cross_validate(..., "
-    "return_estimator=True) and record(result, cv=cv), or compute them on "
-    "public data."
+    "return_estimator=True, return_indices=True) and record(result, cv=cv), "
+    "or compute them on public data."
 )
 
 
@@ -1255,7 +1259,8 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
             "on one (a OneHotEncoder with drop): one record decides whether "
             "the fit succeeds, which no DP guarantee covers. Use "
             "handle_unknown='ignore' without drop (OneHotEncoder) or "
-            "handle_unknown='use_encoded_value' (OrdinalEncoder)."
+            "handle_unknown='use_encoded_value' with a number as unknown_value "
+            "(OrdinalEncoder)."
         ] = None
 
 

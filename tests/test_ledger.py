@@ -206,8 +206,13 @@ def test_the_shape_only_list_is_explicit(step, silent):
             sparse_output=False,
         ),
         OrdinalEncoder(categories=[[0, 1]]),
+        OrdinalEncoder(
+            categories=[[0, 1]],
+            handle_unknown="use_encoded_value",
+            unknown_value=np.nan,
+        ),
     ],
-    ids=["onehot-error", "onehot-drop", "ordinal-error"],
+    ids=["onehot-error", "onehot-drop", "ordinal-error", "ordinal-nan"],
 )
 def test_an_encoder_that_raises_or_warns_on_one_record_is_named(encoder):
     """Declared categories read nothing of the data, but with
@@ -220,7 +225,7 @@ def test_an_encoder_that_raises_or_warns_on_one_record_is_named(encoder):
     pipe = Pipeline([("step", encoder), ("model", DPStandardScaler(bounds=(-2, 2)))])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises((ValueError, UserWarning), match="unknown categories"):
+        with pytest.raises((ValueError, UserWarning), match=r"unknown categories|NaN"):
             clone(pipe).fit(neighbour)
     messages = record_quietly(PrivacyLedger(), pipe.fit(X))
     assert len(messages) == 1

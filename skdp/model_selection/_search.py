@@ -298,9 +298,10 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     K, which is random and independent of the data, but the bound assumes K
     stays secret: do not publish the run time or a log of the runs. The
     process that ran the search is not a release either: its memory, other
-    libraries' caches (narwhals counts scikit-learn's input checks) and
-    timings reflect the work of K runs; release the fitted search, not
-    access to the session that fitted it.
+    libraries' caches (narwhals counts scikit-learn's input checks), the
+    version counter of Python's warning filters (every ``catch_warnings``
+    advances it) and timings reflect the work of K runs; release the fitted
+    search, not access to the session that fitted it.
 
     References
     ----------
