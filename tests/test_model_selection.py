@@ -1680,7 +1680,12 @@ def test_a_frame_with_missing_values_is_refused_before_any_draw(runs):
 
 
 @pytest.mark.parametrize("kind", ["frame", "object-array"])
-@pytest.mark.parametrize("value", [np.inf, -np.inf, None, np.nan, 10**400])
+@pytest.mark.parametrize(
+    "value",
+    # "1e999" is a number written as text, infinite once a candidate converts
+    # it; pd.NA is missing (mutation testing: both passed unchecked)
+    [np.inf, -np.inf, None, np.nan, 10**400, "1e999", "-inf", "pd.NA"],
+)
 def test_missing_or_infinite_values_in_any_column_are_refused_before_any_draw(
     runs, kind, value
 ):
@@ -1709,6 +1714,10 @@ def test_missing_or_infinite_values_in_any_column_are_refused_before_any_draw(
     )
     estimator = make_pipeline(pre, DPLogisticRegression(classes=[0, 1]))
     grid = {"columntransformer__extra": ["drop", "passthrough"]}
+    if value == "pd.NA":
+        import pandas as pd
+
+        value = pd.NA
     neighbour = X.copy()
     if kind == "object-array":
         neighbour[5, 3] = value

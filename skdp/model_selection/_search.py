@@ -702,6 +702,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         expected = _structure(self.estimator, privacy)
         self._check_listed(grids, privacy, expected)
         frame = X if hasattr(X, "iloc") else None
+        # Missing values first: scikit-learn's check raises a TypeError on
+        # pd.NA in an object column ("boolean value of NA is ambiguous").
+        if frame is not None:
+            _refuse_missing_or_infinite(np.zeros(0), "X", frame)  # isna() only
+        elif getattr(X, "dtype", None) == object:
+            _refuse_missing_or_infinite(X, "X")
         X, y = validate_data(
             self,
             X,
