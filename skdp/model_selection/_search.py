@@ -706,7 +706,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         # pd.NA in an object column ("boolean value of NA is ambiguous").
         if frame is not None:
             _refuse_missing_or_infinite(np.zeros(0), "X", frame)  # isna() only
-        elif getattr(X, "dtype", None) == object:
+        elif isinstance(X, np.ndarray) and X.dtype == object:
             _refuse_missing_or_infinite(X, "X")
         X, y = validate_data(
             self,
