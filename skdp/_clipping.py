@@ -140,8 +140,25 @@ def _rescaled_norms(rows):
     """Norms of dense rows, each divided by its largest |entry| before squaring."""
     scale = np.max(np.abs(rows), axis=1, initial=0.0)
     scaled = rows / np.where(scale > 0, scale, 1.0)[:, None]
+    return _scaled_norms(scale, np.einsum("ij,ij->i", scaled, scaled))
+
+
+def _scaled_norms(scale, sum_of_squares):
+    """``scale·sqrt(Σ(x/scale)²)``, rounded up where it falls in the subnormal range.
+
+    There the product is rounded to a multiple of 2⁻¹⁰⁷⁴ and may fall below
+    the true norm by a factor of up to 2 (‖(5e-324, 5e-324)‖ = 7e-324 rounds
+    to 5e-324): a clip computed from it would let the row through at up to
+    √2·C (a review). One step up bounds the true norm from above, so a clip
+    from it can only be stricter; a row with one non-zero entry (root 1) is
+    exact and stays.
+    """
+    root = np.sqrt(sum_of_squares)
     with np.errstate(over="ignore"):
-        return scale * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+        norms = scale * root
+    inexact = (norms < _SMALLEST_NORMAL) & (root > 1.0)
+    norms[inexact] = np.nextafter(norms[inexact], np.inf)
+    return norms
 
 
 def _dense_row_norms(block):
@@ -165,8 +182,7 @@ def _sparse_row_norms(block):
     scaled = abs_data / np.repeat(np.where(scale > 0, scale, 1.0), counts)
     row_of_value = np.repeat(np.arange(block.shape[0]), counts)
     sq = np.bincount(row_of_value, weights=scaled**2, minlength=block.shape[0])
-    with np.errstate(over="ignore"):
-        return scale * np.sqrt(sq)
+    return _scaled_norms(scale, sq)
 
 
 def row_norms(X):
@@ -251,11 +267,13 @@ def _clipped_raw_grad(block, y, datafit, coef, intercept, row_norm, clip_norm):
             g1 = g[:, 0]
             np.minimum(np.maximum(g1, -limit, out=g1), limit, out=g1)
         else:
-            g *= clip_scale(g, row_norm, clip_norm)[:, None]
-            # A row of g all below the smallest normal float64 was rounded
-            # in the subnormal range (by up to 2: a review); times a huge
-            # x̃ it would pass the clip. Such a record contributes 0.
-            g[np.abs(g).max(axis=1) < _SMALLEST_NORMAL] = 0.0
+            scale = clip_scale(g, row_norm, clip_norm)
+            g *= scale[:, None]
+            # A clipped row of g all below the smallest normal float64 was
+            # rounded in the subnormal range (by up to 2: a review); times a
+            # huge x̃ it would pass the clip. Such a record contributes 0 (an
+            # unclipped row is exact, and kept).
+            g[(scale < 1.0) & (np.abs(g).max(axis=1) < _SMALLEST_NORMAL)] = 0.0
     return g
 
 

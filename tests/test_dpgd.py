@@ -1210,3 +1210,45 @@ def test_a_tiny_multi_output_gradient_stays_within_the_clip(g, row, C):
         C,
     )
     assert np.linalg.norm(got) <= C * (1 + 1e-12)
+
+
+def test_a_row_norm_in_the_subnormal_range_bounds_the_true_norm():
+    """||(5e-324, 5e-324)|| = √2·2⁻¹⁰⁷⁴ was computed as 2⁻¹⁰⁷⁴ (the product
+    is rounded to the subnormal grid), so the one-output clip let such a
+    record through at √2·C (review, 2026-11-27): norms there are rounded up."""
+    from skdp._datafits import Quadratic
+
+    unit = 5e-324  # 2⁻¹⁰⁷⁴
+    X = np.array([[unit, unit], [-2 * unit, unit], [2e-308, 0.0]])
+    for norms in (row_norms(X), row_norms(sp.csr_matrix(X))):
+        # true norms: 1.41, 2.24 units, and 2e-308
+        assert norms[0] >= 2 * unit and norms[1] >= 3 * unit and norms[2] >= 2e-308
+    C = 1e-100
+    for i in range(2):
+        got = clipped_gradient_sum(
+            X[i : i + 1],
+            np.array([-1e250]),
+            Quadratic(),
+            np.zeros((2, 1)),
+            np.zeros(1),
+            row_norms(X[i : i + 1]),
+            C,
+        )
+        assert np.linalg.norm(got[:2, 0]) <= C * (1 + 1e-12)  # the features' part
+
+
+def test_an_unclipped_subnormal_gradient_is_kept():
+    """Only a clipped row left wholly subnormal is zeroed: an unclipped one
+    is exact (a record worth 0.49·C was dropped, a review)."""
+    X = np.array([[3.5e307, 0.0]])
+    g = [0.0, 9.91e-309, 9.91e-309]
+    got = clipped_gradient_sum(
+        X,
+        np.zeros(1),
+        _FixedGradient(g),
+        np.zeros((2, 3)),
+        np.zeros(3),
+        np.array([3.5e307]),
+        1.0,
+    )
+    np.testing.assert_allclose(got[0], 3.5e307 * np.array(g), rtol=1e-12)

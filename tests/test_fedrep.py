@@ -1306,3 +1306,13 @@ def test_the_ledger_names_the_heads_the_guarantee_does_not_cover():
         said = [str(w.message) for w in caught]
         assert len(said) == 1
         assert said[0].startswith(f"{path} (DPFedRep) holds users_, user_coef_")
+
+
+def test_unit_rows_of_subnormal_rows_have_norm_at_most_one():
+    """A subnormal row norm was rounded down (‖(5e-324, 5e-324)‖ to 5e-324),
+    so the "unit" row was (1, 1), and a user's term reached √2·C (review,
+    2026-11-27)."""
+    rows = np.array([[5e-324, 5e-324], [1e-323, -5e-324], [3e-310, 4e-310], [3.0, 4.0]])
+    unit = fu._unit_rows(rows)
+    norms = np.array([math.hypot(*r) for r in unit])
+    assert np.all(norms <= 1 + 1e-12) and norms[-1] == pytest.approx(1.0)

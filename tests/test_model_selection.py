@@ -2138,3 +2138,24 @@ def test_no_cache_in_the_process_counts_the_runs(monkeypatch, noise):
     assert two.keys() == nine.keys()
     counted = {key: (two[key], nine[key]) for key in two if two[key] != nine[key]}
     assert not counted, counted
+
+
+def test_text_infinity_in_a_string_array_is_refused_before_any_draw(runs):
+    """A list of lists (or a '<U' array) holding the text "inf" reached the
+    runs (review, 2026-11-27): only object arrays and frames were checked."""
+    from sklearn.compose import ColumnTransformer
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 3)).astype(str)
+    y = (X[:, 0].astype(float) > 0).astype(int)
+    pre = ColumnTransformer(
+        [("num", DPStandardScaler(), [0, 1]), ("extra", "drop", [2])],
+        sparse_threshold=0,
+    )
+    estimator = make_pipeline(pre, DPLogisticRegression(classes=[0, 1]))
+    grid = {"columntransformer__extra": ["drop", "passthrough"]}
+    X[7, 2] = "inf"
+    for given in (X, X.tolist()):
+        with pytest.raises(ValueError, match="contains NaN, None or infinity"):
+            search(estimator=estimator, param_distributions=grid).fit(given, y)
+    assert runs == []

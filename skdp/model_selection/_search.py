@@ -706,7 +706,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         # pd.NA in an object column ("boolean value of NA is ambiguous").
         if frame is not None:
             _refuse_missing_or_infinite(np.zeros(0), "X", frame)  # isna() only
-        elif isinstance(X, np.ndarray) and X.dtype == object:
+        elif isinstance(X, np.ndarray) and X.dtype.kind in "OUS":
             _refuse_missing_or_infinite(X, "X")
         X, y = validate_data(
             self,
@@ -1113,7 +1113,7 @@ def _refuse_missing_or_infinite(values, name, frame=None):
     """
     bad = frame is not None and bool(np.asarray(frame.isna()).any())
     data = values.data if sp.issparse(values) else values
-    if not bad and data.dtype == object:
+    if not bad and data.dtype.kind in "OUS":  # objects, or text ("inf")
         bad = bool(np.frompyfunc(_missing_or_infinite, 1, 1)(data).any())
     elif not bad and data.dtype.kind in "fc":  # also X converted to numbers
         bad = not np.isfinite(data).all()
