@@ -2159,3 +2159,37 @@ def test_text_infinity_in_a_string_array_is_refused_before_any_draw(runs):
         with pytest.raises(ValueError, match="contains NaN, None or infinity"):
             search(estimator=estimator, param_distributions=grid).fit(given, y)
     assert runs == []
+
+
+class _FailingFit(DPLogisticRegression):
+    """A candidate whose fit fails with the given error."""
+
+    def __init__(self, error=None, classes=None):
+        super().__init__(classes=classes)
+        self.error = error
+
+    def fit(self, X, y):
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("scoring", "worst"), [("accuracy", 0.0), ("neg_mean_squared_error", -4.0)]
+)
+def test_a_failed_run_scores_the_worst_of_its_range(scoring, worst):
+    """A run that fails scores the worst value of the score's range: the
+    selection's sensitivity assumes every score in it (mutation testing: a
+    failed run scoring 0 for a loss, +bound or -bound for accuracy,
+    survived). A failure on the data keeps its kind only, its own noisy
+    release (MechanismFailedError) its message too."""
+    from skdp.exceptions import MechanismFailedError
+    from skdp.model_selection._search import _fit_and_score
+
+    X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    for error, message in (
+        (ValueError("Found unknown categories ['secret']"), None),
+        (MechanismFailedError("the model is not finite"), "the model is not finite"),
+    ):
+        candidate = _FailingFit(error, classes=[0, 1])
+        score, failure, said = _fit_and_score(candidate, X, y, X, y, scoring, 4.0)
+        assert score == worst and said == []
+        assert failure.kind == type(error).__name__ and failure.message == message
