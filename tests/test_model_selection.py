@@ -2193,3 +2193,22 @@ def test_a_failed_run_scores_the_worst_of_its_range(scoring, worst):
         score, failure, said = _fit_and_score(candidate, X, y, X, y, scoring, 4.0)
         assert score == worst and said == []
         assert failure.kind == type(error).__name__ and failure.message == message
+
+
+def test_a_listed_value_a_nested_step_refuses_is_refused_before_any_draw(data, runs):
+    """Every estimator inside a candidate has its parameters checked before
+    any draw (mutation testing: checking only the candidate's own, a
+    pipeline's, survived): a refusal raised inside a run would depend on
+    whether that value was drawn."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = data
+    pipe = make_pipeline(
+        DPStandardScaler(bounds=(-5, 5)), DPLogisticRegression(classes=[0, 1])
+    )
+    est = search(
+        estimator=pipe, param_distributions={"dplogisticregression__max_iter": [5, -1]}
+    )
+    with pytest.raises(InvalidParameterError, match="max_iter"):
+        est.fit(X, y)
+    assert runs == []
