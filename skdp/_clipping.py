@@ -223,6 +223,18 @@ def flush_subnormal(factors):
     return factors
 
 
+def clip_factors(norms, clip):
+    """Per-row factors ``min(1, clip/norm)`` that scale rows to norm at most ``clip``.
+
+    1 for a zero row; 0 for a norm that is not finite (a contribution of norm
+    0) and where the factor would be subnormal (see :func:`flush_subnormal`).
+    """
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        factors = np.minimum(1.0, clip / norms)
+    factors[~np.isfinite(norms)] = 0.0
+    return flush_subnormal(factors)
+
+
 def clip_scale(raw_grad, row_norm, clip_norm):
     """Per-record factors ``min(1, C / ||g_i||)`` that clip gradients to norm C.
 

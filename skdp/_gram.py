@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 from scipy.linalg.blas import dsyrk
 
-from ._clipping import _dense_row_norms, flush_subnormal
+from ._clipping import _dense_row_norms, clip_factors
 from ._inputs import is_dask_array
 
 __all__ = [
@@ -80,13 +80,8 @@ def warn_if_rows_point_one_way(
 
 
 def _clip_factors(X, clip):
-    """Per-row factors ``min(1, clip/||x||)`` (0 for a norm beyond float64,
-    and where the factor would be subnormal: see ``flush_subnormal``)."""
-    norms = _dense_row_norms(X)
-    with np.errstate(divide="ignore", over="ignore"):  # a subnormal norm
-        factor = np.minimum(1.0, clip / norms)
-    factor[~np.isfinite(norms)] = 0.0
-    return flush_subnormal(factor)
+    """Per-row factors ``min(1, clip/||x||)``, see :func:`clip_factors`."""
+    return clip_factors(_dense_row_norms(X), clip)
 
 
 def clipped_rows(X, clip):

@@ -1252,3 +1252,17 @@ def test_an_unclipped_subnormal_gradient_is_kept():
         1.0,
     )
     np.testing.assert_allclose(got[0], 3.5e307 * np.array(g), rtol=1e-12)
+
+
+def test_clip_factors_for_every_kind_of_norm():
+    """The one clip of rows shared by the Gram release, the sampler and
+    DPFedRep's cold start: 1 for a zero row, min(1, C/norm) otherwise, 0 for
+    a norm that is not finite (NaN too: min(1, NaN) would pass NaN on) and
+    where C/norm is subnormal."""
+    from skdp._clipping import clip_factors
+
+    norms = np.array([0.0, 0.5, 4.0, np.inf, np.nan, 1e-100 / 5e-324 / 0.51])
+    got = clip_factors(norms, 1e-100 * 2.0)
+    np.testing.assert_array_equal(got[3:], [0.0, 0.0, 0.0])
+    assert got[0] == 1.0
+    np.testing.assert_allclose(got[1:3], [4e-100, 5e-101], rtol=1e-15)

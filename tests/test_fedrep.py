@@ -320,8 +320,8 @@ def test_clipping_bounds_a_heavy_users_contribution(monkeypatch):
     clip, norms = 0.7, []
     real = fu._user_clip_lengths
 
-    def recording(G, V, counts, clip_norm):
-        lengths = real(G, V, counts, clip_norm)
+    def recording(g_norm, v_norm, V, counts, clip_norm):
+        lengths = real(g_norm, v_norm, V, counts, clip_norm)
         norms.append(lengths)
         return lengths
 
@@ -1161,7 +1161,11 @@ def test_clip_lengths_drop_only_the_user_with_a_non_finite_head():
     rng = np.random.default_rng(28)
     G, V = rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
     counts = np.array([3, 2, 0, 4, 1, 5])
-    base = fu._user_clip_lengths(G, V, counts, 2.0)
+
+    def lengths(G, V):
+        return fu._user_clip_lengths(fu.row_norms(G), fu.row_norms(V), V, counts, 2.0)
+
+    base = lengths(G, V)
     norms = 2.0 / np.maximum(counts, 1) * np.linalg.norm(G, axis=1)
     norms *= np.linalg.norm(V, axis=1)
     expected = np.where(counts > 0, np.minimum(norms, 2.0), 0.0)
@@ -1171,7 +1175,7 @@ def test_clip_lengths_drop_only_the_user_with_a_non_finite_head():
         V_bad = V.copy()
         V_bad[1, 0] = bad
         with np.errstate(invalid="ignore"):
-            got = fu._user_clip_lengths(G, V_bad, counts, 2.0)
+            got = lengths(G, V_bad)
         assert got[1] == 0.0
         np.testing.assert_array_equal(np.delete(got, 1), np.delete(base, 1))
 
@@ -1313,6 +1317,6 @@ def test_unit_rows_of_subnormal_rows_have_norm_at_most_one():
     so the "unit" row was (1, 1), and a user's term reached √2·C (review,
     2026-11-27)."""
     rows = np.array([[5e-324, 5e-324], [1e-323, -5e-324], [3e-310, 4e-310], [3.0, 4.0]])
-    unit = fu._unit_rows(rows)
+    unit = fu._unit_rows(rows, fu.row_norms(rows))
     norms = np.array([math.hypot(*r) for r in unit])
     assert np.all(norms <= 1 + 1e-12) and norms[-1] == pytest.approx(1.0)

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from .._clipping import flush_subnormal, quietly
+from .._clipping import clip_factors, quietly
 from .._dpgd import row_norms
 
 
@@ -259,16 +259,16 @@ def _local_coef(ZT, users, part):
     return _pinv_solve(*_user_moments(ZT, users, part))
 
 
-def _user_clip_lengths(G, V, counts, clip_norm):
+def _user_clip_lengths(g_norm, v_norm, V, counts, clip_norm):
     """Norms ``min(‖∇_i‖_F, C)`` of the users' clipped gradients.
 
     User i's gradient ``(2/b_i) G_i v_iᵀ`` (``G_i = Σ_{B'_i} r_j x_j``) has rank
-    one, so its norm is ``(2/b_i)‖G_i‖‖v_i‖``: one scalar per user, computed
-    free of overflow (an overflow to inf clips to C). Users with no gradient
-    rows, or a non-finite term, contribute 0.
+    one, so its norm is ``(2/b_i)‖G_i‖‖v_i‖`` (``g_norm``, ``v_norm``: the
+    rows' norms, free of overflow): one scalar per user (an overflow to inf
+    clips to C). Users with no gradient rows, or a non-finite term,
+    contribute 0.
     """
     with np.errstate(all="ignore"):
-        g_norm, v_norm = row_norms(G), row_norms(V)
         norm = (2.0 / np.maximum(counts, 1)) * g_norm * v_norm
         lengths = np.minimum(norm, clip_norm)
         ok = (
@@ -280,9 +280,8 @@ def _user_clip_lengths(G, V, counts, clip_norm):
     return np.where(ok, lengths, 0.0)
 
 
-def _unit_rows(A):
+def _unit_rows(A, norms):
     """Rows of A divided by their norms (0 for a zero or non-finite row)."""
-    norms = row_norms(A)
     with np.errstate(all="ignore"):
         unit = A / norms[:, None]
     unit[~np.isfinite(unit).all(axis=1)] = 0.0
@@ -346,11 +345,12 @@ def _clipped_gradient_sum(users, ZT, V, clip_norm):
             resid = resid + ZT[a] * V[:, a][users.codes]
         resid[~np.isfinite(resid)] = 0.0
         G = users.sum(resid, users.X, "grad")
-    lengths = _user_clip_lengths(G, V, users.grad_counts, clip_norm)
+    g_norm, v_norm = row_norms(G), row_norms(V)
+    lengths = _user_clip_lengths(g_norm, v_norm, V, users.grad_counts, clip_norm)
     # Each term as its length times unit vectors, ``ℓ_i ĝ_i v̂_iᵀ``: a clip
     # factor, or a factor times v_i, in the subnormal range would round up
     # by as much as 2 (a review: a user's term reached 1.96·C).
-    return _unit_rows(G).T @ (lengths[:, None] * _unit_rows(V))
+    return _unit_rows(G, g_norm).T @ (lengths[:, None] * _unit_rows(V, v_norm))
 
 
 def _spectral_sum(users, clip_norm):
@@ -400,9 +400,7 @@ def _cold_start_sums(users, clip_norm):
         h = (S_v + S_g) / m[:, None]
         trace = users.total(users.x_norm**2) / m
         bound = np.hypot(trace, row_norms(h))
-        c = np.where(bound > 0, np.minimum(1.0, clip_norm / bound), 1.0)
-        ok = np.isfinite(bound) & np.isfinite(c)  # a finite ‖h_i‖: h_i finite
-    c = flush_subnormal(np.where(ok, c, 0.0))
+    c = clip_factors(bound, clip_norm)  # 0 unless the bound (so h_i) is finite
     h[c == 0.0] = 0.0
     return _weighted_gram(users.X, (c / m)[users.codes]), c @ h
 

@@ -20,7 +20,7 @@ from .._base import (
     sum_over_rows,
     warn_if_delta_is_large,
 )
-from .._clipping import flush_subnormal
+from .._clipping import clip_factors
 from .._dpgd import row_norms
 from ..accounting import (
     REPLACE_ONE,
@@ -124,10 +124,7 @@ def _clipped_rows(X, center, radius):
     # overflowed (|x - c| > 1.8e308) becomes large but finite, so that the
     # clip below scales it down instead of producing inf·0 = NaN.
     np.clip(U, -_HUGE, _HUGE, out=U)
-    norms = row_norms(U)  # free of overflow
-    with np.errstate(divide="ignore", over="ignore"):  # a subnormal norm
-        factors = flush_subnormal(np.minimum(1.0, radius / norms))
-    U *= factors[:, None]
+    U *= clip_factors(row_norms(U), radius)[:, None]  # norms free of overflow
     return U
 
 
