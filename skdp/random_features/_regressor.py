@@ -193,11 +193,12 @@ class DPRandomFeaturesRegressor(
 
     **Kernel solver.** With ``θ_0 = 0`` every iterate is ``Φᵀa_t`` plus the
     accumulated noise, so the loop runs on the n predictions
-    ``u_t = u_{t−1} − K v_t + s·w_t`` with ``K = ΦΦᵀ``, ``w_t ~ N(0, K)``, and
-    the noise sum's component outside the row space of Φ (independent of
-    everything the loop saw) is drawn once from its exact conditional law at
-    the end. The joint law of the run and θ_T is that of Algorithm 1, so the
-    guarantee is the same; only θ_T is released, never the n-indexed
+    ``u_t = u_{t−1} − K v_t + s·w_t`` with ``K = ΦΦᵀ`` and ``w_t = Φz_t``.
+    The noise is drawn backwards: first the sum ``Z = Σ_t z_t`` (which θ_T
+    carries), then the steps' ``w_t`` as a Gaussian bridge in R^n that ends
+    at ``ΦZ``. The joint law of the run and θ_T is that of Algorithm 1 in
+    every direction of K, small eigenvalues included (nothing is solved
+    with K), so the guarantee is the same; only θ_T is released, never the n-indexed
     coefficients. The proof is in ``skdp/random_features/_kernel.py``.
 
     **Utility.** [1]_ assumes inputs of norm about ``sqrt(d)`` (standardised
@@ -560,7 +561,7 @@ def _feature_matrix(X, weights, activation):
 # n·p·d per second for X @ V, entries per second for the activation, n²·p per
 # second for the Gram product and other BLAS-3 products, entries per second
 # for a memory-bound matrix-vector pass (over Φ, or over the n × n K), n³ per
-# second for Cholesky (with its condition estimate) and for eigh of K.
+# second for the Cholesky factorisation and for eigh of K.
 _RATE_PROJECT = 5.3e10
 _RATE_ACTIVATION = 2.37e8
 _RATE_GEMM = 1.53e11
@@ -573,9 +574,9 @@ def _solver_seconds(n, d, p, n_iter):
     """Predicted fit times ``(primal, kernel)`` from public sizes only.
 
     Primal: one feature pass, then two passes over Φ per step. Kernel: two
-    feature passes, the Gram product, one factorisation (eigh when p ≤ n,
-    where K is singular or nearly so; Cholesky otherwise), one product with
-    the n × n Gram matrix per step, and the noise ``F g_t`` (BLAS-3).
+    feature passes, the Gram product, one square root of K (eigh when p ≤ n,
+    where K is singular; Cholesky otherwise), one product with the n × n
+    Gram matrix per step, and the noise ``F g_t`` (BLAS-3).
     """
     feature_pass = n * p * d / _RATE_PROJECT + n * p / _RATE_ACTIVATION
     primal = feature_pass + 2 * n_iter * n * p / _RATE_MATVEC
