@@ -184,18 +184,31 @@ class _RecordingQuadratic(Quadratic):
         return super().raw_grad(y, preds)
 
 
+def _near_duplicate_task(n_components, delta):
+    """5 records (the last a copy of the 4th moved by ``delta``, if given)."""
+    X, _ = sign_task(5, 3, seed=3)
+    if delta is not None:
+        X[4] = X[3] + delta * np.random.default_rng(5).standard_normal(3)
+    return X, draw_weights(np.random.default_rng(4), 3, n_components)
+
+
 def _whitened_walks(X, weights, n_iter, n_draws, square_root):
     """(Φ̃S_1, …, Φ̃S_{T−1}, Φ̃Z) as the kernel form draws them, whitened by
-    their exact covariance min(s, t)·K̃ (white box: zero gradients, s = 1)."""
+    their exact covariance min(s, t)·K̃ on the range of K̃ (white box: zero
+    gradients, s = 1), and their largest component outside that range.
+    ``square_root=None``: K̃'s square root as the kernel form takes it."""
     from skdp._dpgd import _Progress
 
     n, p = X.shape[0], weights.shape[1]
     _, _, norms = _kernel.gram_pass(X, weights, np.tanh, np.zeros(p))
     rows = _kernel.normalised_features(X, weights, np.tanh, slice(None), norms)
     gram = rows @ rows.T
-    root = square_root(gram)
+    if square_root is None:  # as kernel_dpgd calls it
+        root = _kernel.gram_square_root(gram, may_be_definite=p > n)
+    else:
+        root = square_root(gram)
     rng = np.random.default_rng(7)
-    out = np.empty((n_draws, n * n_iter))
+    walks = np.empty((n_draws, n_iter, n))
     for i in range(n_draws):
         h = rows @ rng.standard_normal(p)
         datafit = _RecordingQuadratic()
@@ -213,40 +226,71 @@ def _whitened_walks(X, weights, n_iter, n_draws, square_root):
             rng=rng,
             progress=_Progress("test", n_iter, 0),
         )
-        out[i] = np.concatenate([*datafit.seen[1:], np.sqrt(n_iter) * h])
+        walks[i] = [*datafit.seen[1:], np.sqrt(n_iter) * h]
+    eigvals, eigvecs = np.linalg.eigh(gram)
+    kept = eigvals > 1e-13 * eigvals[-1]
+    outside = np.abs(walks @ eigvecs[:, ~kept]).max(initial=0.0)
+    inside = walks @ (eigvecs[:, kept] / np.sqrt(eigvals[kept]))
     steps = np.arange(1, n_iter + 1)
-    exact = np.kron(np.minimum.outer(steps, steps), gram)
-    return out @ np.linalg.inv(np.linalg.cholesky(exact)).T
+    time_root = np.linalg.cholesky(np.minimum.outer(steps, steps))
+    white = np.einsum("st,dtr->dsr", np.linalg.inv(time_root), inside)
+    return white.reshape(n_draws, -1), outside
 
 
-def _walk_law_deviation(square_root):
-    X, _ = sign_task(5, 3, seed=3)
-    weights = draw_weights(np.random.default_rng(4), 3, 40)
+def _walk_law_deviation(square_root, n_components=40, delta=None):
+    X, weights = _near_duplicate_task(n_components, delta)
     n_draws = 20_000
-    white = _whitened_walks(X, weights, 4, n_draws, square_root)
+    white, outside = _whitened_walks(X, weights, 4, n_draws, square_root)
+    assert outside < 1e-6  # K̃'s null space (p < n) gets no noise
     # Each entry of the sample covariance of N(0, I) has standard error at
-    # most sqrt(2/n_draws); the largest of the 210 is measured in those.
+    # most sqrt(2/n_draws); the largest is measured in those.
     return np.abs(np.cov(white.T) - np.eye(white.shape[1])).max() / np.sqrt(2 / n_draws)
 
 
-def test_the_predictions_walk_with_the_noise_law_of_algorithm_1():
+@pytest.mark.parametrize(
+    "n_components, delta",
+    [(40, None), (40, 1e-4), (5, 1e-4), (4, 1e-4)],  # p > n, p = n, p < n
+)
+def test_the_predictions_walk_with_the_noise_law_of_algorithm_1(
+    n_components, delta, monkeypatch
+):
     # Algorithm 1's predictions carry Φ̃S_t, S_t = z_1 + … + z_t, and θ_T
     # carries S_T = Z: jointly Gaussian with Cov(Φ̃S_s, Φ̃S_t) = min(s, t)·K̃.
-    # The bridge that draws them backwards from Z must give exactly that law:
-    # 20000 seeded walks (n = 5, T = 4), whitened by the exact covariance,
-    # have an identity sample covariance to 5 standard errors per entry.
-    assert _walk_law_deviation(_kernel.gram_square_root) < 5
+    # The bridge that draws them backwards from Z must give exactly that law,
+    # also across the chunks in which its noise is drawn (here 3 steps, then
+    # 1) and in every direction of K̃: a near-duplicate record (δ = 1e-4)
+    # gives K̃ an eigenvalue of 1e-10 to 1e-9, below the cut of the earlier
+    # truncated form. 20000 seeded walks (n = 5, T = 4), whitened by the
+    # exact covariance, have an identity sample covariance to 5 standard
+    # errors per entry.
+    monkeypatch.setattr(_kernel, "_CHUNK_VALUES", 3 * 5)
+    X, weights = _near_duplicate_task(n_components, delta)
+    if delta is not None and n_components >= 5:
+        _, _, norms = _kernel.gram_pass(X, weights, np.tanh, np.zeros(n_components))
+        rows = _kernel.normalised_features(X, weights, np.tanh, slice(None), norms)
+        eigvals = np.linalg.eigvalsh(rows @ rows.T)
+        old_cut = 1e6 * (5 + n_components) * np.finfo(float).eps * eigvals[-1]
+        assert 0 < eigvals[0] < old_cut / 5
+    assert _walk_law_deviation(None, n_components, delta) < 5
+
+
+def _truncated_root(gram):
+    """The earlier form's square root: directions below its cut dropped."""
+    eigvals, eigvecs = np.linalg.eigh(gram)
+    keep = eigvals > 1e6 * 45 * np.finfo(float).eps * eigvals[-1]
+    return eigvecs[:, keep] * np.sqrt(eigvals[keep])
 
 
 @pytest.mark.parametrize(
-    "broken",
+    "broken, n_components",
     [
-        lambda gram: np.zeros_like(gram),  # no spread: a straight line to W
-        lambda gram: 1.2 * _kernel.gram_square_root(gram),  # steps too wide
+        (lambda gram: np.zeros_like(gram), 40),  # no spread: a line to W
+        (lambda gram: 1.2 * _kernel.gram_square_root(gram), 40),  # too wide
+        (_truncated_root, 5),  # the near-duplicate's direction dropped
     ],
 )
-def test_the_walk_law_test_detects_a_wrong_walk(broken):
-    assert _walk_law_deviation(broken) > 20
+def test_the_walk_law_test_detects_a_wrong_walk(broken, n_components):
+    assert _walk_law_deviation(broken, n_components, delta=1e-4) > 20
 
 
 # --- privacy: sensitivity, noise scale, accounting ---------------------------
@@ -648,7 +692,10 @@ def test_the_clips_see_all_of_the_noise_theta_carries(activation, n_components):
     directions from the predictions (a review: the clips then ran on a
     data-dependent approximation, outside the proof): over this sweep its
     final predictions differed from Φ̃θ_T by up to 5e-4 of the noise scale
-    (p = 3000, tanh; 9e-6 at p = n). They now agree to 1e-9 of it."""
+    (p = 3000, tanh; 9e-6 at p = n). They now agree to 1e-9 of it. This
+    checks the coupling of the predictions with θ_T (the walk ends on the
+    noise θ_T carries), whatever the square root; the walk's law on the way
+    is the next test's."""
     from skdp.random_features._features import resolve_activation
 
     act = resolve_activation(activation)

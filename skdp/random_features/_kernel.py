@@ -32,12 +32,23 @@ a bridge is drawn step by step: with m = T − t + 1 steps left and
 (the law of the first of m i.i.d. ``N(0, K)`` steps given their sum), so the
 last step lands on W exactly. ``(w_1, …, w_T, Z)`` then has the joint law of
 Algorithm 1's noise, and ``θ_T = Φᵀa_T + s√T·ξ`` with the run's ``a_T``:
-exactly Algorithm 1's θ_T. Nothing is solved with K, so every direction of
-K, however small its eigenvalue, carries its noise in both the predictions
-(which decide the clips) and θ_T; F is any square root of K: its Cholesky
-factor, or ``UΛ^{1/2}`` (negative rounding-level eigenvalues set to 0) when
-K is singular (p < n, duplicated or zero rows). Both are backward stable:
-``FFᵀ`` is K to rounding, as good as K itself.
+exactly Algorithm 1's θ_T. F is any square root of K: its Cholesky
+factor, or ``UΛ^{1/2}`` (the eigenvalues that rounding made negative set to
+0) when K is singular or nearly so (p ≤ n, duplicated or zero rows).
+
+**Accuracy.** θ_T's noise, ``s√T·ξ``, is exact to rounding. The steps'
+noise has covariance ``FFᵀ = K + E``: nothing is solved with K, so every
+direction of K, however small its eigenvalue, keeps its noise in the
+predictions that decide the clips, and ``E`` is rounding: ``‖E‖₂`` of
+about ``n·eps`` for the normalised K below (entries in [−1, 1]; K itself
+carries ``p·eps`` per entry). In a direction whose exact variance is
+nearly 0 (two records almost equal) the predictions' noise is thus off by
+a standard deviation of about ``sqrt(n·eps)·s``, 1e-7·s at n = 10⁴ (the
+primal's rounding there is ``sqrt(p)·eps·s``). A square root exact to
+rounding there (the R of a QR of Φᵀ) would cost 4-5 times the Gram
+product. (An earlier form solved with K and dropped the directions below
+``1e6·(n + p)·eps·λ_max``: the predictions then lacked up to ``1e-3·s`` of
+noise in directions that depend on the data, outside the proof.)
 
 **Normalised rows, for every finite input.** Everything above is run on
 ``Φ̃``, Φ with each row divided by its norm ``r_i`` (a zero row stays 0),
@@ -68,6 +79,9 @@ from .._dpgd import _Progress
 from ..exceptions import MechanismFailedError
 from ._features import column_blocks, features
 
+# Noise for as many steps at once as fit in this many values (n per step).
+_CHUNK_VALUES = 1 << 22
+
 # Below this row norm, some squares of the row's features may have underflowed
 # in the Gram matrix: those rows of K̃ are recomputed from normalised features.
 _SMALLEST_NORM = 1e-140
@@ -80,18 +94,21 @@ def gram_square_root(gram, *, may_be_definite=True):
     an eigendecomposition, with the negative (rounding-level) eigenvalues set
     to 0. Only products ``F·G`` are taken, never a solve, so a tiny eigenvalue
     needs no correct digit: its direction gets noise of about its size in the
-    predictions, as in Algorithm 1. (An earlier form solved with K and
-    dropped the directions float64 could not resolve; the predictions, hence
-    the clips, then missed their noise, a data-dependent change of the
-    algorithm that the proof did not cover.) With ``may_be_definite=False``
-    (p ≤ n features, so K is singular) the Cholesky attempt is skipped.
+    predictions, as in Algorithm 1 (module docstring, Accuracy). With
+    ``may_be_definite=False`` (p ≤ n features: K is singular at p < n, and
+    at p = n nearly so) the Cholesky attempt is skipped. Should LAPACK's
+    default eigensolver not converge, the QR-iteration driver is used, so
+    that no data-dependent error escapes.
     """
     if may_be_definite:
         try:
             return la.cholesky(gram, lower=True, check_finite=False)
         except la.LinAlgError:
             pass
-    eigvals, eigvecs = la.eigh(gram, check_finite=False)
+    try:
+        eigvals, eigvecs = la.eigh(gram, check_finite=False)
+    except la.LinAlgError:
+        eigvals, eigvecs = la.eigh(gram, check_finite=False, driver="ev")
     keep = eigvals > 0  # the others contribute nothing (at most rounding)
     return eigvecs[:, keep] * np.sqrt(eigvals[keep])
 
@@ -175,7 +192,7 @@ def dual_iterates(
     n = gram.shape[0]
     preds, dual = np.zeros(n), np.zeros(n)  # ũ = Φ̃θ and ã
     walked = np.zeros(n)  # Σ_{k<t} w̃_k
-    chunk = max(1, min(n_iter, (1 << 22) // max(n, 1)))
+    chunk = max(1, min(n_iter, _CHUNK_VALUES // max(n, 1)))
     for start in range(0, n_iter, chunk):
         size = min(chunk, n_iter - start)
         fresh = root @ rng.standard_normal((root.shape[1], size))

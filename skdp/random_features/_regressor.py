@@ -196,9 +196,10 @@ class DPRandomFeaturesRegressor(
     ``u_t = u_{t−1} − K v_t + s·w_t`` with ``K = ΦΦᵀ`` and ``w_t = Φz_t``.
     The noise is drawn backwards: first the sum ``Z = Σ_t z_t`` (which θ_T
     carries), then the steps' ``w_t`` as a Gaussian bridge in R^n that ends
-    at ``ΦZ``. The joint law of the run and θ_T is that of Algorithm 1 in
-    every direction of K, small eigenvalues included (nothing is solved
-    with K), so the guarantee is the same; only θ_T is released, never the n-indexed
+    at ``ΦZ``. The joint law of the run and θ_T is that of Algorithm 1, to
+    rounding in every direction of K, small eigenvalues included (nothing
+    is solved with K; the module states the rounding), so the guarantee is
+    the same; only θ_T is released, never the n-indexed
     coefficients. The proof is in ``skdp/random_features/_kernel.py``.
 
     **Utility.** [1]_ assumes inputs of norm about ``sqrt(d)`` (standardised
@@ -575,7 +576,7 @@ def _solver_seconds(n, d, p, n_iter):
 
     Primal: one feature pass, then two passes over Φ per step. Kernel: two
     feature passes, the Gram product, one square root of K (eigh when p ≤ n,
-    where K is singular; Cholesky otherwise), one product with the n × n
+    where K is singular or nearly so; Cholesky otherwise), one product with the n × n
     Gram matrix per step, and the noise ``F g_t`` (BLAS-3).
     """
     feature_pass = n * p * d / _RATE_PROJECT + n * p / _RATE_ACTIVATION
