@@ -1530,7 +1530,7 @@ def _collect_cross_validate(result, cv, costs, leaks):
         cv, len(estimators), classifier=classifier, owner="cross_validate"
     )
     if "indices" in result:
-        _check_fold_indices(result["indices"], cv, len(estimators), classifier)
+        _check_fold_indices(result["indices"], cv, len(estimators))
     else:
         leaks[
             f"record(result, cv={cv!r}) cannot check that this cv made the "
@@ -1557,14 +1557,15 @@ def _collect_cross_validate(result, cv, costs, leaks):
         ] = None
 
 
-def _check_fold_indices(indices, cv, n_fits, classifier):
+def _check_fold_indices(indices, cv, n_fits):
     """Check that ``cv`` makes the folds ``cross_validate`` reported.
 
     ``cross_validate(..., return_indices=True)`` keeps the rows of every
     split. ``cv`` (which the ledger vouched for: a training part of an
     explicit list holds each row at most once) must split that many rows
     into exactly these parts, one per fold model, or the result came from
-    another splitter.
+    another splitter. (An integer cv on a classifier, StratifiedKFold, was
+    refused before: ``check_cv`` without labels remakes KFold.)
     """
     from sklearn.model_selection import check_cv
 
@@ -1572,7 +1573,7 @@ def _check_fold_indices(indices, cv, n_fits, classifier):
     reported = [(_rows(train), _rows(test)) for train, test in splits]
     n = 1 + max((int(p.max()) for pair in reported for p in pair if p.size), default=-1)
     try:
-        remade = check_cv(cv, classifier=classifier).split(np.zeros((n, 1)))
+        remade = check_cv(cv).split(np.zeros((n, 1)))
         remade = [(_rows(train), _rows(test)) for train, test in remade]
     except ValueError:
         remade = None
