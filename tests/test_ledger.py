@@ -2502,6 +2502,62 @@ def test_usable_fitted_objects_with_an_unfitted_part_are_recorded(data):
     assert ledger.costs == (model.privacy_spent_,)
 
 
+_SELECTIONS = {  # (selects column "a", selects nothing), in every form
+    "slice": (slice(0, 1), None),  # (a scalar name gives 1-D columns)
+    "names": (["a"], []),
+    "positions": ([0], []),
+    "list mask": ([True, False], [False, False]),
+    "int array": (np.array([0]), np.array([], dtype=int)),
+    "bool array": (np.array([True, False]), np.array([False, False])),
+    "callable": (lambda frame: ["a"], lambda frame: []),
+}
+
+
+@pytest.mark.parametrize("form", list(_SELECTIONS))
+@pytest.mark.parametrize("empty", [False, True])
+def test_a_fitted_column_part_is_charged_whatever_selects_its_columns(form, empty):
+    """The fitted ColumnTransformer's parts are read from ``transformers_``,
+    skipping those whose selection matched no column (never fitted). A DP
+    part selected by a slice, a list, a mask or a callable was fitted and
+    is charged; an empty selection of the same form
+    is not. (Mutation testing: a part selected by a slice or a mask could be
+    skipped, its cost dropped, and no test noticed.)"""
+    columns = _SELECTIONS[form][empty]
+    if columns is None:
+        pytest.skip("no empty selection of this form")
+    frame = pd.DataFrame(
+        np.random.default_rng(0).uniform(size=(200, 2)), columns=["a", "b"]
+    )
+    fitted = ColumnTransformer(
+        [("dp", _quiet_scaler(), columns)], remainder="drop"
+    ).fit(frame)
+    ledger = PrivacyLedger(delta=DELTA).record(fitted)
+    if empty:
+        assert len(ledger) == 0
+    else:
+        assert ledger.costs == (fitted.named_transformers_["dp"].privacy_spent_,)
+
+
+@pytest.mark.parametrize("column", [0, "text"])
+def test_a_part_on_one_scalar_column_is_walked(column):
+    """A scalar selector (a position or a name) gives its part one 1-D
+    column, which text vectorizers take: such a part was fitted, so the
+    ledger walks it and warns that it reads the data (mutation testing: a
+    scalar position read as "selects nothing" dropped the warning)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    rng = np.random.default_rng(0)
+    text = rng.choice(["red apple", "green pear"], 200)
+    frame = pd.DataFrame({"text": text, "x": rng.uniform(size=200)})
+    fitted = ColumnTransformer(
+        [("words", CountVectorizer(), column), ("dp", _quiet_scaler(), ["x"])],
+        sparse_threshold=0,
+    ).fit(frame)
+    with pytest.warns(PrivacyLeakWarning, match=r"words \(CountVectorizer\) reads"):
+        ledger = PrivacyLedger(delta=DELTA).record(fitted)
+    assert len(ledger) == 1
+
+
 def test_stamps_of_two_processes_are_never_ordered(monkeypatch):
     """A stamp's process is a random token, not its id: process ids repeat
     (pid 1 in every container), and a scaler stamped (1, 2) in one run then
