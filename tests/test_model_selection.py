@@ -717,7 +717,10 @@ def test_candidates_run_silent_and_only_the_winner_speaks(data, runs, capsys):
     assert len(seeded) == 1 and "DPRandomSearchCV" in seeded[0]
 
 
-def test_a_pipelines_runs_are_silent_at_every_level(data, runs, capsys):
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_pipelines_runs_are_silent_at_every_level(data, runs, capsys, nested):
+    # Nested, the model's verbose is "inner__clf__verbose" (mutation testing:
+    # reading the name after the first "__" left it on, and no test noticed).
     X, y = data
     pipe = Pipeline(
         [
@@ -726,11 +729,16 @@ def test_a_pipelines_runs_are_silent_at_every_level(data, runs, capsys):
         ],
         verbose=True,
     )
+    prefix = "inner__" if nested else ""
     search(
-        estimator=pipe, param_distributions={"clf__clip_norm": [0.5, 1.0]}, n_iter=3
+        estimator=Pipeline([("inner", pipe)], verbose=True) if nested else pipe,
+        param_distributions={f"{prefix}clf__clip_norm": [0.5, 1.0]},
+        n_iter=3,
     ).fit(X, y)
     assert capsys.readouterr().out == ""
-    assert all(run.verbose is False and run[-1].verbose == 0 for run in runs)
+    inner = [run[-1] if nested else run for run in runs]
+    assert all(run.verbose is False for run in runs)
+    assert all(run.verbose is False and run[-1].verbose == 0 for run in inner)
 
 
 def test_verbose_speaks_of_the_search_only(data, runs, capsys):
