@@ -300,10 +300,11 @@ def _stable_cov(Y, lambda0, k):
     return counts / (k * m), int(score)
 
 
-def largest_core_levels(D_sorted_top, lambda0, k, n_ref):
+def largest_core_levels(D_sorted_top, lambda0, k):
     """Membership of every row in LargestCore at each level ℓ = 0..2k.
 
-    ``D_sorted_top[i, j]`` is the (n_ref - 2k + j)-th smallest (1-based)
+    ``D_sorted_top[i, j]`` is the (n_ref - 2k + j)-th smallest (1-based; n_ref
+    the size of the reference set, which only this order fixes)
     squared distance of row i to the reference set, j = 0..2k. Row i is in
     ``S_ℓ`` (threshold ``λ_ℓ = e^{ℓ/k} λ0``, core size ``τ = n_ref - ℓ``) iff
     its (n_ref - ℓ)-th smallest distance is <= λ_ℓ.
@@ -378,7 +379,7 @@ def _stable_mean(Xw, ref, lambda0, k):
         np.maximum(D, 0.0, out=D)
         D = np.partition(D, n_ref - top, axis=1)[:, n_ref - top :]
         D.sort(axis=1)
-        member = largest_core_levels(D, lambda0, k, n_ref)
+        member = largest_core_levels(D, lambda0, k)
         sizes += member.sum(axis=0)
         counts[start : start + B.shape[0]] = member[:, k + 1 :].sum(axis=1)
     levels = np.arange(k + 1)
