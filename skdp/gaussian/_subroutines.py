@@ -303,9 +303,9 @@ def _stable_cov(Y, lambda0, k):
 def largest_core_levels(D_sorted_top, lambda0, k):
     """Membership of every row in LargestCore at each level ℓ = 0..2k.
 
-    ``D_sorted_top[i, j]`` is the (n_ref - 2k + j)-th smallest (1-based; n_ref
-    the size of the reference set, which only this order fixes)
-    squared distance of row i to the reference set, j = 0..2k. Row i is in
+    ``D_sorted_top[i, j]`` is the (n_ref - 2k + j)-th smallest (1-based)
+    squared distance of row i to the reference set of n_ref rows, j = 0..2k
+    (n_ref is fixed by that order, not passed). Row i is in
     ``S_ℓ`` (threshold ``λ_ℓ = e^{ℓ/k} λ0``, core size ``τ = n_ref - ℓ``) iff
     its (n_ref - ℓ)-th smallest distance is <= λ_ℓ.
 
