@@ -274,6 +274,25 @@ def test_the_predictions_walk_with_the_noise_law_of_algorithm_1(
     assert _walk_law_deviation(None, n_components, delta) < 5
 
 
+def test_the_square_root_falls_back_to_the_qr_eigensolver(monkeypatch):
+    # Should LAPACK's default eigensolver not converge (a data-dependent
+    # LinAlgError), the QR-iteration driver gives the square root instead.
+    import scipy.linalg as la
+
+    rows = np.random.default_rng(0).standard_normal((6, 4))
+    gram = rows @ rows.T  # rank 4: singular, the eigh path
+    original = la.eigh
+
+    def failing_default(a, **kwargs):
+        if kwargs.get("driver") != "ev":
+            raise la.LinAlgError("did not converge")
+        return original(a, **kwargs)
+
+    monkeypatch.setattr(_kernel.la, "eigh", failing_default)
+    root = _kernel.gram_square_root(gram, may_be_definite=False)
+    np.testing.assert_allclose(root @ root.T, gram, atol=1e-12)
+
+
 def _truncated_root(gram):
     """The earlier form's square root: directions below its cut dropped."""
     eigvals, eigvecs = np.linalg.eigh(gram)
@@ -530,13 +549,21 @@ def test_zero_rows_with_huge_labels_fit_under_secure_noise(monkeypatch):
     assert len(slots) == 6 and not np.any(slots)
 
 
-def test_a_normalised_gram_row_is_exact_when_its_squares_underflow():
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_a_normalised_gram_row_is_exact_when_its_squares_underflow(blocks, monkeypatch):
     # φ(x) = tanh(Vx) = Vx for x = 1e-200 (entries near 1e-200, squares
     # 0 in float64): its row of K̃ is computed from normalised features, as
-    # it would be for the same direction at a normal scale.
+    # it would be for the same direction at a normal scale; summed over
+    # every block of feature columns (mutation testing: keeping only the
+    # last block's part went unnoticed while the tests ran one block).
+    from skdp.random_features import _features
+
+    monkeypatch.setattr(_features, "_BLOCK_VALUES", 20 * 256 if blocks > 1 else 1 << 22)
+    p = 300 if blocks == 1 else 700  # blocks of 256 columns
     X, _ = sign_task(20, 4, seed=9)
-    weights = draw_weights(np.random.default_rng(10), 4, 300)
-    xi = np.random.default_rng(11).standard_normal(300)
+    weights = draw_weights(np.random.default_rng(10), 4, p)
+    assert len(list(_features.column_blocks(20, p))) == blocks
+    xi = np.random.default_rng(11).standard_normal(p)
     scaled = X.copy()
     X[0] *= 1e-200
     scaled[0] *= 1e-6  # tanh still linear to 1e-12 at this scale
