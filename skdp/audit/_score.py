@@ -112,7 +112,7 @@ def score_attack(estimator, X, y, theta_ref=None):
     >>> from skdp.audit import score_attack
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.normal(size=(200, 2)), np.arange(200) % 2
-    >>> clf = DPLogisticRegression(classes=[0, 1]).fit(X, y)
+    >>> clf = DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y)
     >>> score_attack(clf, X[:3], y[:3]).shape
     (3,)
     """

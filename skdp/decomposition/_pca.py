@@ -213,7 +213,7 @@ class DPPCA(
     >>> from skdp.decomposition import DPPCA
     >>> rng = np.random.default_rng(0)
     >>> X = rng.standard_normal((20000, 4)) * [3.0, 1.0, 0.5, 0.2]
-    >>> pca = DPPCA(n_components=2, epsilon=1.0, delta=1e-6).fit(X)
+    >>> pca = DPPCA(n_components=2, epsilon=1.0, delta=1e-6, random_state=0).fit(X)
     >>> pca.components_.shape, round(pca.privacy_spent_.epsilon, 6)
     ((2, 4), 1.0)
     >>> np.round(np.abs(pca.components_[0]), 1)

@@ -350,7 +350,7 @@ class DPLinearRegression(
     >>> rng = np.random.default_rng(0)
     >>> X = rng.standard_normal((20000, 5))
     >>> y = X @ np.array([0.5, -0.3, 0.2, 0.0, 0.1]) + 0.5 * rng.standard_normal(20000)
-    >>> reg = DPLinearRegression(epsilon=1.0, delta=1e-6).fit(X, y)
+    >>> reg = DPLinearRegression(epsilon=1.0, delta=1e-6, random_state=0).fit(X, y)
     >>> reg.coef_.shape, reg.n_iter_, round(reg.privacy_spent_.epsilon, 6)
     ((5,), 2, 1.0)
     >>> bool(reg.score(X, y) > 0.5)

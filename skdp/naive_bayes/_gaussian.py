@@ -381,7 +381,9 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 2, size=20000)
     >>> X = rng.normal(size=(20000, 3)) + 2.0 * y[:, None]
-    >>> clf = DPGaussianNB(epsilon=1.0, delta=1e-6, classes=[0, 1]).fit(X, y)
+    >>> clf = DPGaussianNB(
+    ...     epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0
+    ... ).fit(X, y)
     >>> np.round(clf.theta_) + 0.0  # + 0.0: no signed zeros
     array([[0., 0., 0.],
            [2., 2., 2.]])

@@ -322,7 +322,7 @@ class DPQuantileTransformer(_DPHistogramQuantiles):
     >>> from skdp.preprocessing import DPQuantileTransformer
     >>> rng = np.random.default_rng(0)
     >>> X = np.column_stack([rng.lognormal(3, 1, 20000), rng.normal(-5, 0.1, 20000)])
-    >>> qt = DPQuantileTransformer(epsilon=1.0, delta=1e-6).fit(X)
+    >>> qt = DPQuantileTransformer(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
     >>> qt.quantiles_.shape, qt.n_iter_, round(qt.privacy_spent_.epsilon, 6)
     ((1000, 2), 5, 1.0)
     >>> np.round(np.median(qt.transform(X), axis=0), 1)
@@ -535,7 +535,7 @@ class DPRobustScaler(_DPHistogramQuantiles):
     >>> from skdp.preprocessing import DPRobustScaler
     >>> rng = np.random.default_rng(0)
     >>> X = rng.standard_cauchy((20000, 2)) * [1.0, 100.0] + [0.0, 5000.0]
-    >>> scaler = DPRobustScaler(epsilon=1.0, delta=1e-6).fit(X)
+    >>> scaler = DPRobustScaler(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
     >>> np.round(scaler.center_ / [1, 100]) + 0.0  # medians 0 and 5000
     array([ 0., 50.])
     >>> np.round(scaler.scale_ / [1, 100])  # interquartile ranges 2 and 200
@@ -760,7 +760,7 @@ class DPMinMaxScaler(_DPHistogramQuantiles):
     >>> from skdp.preprocessing import DPMinMaxScaler
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform([0.0, -1e4], [1.0, 1e4], size=(20000, 2))
-    >>> scaler = DPMinMaxScaler(epsilon=1.0, delta=1e-6).fit(X)
+    >>> scaler = DPMinMaxScaler(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
     >>> np.round(scaler.data_min_ / [1, 1e4], 1)
     array([ 0., -1.])
     >>> np.round(scaler.data_max_ / [1, 1e4], 1)
