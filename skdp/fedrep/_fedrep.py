@@ -666,15 +666,44 @@ def _floored_solve(G, h, floor):
 
 
 def _check_groups(groups, n_rows):
+    """User ids as an array of one numpy type (numbers or text), none missing.
+
+    The ids must sort consistently: ``np.unique`` on an object array holding
+    a NaN (a missing id in a pandas column of objects) split one user's rows
+    among several codes, each piece clipped as a user of its own, so the
+    release moved by as many times its sensitivity as there were pieces
+    (review). Objects are converted to numpy's common type of the ids
+    (numbers, or text); missing ids, and ids of no common type, are refused.
+    Converting can only merge ids (``1`` and ``"1"``): a merged user is still
+    clipped as one, which the guarantee allows.
+    """
     groups = np.asarray(groups)
-    if groups.ndim != 1 or groups.shape[0] != n_rows:
+    if groups.dtype == object:
+        if _any_missing(groups):
+            raise ValueError("groups contains missing user ids (None or NaN).")
+        groups = np.asarray(groups.tolist())
+    if groups.shape != (n_rows,):  # after converting: ids that are tuples
         raise ValueError(
             f"groups must hold one user id per row: expected shape ({n_rows},), "
             f"got {groups.shape}."
         )
-    if groups.dtype.kind in "fc" and not np.isfinite(groups).all():
+    if groups.dtype.kind not in "biufUS":
+        raise ValueError(
+            "groups must hold user ids that are all numbers or all text, "
+            f"got ids of dtype {groups.dtype}."
+        )
+    if groups.dtype.kind == "f" and not np.isfinite(groups).all():
         raise ValueError("groups contains NaN or infinity; user ids must be finite.")
     return groups
+
+
+def _any_missing(ids):
+    """Whether an object array holds None, NaN or (with pandas) pd.NA or NaT."""
+    try:
+        import pandas
+    except ImportError:
+        return bool(np.any(np.equal(ids, None) | (ids != ids)))
+    return bool(pandas.isna(ids).any())
 
 
 def _encode_groups(groups, n_rows):
