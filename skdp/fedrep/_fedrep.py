@@ -193,6 +193,12 @@ class DPFedRep(
         the initialisation ``2·init_clip_norm_/n``; for the cold-start model
         ``2·cold_start_clip_norm_/n``. So ``n_iter_`` self-composed Gaussian
         mechanisms with this multiplier reproduce ``privacy_spent_``.
+        The composition stated here is that of ``noise="fast"``. Secure noise
+        is composed in zCDP instead: each release is ``(1/z + 2^-16)²/2``-zCDP
+        for its own multiplier z (the grid rounding's slack,
+        :func:`~skdp.accounting.secure_noise_cost`), and
+        ``privacy_spent_.zcdp`` is their sum; a GDP accountant given this
+        multiplier understates it.
     clip_norm_, init_clip_norm_, cold_start_clip_norm_ : float
         The clips used (``"auto"`` resolved).
     privacy_spent_ : PrivacyCost

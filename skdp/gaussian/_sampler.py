@@ -359,6 +359,12 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
         the multiplier z for which ``n_iter_`` releases of multiplier z
         compose to the same guarantee as the bounds search and the release
         (:func:`skdp.accounting.split_gaussian_budget`).
+        The composition stated here is that of ``noise="fast"``. Secure noise
+        is composed in zCDP instead: each release is ``(1/z + 2^-16)²/2``-zCDP
+        for its own multiplier z (the grid rounding's slack,
+        :func:`~skdp.accounting.secure_noise_cost`), and
+        ``privacy_spent_.zcdp`` is their sum; a GDP accountant given this
+        multiplier understates it.
     n_iter_ : int
         ``"bounded"``: number of Gaussian releases composed (1, or 5 with
         an ``"auto"`` center or radius: four bound-search rounds and the

@@ -185,6 +185,12 @@ class DPLogisticRegression(
         accountant with the default add/remove relation (the factor 2 of
         replace-one is already inside this ratio); a replace-one accountant
         needs ``2 * noise_multiplier_``.
+        The composition stated here is that of ``noise="fast"``. Secure noise
+        is composed in zCDP instead: each release is ``(1/z + 2^-16)²/2``-zCDP
+        for its own multiplier z (the grid rounding's slack,
+        :func:`~skdp.accounting.secure_noise_cost`), and
+        ``privacy_spent_.zcdp`` is their sum; a GDP accountant given this
+        multiplier understates it.
     privacy_spent_ : PrivacyCost
         The exact guarantee of this fit: ``epsilon``, ``delta``,
         ``mu = sqrt(n_iter_) / noise_multiplier_``, adjacency and mechanism.

@@ -244,6 +244,12 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         noise_multiplier_``-GDP: composing ``GaussianDpEvent(noise_multiplier_)``
         ``n_iter_`` times (add/remove relation; the replace-one factor is in
         the sensitivities) reproduces the guarantee.
+        The composition stated here is that of ``noise="fast"``. Secure noise
+        is composed in zCDP instead: each release is ``(1/z + 2^-16)²/2``-zCDP
+        for its own multiplier z (the grid rounding's slack,
+        :func:`~skdp.accounting.secure_noise_cost`), and
+        ``privacy_spent_.zcdp`` is their sum; a GDP accountant given this
+        multiplier understates it.
     privacy_spent_ : PrivacyCost
         The exact guarantee of this fit (μ-GDP, replace-one adjacency).
     n_features_in_ : int

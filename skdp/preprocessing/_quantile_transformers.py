@@ -190,6 +190,12 @@ _PRIVACY_ATTRIBUTES_DOC = """n_samples_seen_ : int
         The releases compose exactly to ``μ = sqrt(n_iter_) /
         noise_multiplier_``-GDP (replace one record; the sensitivity
         ``sqrt(2·n_features)`` of a count matrix is in the noise).
+        The composition stated here is that of ``noise="fast"``. Secure noise
+        is composed in zCDP instead: each release is ``(1/z + 2^-16)²/2``-zCDP
+        for its own multiplier z (the grid rounding's slack,
+        :func:`~skdp.accounting.secure_noise_cost`), and
+        ``privacy_spent_.zcdp`` is their sum; a GDP accountant given this
+        multiplier understates it.
     privacy_spent_ : PrivacyCost
         The exact guarantee of this fit.
     dropped_features_ : ndarray of shape (n_features,) of bool or None

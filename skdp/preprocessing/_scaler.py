@@ -414,6 +414,12 @@ class DPStandardScaler(
         ``noise_multiplier_ / sqrt(5/12)``; with two releases (default
         share) both have ``noise_multiplier_``; the one coarse histogram's is
         ``noise_multiplier_``.
+        The composition stated here is that of ``noise="fast"``. Secure noise
+        is composed in zCDP instead: each release is ``(1/z + 2^-16)²/2``-zCDP
+        for its own multiplier z (the grid rounding's slack,
+        :func:`~skdp.accounting.secure_noise_cost`), and
+        ``privacy_spent_.zcdp`` is their sum; a GDP accountant given this
+        multiplier understates it.
     privacy_spent_ : PrivacyCost
         The exact guarantee of this fit (μ-GDP, replace-one adjacency).
     n_features_in_ : int

@@ -155,6 +155,12 @@ class DPRandomFeaturesRegressor(
         Noise standard deviation divided by the L2 sensitivity
         ``2 * clip_norm_`` of one step's gradient sum. Algorithm 1's ``σ`` is
         ``sqrt(learning_rate_) * noise_multiplier_``.
+        The composition stated here is that of ``noise="fast"``. Secure noise
+        is composed in zCDP instead: each release is ``(1/z + 2^-16)²/2``-zCDP
+        for its own multiplier z (the grid rounding's slack,
+        :func:`~skdp.accounting.secure_noise_cost`), and
+        ``privacy_spent_.zcdp`` is their sum; a GDP accountant given this
+        multiplier understates it.
     privacy_spent_ : PrivacyCost
         The exact guarantee: ``mu = sqrt(n_iter_) / noise_multiplier_``,
         adjacency and mechanism.

@@ -235,6 +235,12 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``"comparison"`` (replace one comparison; see Notes). To recompute
         the guarantee with dp-accounting, compose
         ``GaussianDpEvent(noise_multiplier_)`` ``n_iter_`` times.
+        The composition stated here is that of ``noise="fast"``. Secure noise
+        is composed in zCDP instead: each release is ``(1/z + 2^-16)²/2``-zCDP
+        for its own multiplier z (the grid rounding's slack,
+        :func:`~skdp.accounting.secure_noise_cost`), and
+        ``privacy_spent_.zcdp`` is their sum; a GDP accountant given this
+        multiplier understates it.
     privacy_spent_ : PrivacyCost
         The exact guarantee: ``epsilon``, ``delta``,
         ``mu = sqrt(n_iter_) / noise_multiplier_``, adjacency and mechanism.
