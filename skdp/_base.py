@@ -22,7 +22,11 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 from numpy.exceptions import ComplexWarning
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+)
 
 from ._inputs import (  # noqa: F401  (is_dask_array, is_sparse_input re-exported)
     NOT_NUMBERS_MESSAGE,
@@ -297,6 +301,11 @@ class DPEstimatorMixin:
         search) reads it once from all of y and declares it, so that no part
         reads its own."""
         return np.unique(y) if PUBLIC_LABELS in self._budget_caveats() else None
+
+    def _validate_params(self):
+        """scikit-learn's parameter check, then :func:`refuse_fixed_width_scalars`."""
+        super()._validate_params()
+        refuse_fixed_width_scalars(self)
 
     def privacy_budget(self):
         """The most that one ``fit`` with the current parameters spends.
@@ -671,6 +680,36 @@ def _collected_into(collected):
             yield
         finally:
             collected.extend(caught)
+
+
+def refuse_fixed_width_scalars(estimator):
+    """Refuse a real-valued parameter given as a numpy scalar other than float64.
+
+    NumPy keeps a scalar's own type in arithmetic with Python floats (NEP
+    50): a clip of ``np.float16(4.4)`` made DPSparseGLM compute its
+    sensitivity and noise in float16, ε 0.06% above the one it reported,
+    and with n above 65504 (inf in float16) no noise at all (review). A
+    numpy integer wraps around in a product past 9.2e18 (a clip's square).
+    ``np.float64`` is a Python float and passes; so do numpy integers for
+    integer parameters (``np.arange`` grids of iteration counts).
+    """
+    constraints = getattr(estimator, "_parameter_constraints", {})
+    for name, value in estimator.get_params(deep=False).items():
+        if not isinstance(value, (np.floating, np.integer)) or isinstance(
+            value, np.float64
+        ):
+            continue
+        allowed = constraints.get(name, ())
+        real = Real in allowed or any(
+            isinstance(c, Interval) and c.type is Real for c in allowed
+        )
+        if real or isinstance(value, np.floating):
+            raise InvalidParameterError(
+                f"{type(estimator).__name__}: {name}={value!r} is a numpy "
+                f"{value.dtype} scalar, and numpy computes in its precision "
+                "(the sensitivity and the noise too): pass a Python number, "
+                f"{name}=float({name})."
+            )
 
 
 def _refuse_extended_precision(*inputs):

@@ -15,12 +15,13 @@ an expected failure that starts passing is an error, so the lists stay honest.
 """
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
 from _sklearn_compat import parametrize_with_checks
 from pytest import mark
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 
 import skdp
 
@@ -500,6 +501,52 @@ def test_every_clipping_constant_is_at_most_max_clip(cls):
         names.discard("score_bound")
     for name in names:
         assert CLIP_CONSTRAINT in cls._parameter_constraints[name], name
+
+
+def _real_parameters(cls):
+    """The parameters whose constraints take a real number (an Interval of Real)."""
+    from numbers import Real
+
+    from sklearn.utils._param_validation import Interval
+
+    return sorted(
+        name
+        for name, allowed in cls._parameter_constraints.items()
+        if Real in allowed
+        or any(isinstance(c, Interval) and c.type is Real for c in allowed)
+    )
+
+
+@pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_a_real_parameter_as_a_fixed_width_numpy_scalar_is_refused(cls):
+    """NumPy computes in a scalar's own precision (NEP 50): a clip of
+    np.float16(4.4) made DPSparseGLM's sensitivity and noise float16 (review:
+    ε above the one reported; with n > 65504, no noise at all). Every real
+    parameter given as a numpy scalar other than float64 is refused before
+    any work, at the value the estimator accepts as a Python float."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    estimator = cls()
+    names = _real_parameters(cls)
+    assert "epsilon" in names
+    X, y = small_fit_data(estimator)
+    for name in names:
+        value = estimator.get_params()[name]
+        if not isinstance(value, float):  # None, "auto": try a number it takes
+            value = {"delta": 1e-6}.get(name, 1.0)
+        for kind in (np.float16, np.float32, np.int64):
+            with np.errstate(over="ignore"):
+                scalar = kind(value)
+            if float(scalar) != value:  # float16 of 1e6 is inf, int64 of 0.5 is 0
+                continue
+            with pytest.raises(InvalidParameterError, match=f"{name}=float"):
+                clone(estimator).set_params(**{name: scalar}).fit(X, y)
+        estimator.set_params(**{name: np.float64(value)})  # a Python float
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if "classes" in estimator.get_params():
+            estimator.set_params(classes=[0, 1])
+        estimator.fit(X, y)
 
 
 def test_the_square_of_the_smallest_clip_gives_normal_noise():
