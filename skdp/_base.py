@@ -96,6 +96,15 @@ NOISE_PARAMETER_DOC = """noise : {"fast", "secure"}, default="fast"
     is 20-45 times slower than numpy's. Requires ``random_state=None``.
     See :ref:`secure_noise`."""
 
+#: The end of the docstring entry of ``noise_multiplier_``, the same in every
+#: estimator that has one (tests/test_secure_noise.py checks the copies).
+SECURE_MULTIPLIER_NOTE = """The composition stated here is that of
+``noise="fast"``. Secure noise is composed in zCDP instead: each release
+is ``(1/z + 2^-16)²/2``-zCDP for its own multiplier z (the grid
+rounding's slack, :func:`~skdp.accounting.secure_noise_cost`), and
+``privacy_spent_.zcdp`` is their sum; a GDP accountant given this
+multiplier understates it."""
+
 
 def require_positive_delta(estimator):
     """Gaussian mechanisms need δ > 0: say so before any work is done."""
