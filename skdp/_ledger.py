@@ -153,8 +153,7 @@ class PrivacyLedger:
 
     def __init__(self, delta=None):
         self.delta = delta
-        self._costs = []  # what the total charges
-        self._released = []  # every release seen, for the shared-noise check
+        self._costs = []
         self._uncovered = []
 
     def record(self, spent, *, cv=None):
@@ -207,30 +206,23 @@ class PrivacyLedger:
         of splits or a ``PredefinedSplit`` is trusted to be data-independent
         (not built from the labels or the values).
 
-        **cross_validate.** Every fold model's costs are read; a record is
-        charged, as a search's candidate is, once per training part that can
-        hold it (``k - 1`` fold models of ``KFold``), when the fold models
-        spent alike (clones of one estimator do); fold models that spent
-        differently are all charged. With ``return_indices=True`` the
-        result keeps the rows of every split; they are checked against
-        ``cv``, so pass the splitter itself, with an integer ``random_state``
-        if it shuffles.
+        **cross_validate.** With ``return_indices=True`` the result keeps the
+        rows of every split; they are checked against ``cv``, so pass the
+        splitter itself, with an integer ``random_state`` if it shuffles.
         Without them ``cv`` is trusted, with a warning.
 
         A refused record leaves the ledger as it was.
         """
-        costs, leaks, released = [], {}, []
+        costs, leaks = [], {}
         if isinstance(spent, dict):
-            _collect_cross_validate(spent, cv, costs, leaks, released)
+            _collect_cross_validate(spent, cv, costs, leaks)
         elif cv is not None:
             raise TypeError("cv= is only for the result of cross_validate (a dict).")
         else:
             _collect(spent, type(spent).__name__, costs, leaks, fitted=True)
-            released = costs
-        check_independent_noise(self._released + released)
+        check_independent_noise(self._costs + costs)
         _warn_leaks(leaks)
         self._costs.extend(costs)
-        self._released.extend(released)
         self._uncovered.extend(m for m in leaks if m not in self._uncovered)
         return self
 
@@ -1516,12 +1508,8 @@ def _achieved_adjacencies(obj, path, found):
     found.setdefault((type(obj), obj.privacy_budget().adjacency), cost.adjacency)
 
 
-def _collect_cross_validate(result, cv, costs, leaks, released):
-    """Costs of the fold models of ``cross_validate(..., return_estimator=True)``.
-
-    ``released`` gets every fold model's costs (for the shared-noise check),
-    ``costs`` those of the fold models one record can be in (what is charged).
-    """
+def _collect_cross_validate(result, cv, costs, leaks):
+    """Costs of the fold models of ``cross_validate(..., return_estimator=True)``."""
     from sklearn.base import is_classifier
 
     if "estimator" not in result:
@@ -1538,7 +1526,7 @@ def _collect_cross_validate(result, cv, costs, leaks, released):
             "own guarantees meaningless for the data set as a whole."
         )
     classifier = bool(estimators) and is_classifier(estimators[0])
-    per_record = training_parts_per_record(
+    training_parts_per_record(
         cv, len(estimators), classifier=classifier, owner="cross_validate"
     )
     if "indices" in result:
@@ -1550,14 +1538,14 @@ def _collect_cross_validate(result, cv, costs, leaks, released):
             "pass return_indices=True to cross_validate and the ledger checks "
             "them."
         ] = None
+    # Every fold model is charged in full: a record is in all but one of a
+    # partition's training parts, so this overcounts by at most one fold.
     fold_costs = []
     for i, estimator in enumerate(estimators):
         path = f"cross_validate/estimator[{i}]"
-        fold_costs.append([])
-        _collect(estimator, path, fold_costs[-1], leaks, fitted=True)
-    released.extend(cost for fold in fold_costs for cost in fold)
-    _refuse_user_level_splits("cross_validate", released)
-    costs.extend(_worst_record_costs(fold_costs, per_record))
+        _collect(estimator, path, fold_costs, leaks, fitted=True)
+    _refuse_user_level_splits("cross_validate", fold_costs)
+    costs.extend(fold_costs)
     scores = [key for key in result if key.startswith(("test_", "train_"))]
     if scores:
         leaks[
@@ -1567,25 +1555,6 @@ def _collect_cross_validate(result, cv, costs, leaks, released):
             "one record, as with LeaveOneOut, gives that record's exact loss "
             "beside the model that scored it)."
         ] = None
-
-
-def _worst_record_costs(fold_costs, per_record):
-    """The fold models' costs that one record's neighbour changes, at worst.
-
-    Replacing one record changes only the fits whose training part holds it,
-    at most ``per_record`` of them (the folds depend on n and the splitter's
-    own seed, not on the records); the other fold models have the same
-    distribution on both data sets and cost nothing. When every fold spent
-    alike (clones of one estimator, the usual case) any ``per_record`` folds
-    are the worst record's; otherwise every fold is charged, which
-    overcounts by at most the folds the record is not in.
-    """
-    profiles = {
-        tuple((c.adjacency, c.epsilon, c.delta, c.mu, c.rho) for c in fold)
-        for fold in fold_costs
-    }
-    charged = fold_costs[:per_record] if len(profiles) == 1 else fold_costs
-    return [cost for fold in charged for cost in fold]
 
 
 def _check_fold_indices(indices, cv, n_fits):
