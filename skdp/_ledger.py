@@ -1540,6 +1540,10 @@ def _collect_cross_validate(result, cv, costs, leaks):
         ] = None
     # Every fold model is charged in full: a record is in all but one of a
     # partition's training parts, so this overcounts by at most one fold.
+    # Charging only k - 1 (as a search's candidates are) would trust that
+    # each model is still the fit on its own fold, which nothing here can
+    # check: a fold model refitted on all rows, or a result missing some
+    # fold models, was undercharged so (review).
     fold_costs = []
     for i, estimator in enumerate(estimators):
         path = f"cross_validate/estimator[{i}]"
