@@ -922,6 +922,31 @@ def test_object_user_ids_are_read_as_their_common_type():
         DPFedRep(2).fit(X, y, things)
 
 
+@pytest.mark.parametrize("container", [list, "object array"])
+def test_user_ids_mixing_text_and_numbers_are_refused(container):
+    # Review: numpy writes each number of a mixed list as text in its own
+    # way, so user 7's rows given as 7 and as 7.0 became users "7" and
+    # "7.0": two clipped pieces of one user.
+    X, y, groups, _, _ = make_users(20, 8, 3, 2, seed=8)
+    ids = [float(g) if i % 2 else int(g) for i, g in enumerate(groups)]
+    ids[0] = "guest"
+    if container is not list:
+        ids = np.array(ids, dtype=object)
+    with pytest.raises(ValueError, match="mixes text with numbers"):
+        DPFedRep(2).fit(X, y, ids)
+
+
+def test_user_ids_python_holds_equal_are_one_user():
+    # 7 and 7.0, True and 1: one user, as Python and pandas see them.
+    X, y, groups, _, _ = make_users(20, 8, 3, 2, seed=8)
+    ids = [float(g) if i % 2 else int(g) for i, g in enumerate(groups)]
+    ids = [True if g == 1 else g for g in ids]
+    est = DPFedRep(2, random_state=0).fit(X, y, ids)
+    assert len(est.users_) == 20
+    typed = DPFedRep(2, random_state=0).fit(X, y, groups)
+    np.testing.assert_array_equal(est.components_, typed.components_)
+
+
 def test_groups_of_wrong_length_at_predict():
     X, y, groups, _, _ = make_users(50, 4, 5, 2, seed=9)
     est = DPFedRep(2, random_state=0).fit(X, y, groups)

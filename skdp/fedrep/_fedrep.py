@@ -674,20 +674,31 @@ def _floored_solve(G, h, floor):
 def _check_groups(groups, n_rows):
     """User ids as an array of one numpy type (numbers or text), none missing.
 
-    The ids must sort consistently: ``np.unique`` on an object array holding
-    a NaN (a missing id in a pandas column of objects) split one user's rows
+    One user's rows must get one code: ``np.unique`` on an object array
+    holding a NaN (a missing id in a pandas column of objects) split them
     among several codes, each piece clipped as a user of its own, so the
     release moved by as many times its sensitivity as there were pieces
-    (review). Objects are converted to numpy's common type of the ids
-    (numbers, or text); missing ids, and ids of no common type, are refused.
-    Converting can only merge ids (``1`` and ``"1"``): a merged user is still
-    clipped as one, which the guarantee allows.
+    (review). Ids that are not a numpy array yet (a list, a pandas column
+    of objects) are converted to numpy's common type of the ids (numbers,
+    or text), which can only merge ids that Python holds equal (``7`` and
+    ``7.0``, ``True`` and ``1``): a merged user is still clipped as one,
+    which the guarantee allows. Refused: missing ids, ids of no common type,
+    and text mixed with numbers, which numpy writes each in its own way
+    (``7`` and ``7.0`` became the two users ``"7"`` and ``"7.0"``, review).
     """
-    groups = np.asarray(groups)
-    if groups.dtype == object:
+    if not isinstance(groups, np.ndarray) or groups.dtype == object:
+        groups = np.asarray(groups, dtype=object)
         if _any_missing(groups):
             raise ValueError("groups contains missing user ids (None or NaN).")
-        groups = np.asarray(groups.tolist())
+        ids = groups
+        groups = np.asarray(ids.tolist())
+        if groups.dtype.kind in "US" and groups.shape == ids.shape:
+            if not np.all(groups.astype(object) == ids):
+                raise ValueError(
+                    "groups mixes text with numbers (or holds text numpy "
+                    "changes): give every user id as text, or every one as "
+                    "a number."
+                )
     if groups.shape != (n_rows,):  # after converting: ids that are tuples
         raise ValueError(
             f"groups must hold one user id per row: expected shape ({n_rows},), "
