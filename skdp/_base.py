@@ -730,7 +730,9 @@ def _refuse_extended_precision(*inputs):
     """
     for value in inputs:
         dtypes = getattr(value, "dtypes", None)
-        if dtypes is None or isinstance(dtypes, np.dtype):
+        if dtypes is None or not hasattr(dtypes, "__iter__"):
+            # One dtype: numpy's, or a pandas Series' (whose .dtypes is its
+            # dtype, an extension dtype for a category or string column).
             dtypes = [getattr(value, "dtype", None)]
         for dtype in dtypes:
             try:

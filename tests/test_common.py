@@ -503,6 +503,30 @@ def test_every_clipping_constant_is_at_most_max_clip(cls):
         assert CLIP_CONSTRAINT in cls._parameter_constraints[name], name
 
 
+@pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_a_pandas_target_of_an_extension_dtype_fits(cls):
+    """Real tables' targets are pandas columns of a category, string or
+    nullable dtype (every ISLP target): the dtype check of the inputs read
+    such a Series' one dtype as a list and raised TypeError (new-user
+    trial)."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.base import is_classifier
+
+    estimator = cls()
+    X, y = small_fit_data(estimator)
+    kinds = (
+        ("category", "string", "Int64") if is_classifier(estimator) else ("Float64",)
+    )
+    if type(estimator).__name__ == "DPBradleyTerry":
+        kinds = ("Int64", "boolean")
+    for kind in kinds:
+        target = pd.Series(y).astype(kind)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = clone(estimator).fit(X, target)
+        assert hasattr(fitted, "privacy_spent_"), kind
+
+
 def _real_parameters(cls):
     """The parameters whose constraints take a real number (an Interval of Real)."""
     from numbers import Real
