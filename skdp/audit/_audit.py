@@ -151,8 +151,10 @@ def audit_estimator(
     alpha : float, default=0.05
         One minus the confidence level of the bounds.
     selection_split : float, default=0.5
-        Fraction of the fits that chooses the threshold of the
-        Clopper–Pearson bound; the rest evaluates it.
+        Fraction of the fits that chooses the threshold of the ε test's
+        Clopper–Pearson bounds; the rest evaluates it. (The total-variation
+        test, :func:`~skdp.audit.gdp_mu_lower_bound_paired`, chooses its
+        two tests on the first fifth of the pairs.)
     n_jobs : int, optional
         Parallel jobs (joblib); None or 1 runs in this process.
     random_state : int, RandomState instance, Generator or None, default=None
@@ -279,9 +281,7 @@ def audit_estimator(
     eps_test = epsilon_lower_bound(
         scores_in, scores_out, delta=delta, alpha=level, selection_split=selection_split
     )
-    mu_test = gdp_mu_lower_bound_paired(
-        scores_in, scores_out, alpha=level, selection_split=selection_split
-    )
+    mu_test = gdp_mu_lower_bound_paired(scores_in, scores_out, alpha=level)
     mu_hat, mu_se = gdp_mu_estimate(scores_in, scores_out, paired=True)
     return AuditReport(
         estimator=type(estimator).__name__,

@@ -322,7 +322,7 @@ def gdp_mu_estimate(scores_in, scores_out, *, paired=False):
 
 
 def gdp_mu_lower_bound_paired(
-    scores_in, scores_out, *, alpha=0.05, selection_split=0.5
+    scores_in, scores_out, *, alpha=0.05, selection_split=0.2
 ):
     """Lower confidence bound on μ from paired fits, by total variation.
 
@@ -331,14 +331,22 @@ def gdp_mu_lower_bound_paired(
     distance of N(0, 1) and N(μ, 1), the largest over all tests; Dong, Roth
     & Su 2022). With pairs of fits that share a seed, this gap is the mean
     of ``D_i = 1[s_in,i ≥ τ] − 1[s_out,i ≥ τ]``. The first
-    ``selection_split`` of the pairs chooses τ and the sign (the largest
-    mean of ±D); on the rest, one-sided Clopper–Pearson bounds at level
-    ``alpha/2`` each on ``P(D = +1)`` (below) and ``P(D = −1)`` (above)
-    bound the gap, and ``μ ≥ 2Φ⁻¹((1 + gap)/2)``. Valid with probability
-    ≥ ``1 − alpha`` for any mechanism that is GDP, whatever the laws of the
-    scores, as long as the pairs are independent of each other. Sharing
-    the noise within a pair makes most ``D_i`` zero, which is what gives the
-    test its power at small μ.
+    ``selection_split`` of the pairs chooses two tests (τ and a sign): the
+    midpoint of the two samples' medians, the best test of a shift, which
+    is what a canary makes (most canaries' statistics move by the canary's
+    effect and nothing else), and the largest gap of ±D over all τ, for any
+    other difference. On the rest, each test gets one-sided Clopper–Pearson
+    bounds at level ``alpha/4`` on ``P(D = +1)`` (below) and ``P(D = −1)``
+    (above), which bound its gap; the larger of the two gaps gives
+    ``μ ≥ 2Φ⁻¹((1 + gap)/2)``. Valid with probability ≥ ``1 − alpha`` for
+    any mechanism that is GDP, whatever the laws of the scores, as long as
+    the pairs are independent of each other. Sharing the noise within a
+    pair makes most ``D_i`` zero, which is what gives the test its power at
+    small μ. A fifth of the pairs is enough to place τ: the gap near its
+    best is flat. With the largest gap alone, chosen on half the pairs,
+    half the claimed noise was refuted in 84% (μ = 0.27) and 40% (μ =
+    0.14) of 400 simulated audits of 500 pairs; with both tests on a
+    fifth, in 99.8% and 78% (review).
 
     Parameters
     ----------
@@ -346,15 +354,15 @@ def gdp_mu_lower_bound_paired(
         Statistic on the two fits of each pair (same order).
     alpha : float, default=0.05
         One minus the confidence level.
-    selection_split : float, default=0.5
-        Fraction of the pairs used to choose τ.
+    selection_split : float, default=0.2
+        Fraction of the pairs used to choose the tests.
 
     Returns
     -------
     test : ThresholdTest
-        ``test.bound`` is the μ lower bound; ``p_lower`` and ``q_upper`` are
-        the bounds on ``P(D = +1)`` and ``P(D = −1)``, ``above`` False when
-        the sign was flipped.
+        The test with the larger bound: ``test.bound`` is the μ lower bound;
+        ``p_lower`` and ``q_upper`` are the bounds on ``P(D = +1)`` and
+        ``P(D = −1)``, ``above`` False when the sign was flipped.
 
     Examples
     --------
@@ -373,13 +381,34 @@ def gdp_mu_lower_bound_paired(
         raise ValueError(f"alpha must be in (0, 1); got {alpha}.")
     sel_a, eval_a = _split(a, selection_split)
     sel_b, eval_b = _split(b, selection_split)
+    tests = [
+        _paired_test(eval_a, eval_b, threshold, sign, alpha / 2.0)
+        for threshold, sign in (
+            _median_midpoint(sel_a, sel_b),
+            _largest_gap(sel_a, sel_b),
+        )
+    ]
+    return max(tests, key=lambda test: test.p_lower - test.q_upper)
+
+
+def _median_midpoint(sel_a, sel_b):
+    """τ halfway between the medians, and the side the in-scores lie on."""
+    median_a, median_b = float(np.median(sel_a)), float(np.median(sel_b))
+    return (median_a + median_b) / 2.0, 1.0 if median_a >= median_b else -1.0
+
+
+def _largest_gap(sel_a, sel_b):
+    """τ and sign of the largest |#{a ≥ τ} − #{b ≥ τ}| over the scores."""
     thresholds = np.unique(np.concatenate([sel_a, sel_b]))
-    # Mean of D at every threshold: (#{a ≥ τ} − #{b ≥ τ}) / n.
     gap = _event_counts(np.sort(sel_a), thresholds) - _event_counts(
         np.sort(sel_b), thresholds
     )
     i = int(np.argmax(np.abs(gap)))
-    threshold, sign = float(thresholds[i]), 1.0 if gap[i] >= 0 else -1.0
+    return float(thresholds[i]), 1.0 if gap[i] >= 0 else -1.0
+
+
+def _paired_test(eval_a, eval_b, threshold, sign, alpha):
+    """The paired test of τ and sign on the held-out pairs, at level ``alpha``."""
     d = sign * ((eval_a >= threshold) * 1.0 - (eval_b >= threshold) * 1.0)
     level = alpha / 2.0
     plus_lower = float(clopper_pearson_lower(np.sum(d > 0), d.size, level))
