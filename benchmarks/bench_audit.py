@@ -9,8 +9,8 @@ Run from the repository root::
 For each DP-GD estimator at its defaults, :func:`skdp.audit.audit_estimator`
 runs with all its defaults (the estimator's default canary and statistic,
 500 trials, α = 0.05) on the estimator as shipped ("noise × 1") and on
-variants that add a third or a tenth of the noise while reporting the same
-guarantee (the engine's noise draw is divided inside this process, as the
+variants that add a half, a third or a tenth of the noise while reporting
+the same guarantee (the engine's noise draw is divided inside this process, as the
 tests do with monkeypatch). A row reports the claimed μ, the μ the noise
 actually added attains (claimed × factor), the audit's μ̂ and its standard
 error, the ratio μ̂ / actual μ, the ε and μ lower bounds and the verdict.
@@ -55,18 +55,18 @@ from skdp.accounting import epsilon_from_mu  # noqa: E402
 from skdp.audit import GLMCanary, audit_estimator  # noqa: E402
 
 DELTA = 1e-5
-_NOISE = skdp._dpgd.gaussian_noise
+_NOISE = skdp._dpgd.add_gaussian_noise
 _MU_FROM_EPSILON = _logistic.mu_from_epsilon
 
 
 def _divide_noise(factor, budget=False):
-    def weak(rng, std, shape):
-        return mech.gaussian_noise(rng, std / factor, shape)
+    def weak(value, std, rng):
+        return mech.add_gaussian_noise(value, std / factor, rng)
 
     def true_mu(epsilon, delta):
         return factor * _MU_FROM_EPSILON(epsilon, delta)
 
-    skdp._dpgd.gaussian_noise = _NOISE if factor == 1 else weak
+    skdp._dpgd.add_gaussian_noise = _NOISE if factor == 1 else weak
     _logistic.mu_from_epsilon = true_mu if budget else _MU_FROM_EPSILON
 
 
@@ -103,7 +103,7 @@ def logistic_cases():
     label = "DPLogisticRegression(epsilon=1)"
     yield label, est, lr_data, "record", 1, False
     for budget in (False, True):
-        for factor in (3, 10):
+        for factor in (2, 3, 10):
             for canary in ("auto", "record"):
                 yield label, est, lr_data, canary, factor, budget
 

@@ -706,8 +706,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         # pd.NA in an object column ("boolean value of NA is ambiguous").
         if frame is not None:
             _refuse_missing_or_infinite(np.zeros(0), "X", frame)  # isna() only
-        elif isinstance(X, np.ndarray) and X.dtype.kind in "OUS":
-            _refuse_missing_or_infinite(X, "X")
+        elif isinstance(X, np.ndarray) and X.dtype.kind in "OUSfc":
+            _refuse_missing_or_infinite(X, "X")  # (scikit-learn's message
+            # would advise the imputer in the pipeline that cannot help here)
         X, y = validate_data(
             self,
             X,
@@ -1119,9 +1120,13 @@ def _refuse_missing_or_infinite(values, name, frame=None):
         bad = not np.isfinite(data).all()
     if bad:
         raise ValueError(
-            f"Input {name} contains NaN, None or infinity: every candidate the "
-            "grid can build must accept the data, so missing and non-finite "
-            "values are refused, in columns of any type, before any run."
+            f"Input {name} contains NaN, None or infinity: the search cannot "
+            "tell that every candidate the grid can build accepts them, so "
+            "missing and non-finite values are refused, in columns of any "
+            "type, before any run, even with an imputer in the pipeline. "
+            "Impute before the search with a public constant, which reads "
+            "nothing but the shape: X = SimpleImputer(strategy='constant', "
+            "fill_value=..., keep_empty_features=True).fit_transform(X)."
         )
 
 
