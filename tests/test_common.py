@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from _sklearn_compat import parametrize_with_checks
 from pytest import mark
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator, clone, is_regressor
 
 import skdp
 
@@ -525,6 +525,25 @@ def test_a_pandas_target_of_an_extension_dtype_fits(cls):
             warnings.simplefilter("ignore")
             fitted = clone(estimator).fit(X, target)
         assert hasattr(fitted, "privacy_spent_"), kind
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [c for c in exported_estimators() if is_regressor(c())],
+    ids=lambda c: c.__name__,
+)
+def test_a_regressor_given_text_targets_refuses_them_naming_no_value(cls):
+    """A numpy array of text as y: DPRandomFeaturesRegressor raised numpy's
+    UFuncTypeError from inside the fit (new-user trial); every regressor
+    refuses it with the ValueError that names no value."""
+    estimator = cls()
+    X, _ = small_fit_data(estimator)
+    y = np.array([_SECRET, "b"] * (len(X) // 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="not numbers") as info:
+            estimator.fit(X, y)
+    assert _SECRET not in _full_error_text(info.value)
 
 
 def _real_parameters(cls):

@@ -359,6 +359,9 @@ class DPRandomFeaturesRegressor(
                 dtype=np.float64,
                 y_numeric=True,
             )
+            # y_numeric converts objects only: text ("1.5", "a") is converted
+            # here, or refused with the message that names no value.
+            y = np.asarray(y, dtype=np.float64)
             if sp.issparse(X):
                 # Duplicates merged (a sum that overflows read as ±largest), as
                 # every estimator reads a record: not by scipy inside X @ V.
