@@ -1305,7 +1305,10 @@ def compose(costs: Iterable[PrivacyCost], *, delta=None):
         )
     check_independent_noise(costs)
     (adjacency,) = adjacencies
-    mechanism = f"composition of {len(costs)} releases"
+    if len(costs) == 1:
+        mechanism = costs[0].mechanism or "one release"
+    else:
+        mechanism = f"composition of {len(costs)} releases"
     extras = dict(
         noise_seeds=tuple(dict.fromkeys(s for c in costs for s in c.noise_seeds)),
         caveats=tuple(dict.fromkeys(v for c in costs for v in c.caveats)),

@@ -1108,6 +1108,15 @@ def replace_cost(cost, **changes):
     return dataclasses.replace(cost, **changes)
 
 
+def test_a_composition_of_one_release_keeps_its_name():
+    # "composition of 1 releases" read oddly in a pipeline's report
+    # (new-user trial): one release keeps its own mechanism.
+    one = gaussian_cost(4.0, 4, delta=1e-6, adjacency=ADD_REMOVE, mechanism="DP-GD")
+    assert compose([one], delta=1e-6).mechanism == "DP-GD"
+    two = compose([one, one], delta=1e-6)
+    assert two.mechanism == "composition of 2 releases"
+
+
 def test_zcdp_composition_with_pure_parts_at_a_given_delta():
     # Secure (zCDP) parts compose to ρ = Σρ_j + Σμ_i²/2, reported at δ minus
     # the pure parts' δ; the (ε, δ) parts are added by basic composition.
