@@ -184,9 +184,8 @@ _PRIVACY_ATTRIBUTES_DOC = """n_samples_seen_ : int
         The noisy counts of the final release (0 beyond ``n_bins_[j]``):
         everything else is post-processing of them.
     n_iter_ : int
-        Gaussian releases: 1 (given bounds, or the one coarse histogram), 2
-        (the located histogram, then the final one) or 5 (the bounds
-        search, then the final histogram).
+        Gaussian releases: 1 (given bounds, or the one coarse histogram) or
+        5 (the bounds search, then the final histogram).
     noise_multiplier_ : float
         The releases compose exactly to ``μ = sqrt(n_iter_) /
         noise_multiplier_``-GDP (replace one record; the sensitivity
@@ -222,18 +221,14 @@ _GUARANTEE_DOC = """**Guarantee.** The fitted statistics are (ε, δ)-DP under
     ``n·μ/sqrt(2d) >= 100``, the four histograms of its bounds search, then
     one histogram with ``B`` equal bins on the bounds found and the bins of
     the signed logarithmic grid (a factor ``sqrt(10)`` wide) beyond them
-    (a heavy tail is still seen); with less data, down to a ratio of 8,
-    one histogram on the signed logarithmic grid locates each feature
-    (``bounds_share`` of μ²), then the same final histogram on the located
-    bulk, whose equal bins weigh above half a noise standard deviation (the
-    bulk is known to lie there); below a ratio of 8, one histogram on the
-    signed logarithmic grid alone, with a ``UserWarning``. The releases
-    compose exactly to μ-GDP with ``μ = mu_from_epsilon(ε, δ)`` (Dong, Roth
-    & Su 2022), i.e. ``Σ 1/z_i² = 1/z²``. See :func:`~skdp.preprocessing.dp_quantiles`.
+    (a heavy tail is still seen); with less data, one histogram on the
+    signed logarithmic grid alone (with a ``UserWarning`` below a ratio of
+    8). The releases compose exactly to μ-GDP with ``μ =
+    mu_from_epsilon(ε, δ)`` (Dong, Roth & Su 2022), i.e. ``Σ 1/z_i² =
+    1/z²``. See :func:`~skdp.preprocessing.dp_quantiles`.
 
     **Post-processing.** A bin weighs its noisy count where that exceeds 2
-    noise standard deviations (0.5 for an equal bin of a located bulk, 3.5
-    for a logarithmic bin), else 0; the CDF
+    noise standard deviations (3.5 for a logarithmic bin), else 0; the CDF
     is the cumulative weight over the total, linear within a bin: monotone
     by construction. Quantiles are its generalised inverse. Nothing is read
     from the raw data outside the releases: not the minimum or maximum,
