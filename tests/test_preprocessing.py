@@ -635,24 +635,44 @@ def test_large_offset_with_small_spread_is_resolved():
 
 
 def test_a_fine_round_s_short_run_does_not_send_its_side_back():
-    """The class example's column, N(-3, 0.01) on 20000 rows at ε = 1: a
-    fine round (4096 bins) closed its run of ~230 bins within its noise of
-    the target, the next round found the tail beyond it above the plain
-    threshold of a loss, and sent the side back to the fine round's
-    interval, 20 times wider: the scale 21% off (seed 9385), 15% (5848),
-    in 2 of 23000 seeds above 10%. The seeds below are the four worst of
-    those 23000 before the fix; each scale must now be within 5% (typical
-    fits: within 1%)."""
+    """The class example's column, N(-3, 0.01) on 20000 rows at ε = 1. A
+    fine round (4096 bins, each holding fewer records than the noise) can
+    close its greedy run well short of the target; the next round finds the
+    mass beyond and sent that side back to the fine round's whole interval,
+    20 times wider: the scale 21% off (seed 9385), 17% (5848); 2 of 23000
+    seeds above 10%. Not counting that mass as lost (an allowance for the
+    run's noise) left bounds of ±1.2 sds instead: 9% off (8971). The side
+    now goes back by twice the interval's width: each of these seeds' scales
+    must be within 3% (measured: 1.5%) and their bounds narrower than 25
+    sds (the whole way back gave 51)."""
     X = np.random.default_rng(0).normal(
         loc=[100.0, -3.0], scale=[5.0, 0.01], size=(20000, 2)
     )
-    for seed in (9385, 5848, 4876, 18266):
+    for seed in (9385, 5848, 4876, 18266, 8971):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             scaler = DPStandardScaler(epsilon=1.0, delta=1e-6, random_state=seed)
             scaler.fit(X)
-        np.testing.assert_allclose(scaler.scale_ / X.std(axis=0), 1.0, atol=0.05)
-        assert np.diff(scaler.bounds_[:, 1])[0] < 12 * 0.01
+        np.testing.assert_allclose(scaler.scale_ / X.std(axis=0), 1.0, atol=0.03)
+        assert np.diff(scaler.bounds_[:, 1])[0] < 25 * 0.01
+
+
+def test_warnings_name_the_columns_of_a_frame():
+    # Features were named by index only, though a DataFrame's column names
+    # are known and public (new-user trial: "feature(s) 3" was the column
+    # "huge" inside a ColumnTransformer).
+    pd = pytest.importorskip("pandas")
+    from skdp.preprocessing import DPRobustScaler
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(
+        {"age": rng.normal(40, 10, 300), "huge": rng.normal(5e6, 1e5, 300)}
+    )
+    for est in (DPStandardScaler(random_state=0), DPRobustScaler(random_state=0)):
+        with pytest.warns(UserWarning, match=r"feature\(s\) 1 \('huge'\) lies"):
+            est.fit(X)
+    with pytest.warns(UserWarning, match=r"feature\(s\) 1 lies"):
+        DPStandardScaler(random_state=0).fit(X.to_numpy())
 
 
 def test_a_fine_round_adds_no_sensitivity():

@@ -500,7 +500,13 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         self._store(stats, classes, priors, bounds, keep, n)
         if schedule != "given":
             centre = np.where(keep, np.max(np.abs(self.theta_), axis=0), 0.0)
-            warn_if_near_range(centre, self.data_range, "DPGaussianNB", stacklevel=4)
+            warn_if_near_range(
+                centre,
+                self.data_range,
+                "DPGaussianNB",
+                stacklevel=4,
+                feature_names=getattr(self, "feature_names_in_", None),
+            )
         self.n_iter_ = n_bound_releases + 1
         self.noise_multiplier_ = z_total  # n_iter_ releases of it cost the same
         self.privacy_spent_ = gaussian_cost(
@@ -619,6 +625,7 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
                 "DPGaussianNB",
                 "they are left out of the model (dropped_features_)",
                 stacklevel=5,
+                feature_names=getattr(self, "feature_names_in_", None),
             )
         lower = np.where(keep, lower, -self.data_range)
         upper = np.where(keep, upper, self.data_range)

@@ -84,6 +84,7 @@ class _DPHistogramQuantiles(
             rng=rng,
             name=type(self).__name__,
             stacklevel=5,  # the caller of fit (through fit's two decorators)
+            feature_names=getattr(self, "feature_names_in_", None),
         )
         self.n_samples_seen_ = X.shape[0]
         # A searched grid on which no bin stood out for a feature leaves it
@@ -98,6 +99,7 @@ class _DPHistogramQuantiles(
                 "they are dropped (spread over the public range; inverse_transform "
                 "gives their centre)",
                 stacklevel=5,
+                feature_names=getattr(self, "feature_names_in_", None),
             )
         self.dropped_features_ = dropped
         self.bin_edges_ = release.edges

@@ -68,22 +68,27 @@ _MIN_DATA_RANGE = 1e-120
 DATA_RANGE_CONSTRAINT = Interval(Real, _MIN_DATA_RANGE, _MAX_DATA_RANGE, closed="left")
 
 
-def _feature_list(indices):
-    """``"0, 3, 7"``: the first ten feature indices, for a warning."""
+def _feature_list(indices, feature_names=None):
+    """``"0, 3, 7"``, or ``"0 ('age'), 3 ('debt')"`` with the column names
+    (public: the schema), the first ten, for a warning."""
     more = ", ..." if len(indices) > 10 else ""
-    return ", ".join(str(j) for j in indices[:10]) + more
+    if feature_names is None:
+        return ", ".join(str(j) for j in indices[:10]) + more
+    return ", ".join(f"{j} ({feature_names[j]!r})" for j in indices[:10]) + more
 
 
-def warn_dropped(dropped, name, effect, stacklevel):
+def warn_dropped(dropped, name, effect, stacklevel, feature_names=None):
     """Warn of the features a one-histogram schedule did not see (post-processing).
 
     ``dropped`` is a mask read from the noisy histogram only; ``effect``
     says what the estimator does with them. ``stacklevel`` as for
-    :func:`warnings.warn` called by the caller.
+    :func:`warnings.warn` called by the caller; ``feature_names`` (the
+    estimator's ``feature_names_in_``, if any) name the features.
     """
+    features = _feature_list(np.flatnonzero(dropped), feature_names)
     warnings.warn(
         f"{name}: no bin of the private histogram of feature(s) "
-        f"{_feature_list(np.flatnonzero(dropped))} stood out "
+        f"{features} stood out "
         f"of the noise: {effect}. Give public bounds, fewer features or more "
         "budget.",
         UserWarning,
@@ -91,7 +96,7 @@ def warn_dropped(dropped, name, effect, stacklevel):
     )
 
 
-def warn_if_near_range(location, data_range, name, stacklevel):
+def warn_if_near_range(location, data_range, name, stacklevel, feature_names=None):
     """Warn of the features whose released location lies beyond ``data_range/2``.
 
     Values beyond the public range ``[-data_range, data_range]`` are clipped
@@ -102,12 +107,14 @@ def warn_if_near_range(location, data_range, name, stacklevel):
     it is post-processing. Noise alone moves a feature whose bulk lies near
     0 half-way to ``data_range`` only through a false bin far out in a tiny
     data set (a warning then is no harm). ``stacklevel`` as for
-    :func:`warnings.warn` called by the caller.
+    :func:`warnings.warn` called by the caller; ``feature_names`` as for
+    :func:`warn_dropped`.
     """
     far = np.flatnonzero(np.abs(location) > data_range / 2.0)
     if far.size:
         warnings.warn(
-            f"{name}: the private centre of feature(s) {_feature_list(far)} lies "
+            f"{name}: the private centre of feature(s) "
+            f"{_feature_list(far, feature_names)} lies "
             f"beyond data_range/2 = {data_range / 2.0:g}. Values beyond the public "
             "range [-data_range, data_range] are clipped to it, so a feature whose "
             "bulk reaches it loses its spread: pass a larger data_range (up to "
@@ -783,13 +790,20 @@ class DPStandardScaler(
             mean, scale = self._noisy_moments(X, bounds, z, rng)
             mechanism = "DPStandardScaler: noisy clipped sums and sums of squares"
         if schedule != "given":
-            warn_if_near_range(mean, self.data_range, "DPStandardScaler", stacklevel=4)
+            warn_if_near_range(
+                mean,
+                self.data_range,
+                "DPStandardScaler",
+                stacklevel=4,
+                feature_names=getattr(self, "feature_names_in_", None),
+            )
         if dropped.any():
             warn_dropped(
                 dropped,
                 "DPStandardScaler",
                 "they are dropped (mean 0, scale data_range)",
                 stacklevel=4,
+                feature_names=getattr(self, "feature_names_in_", None),
             )
         self.bounds_ = np.vstack(bounds)
         self.dropped_features_ = dropped

@@ -158,6 +158,7 @@ def release_cdf(
     name,
     stacklevel=2,
     locate=False,
+    feature_names=None,
 ):
     """Release a noisy CDF of every column of X with (ε, δ)-DP.
 
@@ -186,6 +187,8 @@ def release_cdf(
         (digits, wine, breast cancer at ε = 1 and 2, 10 splits) the located
         grid's more, noisier bins lost up to 0.2 accuracy with
         ``DPQuantileTransformer`` on digits and 0.03-0.05 on wine.
+    feature_names : ndarray of str, optional
+        The columns' names (public), for the warnings.
 
     Returns
     -------
@@ -315,7 +318,13 @@ def release_cdf(
     cdf, seen = cdf_from_counts(noisy, edges, sizes, floor)
     if schedule != "given":
         median = np.where(seen, inverse_cdf(edges, cdf, [0.5])[0][0], 0.0)
-        warn_if_near_range(median, data_range, name, stacklevel=stacklevel + 1)
+        warn_if_near_range(
+            median,
+            data_range,
+            name,
+            stacklevel=stacklevel + 1,
+            feature_names=feature_names,
+        )
     cost = gaussian_cost(
         noise_multiplier,
         n_iter,
