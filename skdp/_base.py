@@ -632,6 +632,20 @@ def private_transform(transform):
     return wrapper
 
 
+def always_validated(release):
+    """Decorate a release function (above scikit-learn's ``validate_params``)
+    so that its parameters are checked even under
+    ``skip_parameter_validation=True``: they guard the guarantee."""
+    from sklearn import config_context
+
+    @functools.wraps(release)
+    def wrapper(*args, **kwargs):
+        with config_context(skip_parameter_validation=False):
+            return release(*args, **kwargs)
+
+    return wrapper
+
+
 def silent_release(release):
     """Decorate a public function that reads private data to run
     :func:`silent_on_data`, as :func:`private_fit` runs a fit: the release
@@ -751,6 +765,9 @@ def private_fit(fit):
     """Decorate a DP estimator's ``fit`` with the contract every fit keeps.
 
     * Atomic (as :func:`atomic_fit`): a failure leaves the estimator unfitted.
+    * Validated: the parameters are checked against their constraints
+      before any work, even under scikit-learn's
+      ``skip_parameter_validation=True`` (they guard the guarantee).
     * Within budget: the fit's ``privacy_spent_`` is checked against
       :meth:`DPEstimatorMixin.privacy_budget`; a fit that would spend more
       raises :class:`~skdp.exceptions.MechanismFailedError` and releases
@@ -784,6 +801,11 @@ def private_fit(fit):
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
+        # Always, even under scikit-learn's skip_parameter_validation=True:
+        # the constraints guard the guarantee (a clip of 1e200 overflows on
+        # one data set and not on its neighbour; a float16 clip computes the
+        # noise in float16).
+        self._validate_params()
         if "sample_weight" in kwargs:
             _refuse_sample_weight(self)
         _refuse_extended_precision(*args, *kwargs.values())

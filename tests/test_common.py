@@ -546,6 +546,38 @@ def test_a_regressor_given_text_targets_refuses_them_naming_no_value(cls):
     assert _SECRET not in _full_error_text(info.value)
 
 
+@pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_parameters_are_checked_even_when_scikit_learn_skips_validation(cls):
+    """scikit-learn's skip_parameter_validation=True skipped the constraints
+    that guard the guarantee: DPLogisticRegression fitted with clip_norm=1e200
+    (a sum that overflows on one data set and not on its neighbour) and
+    with a float16 clip (review). A DP fit checks them whatever the config."""
+    import sklearn
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    estimator = cls()
+    X, y = small_fit_data(estimator)
+    with sklearn.config_context(skip_parameter_validation=True):
+        with pytest.raises(InvalidParameterError, match="epsilon"):
+            clone(estimator).set_params(epsilon=-1.0).fit(X, y)
+        with pytest.raises(InvalidParameterError, match="epsilon=float"):
+            clone(estimator).set_params(epsilon=np.float16(1.0)).fit(X, y)
+
+
+def test_release_functions_check_parameters_even_when_validation_is_skipped():
+    import sklearn
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from skdp.preprocessing import dp_histogram, dp_quantiles
+
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    with sklearn.config_context(skip_parameter_validation=True):
+        with pytest.raises(InvalidParameterError, match="data_range"):
+            dp_quantiles(X, 0.5, data_range=1e300)
+        with pytest.raises(InvalidParameterError, match="epsilon"):
+            dp_histogram(X, 10, bounds=(-3, 3), epsilon=-1.0)
+
+
 def _real_parameters(cls):
     """The parameters whose constraints take a real number (an Interval of Real)."""
     from numbers import Real

@@ -31,7 +31,7 @@ import numpy as np
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from .._base import is_dask_array, silent_release, sum_over_rows
+from .._base import always_validated, is_dask_array, silent_release, sum_over_rows
 from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
@@ -404,7 +404,7 @@ def _finish(cost, seed, random_state, noise, name):
             "for anything you release; PrivacyLedger refuses to total releases "
             "that share a seed.",
             PrivacyLeakWarning,
-            stacklevel=5,  # the caller of dp_* (through two decorators)
+            stacklevel=6,  # the caller of dp_* (through three decorators)
         )
     return replace(
         cost,
@@ -421,6 +421,7 @@ _BUDGET = {
 }
 
 
+@always_validated
 @validate_params(
     {
         "X": ["array-like"],
@@ -500,7 +501,7 @@ def dp_histogram(
             f"delta={delta:g} is at least 1/n_samples = {1.0 / n:.3g}: use delta "
             "well below 1/n_samples.",
             PrivacyLeakWarning,
-            stacklevel=4,  # the caller (through two decorators)
+            stacklevel=5,  # the caller (through three decorators)
         )
     if isinstance(bins, Integral):
         if bounds is None:
@@ -551,6 +552,7 @@ def dp_histogram(
     return DPHistogram(noisy, edges, cost)
 
 
+@always_validated
 @validate_params(
     {
         "X": ["array-like"],
@@ -684,7 +686,7 @@ def dp_quantiles(
             f"delta={delta:g} is at least 1/n_samples = {1.0 / n:.3g}: use delta "
             "well below 1/n_samples.",
             PrivacyLeakWarning,
-            stacklevel=4,  # the caller (through two decorators)
+            stacklevel=5,  # the caller (through three decorators)
         )
     checked = None if bounds is None else _check_bounds(bounds, d)
     check_secure_seed(random_state, noise)
@@ -700,7 +702,7 @@ def dp_quantiles(
         noise=noise,
         rng=rng,
         name="dp_quantiles",
-        stacklevel=4,  # the caller of dp_quantiles (through two decorators)
+        stacklevel=5,  # the caller of dp_quantiles (through three decorators)
         locate=True,
     )
     values, _ = release.quantiles(np.atleast_1d(q_arr))
