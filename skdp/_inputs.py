@@ -4,6 +4,7 @@ A foundation module: it imports nothing of skdp, so every layer (the
 engine, :mod:`skdp._dask`, the estimators) can ask what it was given.
 """
 
+import numpy as np
 import scipy.sparse as sp
 
 
@@ -43,3 +44,21 @@ NOT_NUMBERS_MESSAGE = (
     "not numbers (strings or other objects; the value is not shown: it may be "
     "private). Encode them first, e.g. with OneHotEncoder or OrdinalEncoder."
 )
+
+
+def finite_targets(y):
+    """A regressor's y as float64, every value finite, or a ValueError.
+
+    scikit-learn checks y's finiteness before ``y_numeric`` converts it, and
+    text not at all: a target written as "nan", "inf" or "1e400" became NaN
+    or inf after the checks, and DPLinearRegression released a NaN model for
+    that data set where its neighbour's was finite (review). Neither message
+    names a value.
+    """
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(NOT_NUMBERS_MESSAGE) from None
+    if not np.isfinite(y).all():
+        raise ValueError("Input y contains NaN or infinity.")
+    return y

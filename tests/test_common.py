@@ -544,6 +544,19 @@ def test_a_regressor_given_text_targets_refuses_them_naming_no_value(cls):
         with pytest.raises(ValueError, match="not numbers") as info:
             estimator.fit(X, y)
     assert _SECRET not in _full_error_text(info.value)
+    # Numbers written as text are read, but one that is not finite once
+    # read ("nan", "inf", "1e400") is refused: scikit-learn checks y before
+    # converting it, and DPLinearRegression released a NaN model (review).
+    numbers = np.array([f"{v:.17g}" for v in np.linspace(-1, 1, len(X))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clone(estimator).fit(X, numbers)
+        for bad in ("nan", "inf", "1e400"):
+            for kind in (str, object):
+                y = numbers.astype(kind)
+                y[7] = bad
+                with pytest.raises(ValueError, match="NaN or infinity"):
+                    clone(estimator).fit(X, y)
 
 
 @pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)

@@ -45,6 +45,7 @@ from .._base import (
     warn_if_delta_is_large,
 )
 from .._dpgd import NoiseBudget, _Progress
+from .._inputs import finite_targets
 from ..accounting import (
     REPLACE_ONE,
     REPLACE_ONE_USER,
@@ -423,7 +424,7 @@ class DPFedRep(
         X, y = validate_data(
             self, X, y, dtype=np.float64, y_numeric=True, ensure_all_finite=False
         )
-        assert_all_finite(y, input_name="y")
+        y = finite_targets(y)  # text such as "1.5" or "nan" too
         n_rows, d = X.shape
         k = self.n_components
         if k > d:

@@ -28,6 +28,7 @@ from .._gram import (
     row_norm_bound,
     warn_if_rows_point_one_way,
 )
+from .._inputs import finite_targets
 from ..accounting import REPLACE_ONE, gaussian_cost, split_gaussian_budget
 from ..mechanisms import (
     as_generator,
@@ -531,7 +532,7 @@ class DPLinearRegression(
                 multi_output=True,
                 y_numeric=True,
             )
-            y = np.asarray(y, dtype=np.float64)
+            y = finite_targets(y)
             one_output = y.ndim == 1
             return X, (y[:, None] if one_output else y), one_output
         from .. import _dask

@@ -57,7 +57,7 @@ from .._base import (
 from .._clipping import csr_keeping_duplicates
 from .._datafits import BinomialLogistic, Poisson, Quadratic
 from .._dpgd import _Progress, clipped_gradient_sum
-from .._inputs import SPARSE_FIT_FORMATS
+from .._inputs import SPARSE_FIT_FORMATS, finite_targets
 from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
@@ -1421,7 +1421,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         residual_bound = self._residual_bound()  # warns for y_bound, any family
         if is_dask_array(y):  # values checked in the validation pass
             return y, 1.0 if self.family == "logistic" else residual_bound
-        y = np.asarray(y, dtype=np.float64)
+        y = finite_targets(y)
         if self.family == "logistic":
             if not np.isin(y, (0.0, 1.0)).all():
                 raise ValueError(

@@ -23,7 +23,7 @@ from .._base import (
 from .._clipping import canonical_design
 from .._datafits import Quadratic
 from .._dpgd import NoiseBudget, dpgd
-from .._inputs import SPARSE_FIT_FORMATS
+from .._inputs import SPARSE_FIT_FORMATS, finite_targets
 from ..accounting import (
     REPLACE_ONE,
     gaussian_cost,
@@ -361,7 +361,7 @@ class DPRandomFeaturesRegressor(
             )
             # y_numeric converts objects only: text ("1.5", "a") is converted
             # here, or refused with the message that names no value.
-            y = np.asarray(y, dtype=np.float64)
+            y = finite_targets(y)
             if sp.issparse(X):
                 # Duplicates merged (a sum that overflows read as ±largest), as
                 # every estimator reads a record: not by scipy inside X @ V.
