@@ -236,7 +236,13 @@ class DPLogisticRegression(
     ``(softmax(z) - e_y) ⊗ (x, 1)`` is scaled down to norm ``clip_norm_`` when
     larger. Standardise dense features: with d standardised features a
     gradient typically has norm about ``sqrt(d)``, so the default clip of 1
-    clips most records (a robust loss) and keeps the noise small.
+    clips most records (a robust loss) and keeps the noise small. Unscaled
+    columns fail silently (the fit sees nothing but released values, so it
+    cannot tell): on raw wine at ε = 2 the accuracy was 0.52 where the
+    standardised columns gave 0.96, since the largest column sets every
+    clipped gradient's direction. Put a
+    :class:`~skdp.preprocessing.DPStandardScaler` in front
+    (:func:`~skdp.pipeline.make_private_pipeline`).
 
     **Caveats.** Noise is drawn with numpy floating point, which is not
     hardened against the attacks of Mironov (2012). Fitting the same data
