@@ -1704,8 +1704,9 @@ def test_missing_values_are_refused_with_the_way_to_impute_them(runs):
         estimator=estimator,
         param_distributions={"dplogisticregression__clip_norm": [1.0]},
     )
-    with pytest.raises(ValueError, match="Impute before the search"):
-        est.fit(X, y)
+    for given in (X, X.tolist()):
+        with pytest.raises(ValueError, match="Impute before the search"):
+            est.fit(given, y)
     assert runs == []
 
 

@@ -709,6 +709,8 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         elif isinstance(X, np.ndarray) and X.dtype.kind in "OUSfc":
             _refuse_missing_or_infinite(X, "X")  # (scikit-learn's message
             # would advise the imputer in the pipeline that cannot help here)
+        elif isinstance(X, (list, tuple)):
+            _refuse_missing_or_infinite(np.asarray(X, dtype=object), "X")
         X, y = validate_data(
             self,
             X,
