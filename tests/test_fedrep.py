@@ -902,6 +902,20 @@ def test_object_user_ids_with_a_missing_id_are_refused(missing):
     assert not [a for a in vars(est) if a.endswith("_") and not a.startswith("__")]
 
 
+@pytest.mark.parametrize("missing", [None, float("nan")])
+def test_missing_user_ids_are_refused_without_pandas(monkeypatch, missing):
+    # Without pandas, None and NaN are found by numpy alone (mutation
+    # testing: the None test was never run).
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas fails
+    X, y, groups, _, _ = make_users(20, 8, 3, 2, seed=8)
+    ids = groups.astype(object)
+    ids[3] = missing
+    with pytest.raises(ValueError, match="missing user ids"):
+        DPFedRep(2).fit(X, y, ids)
+
+
 def test_object_user_ids_are_read_as_their_common_type():
     X, y, groups, _, _ = make_users(20, 8, 3, 2, seed=8)
     typed = DPFedRep(2, random_state=0).fit(X, y, groups)
