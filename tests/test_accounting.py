@@ -1108,6 +1108,17 @@ def replace_cost(cost, **changes):
     return dataclasses.replace(cost, **changes)
 
 
+@pytest.mark.parametrize("epsilon, delta", [(1e-3, 1e-5), (1e-4, 1e-8), (1e-4, 1e-12)])
+def test_zcdp_from_epsilon_tight_returns_at_small_epsilon(epsilon, delta):
+    # brentq settled on a jump of epsilon_from_zcdp_tight (its α grid moves
+    # with ρ) and the repair stepped down by 1e-12 relative per pass: these
+    # hung (review; make_private_pipeline with a small secure share). The
+    # answer must pass, and be no smaller than Bun & Steinke's.
+    rho = accounting.zcdp_from_epsilon_tight.__wrapped__(epsilon, delta)
+    assert accounting.epsilon_from_zcdp_tight(rho, delta) <= epsilon
+    assert rho >= accounting.zcdp_from_epsilon(epsilon, delta)
+
+
 def test_a_composition_of_one_release_keeps_its_name():
     # "composition of 1 releases" read oddly in a pipeline's report
     # (new-user trial): one release keeps its own mechanism.
