@@ -15,6 +15,7 @@ from sklearn.compose import TransformedTargetRegressor
 from sklearn.pipeline import make_pipeline
 
 from ._ledger import (
+    _common_adjacency,
     _dp_inside,
     composite_parts,
     container_from_density,
@@ -66,11 +67,19 @@ def make_private_pipeline(*steps, epsilon=1.0, delta=1e-5, weights=None, **kwarg
     ``"passthrough"`` or a sparse ``OneHotEncoder``) gets
     ``sparse_threshold=0``: always dense.
 
+    Every step that holds a DP estimator is cloned
+    (:func:`sklearn.base.clone`) before its budget is set, so the budgets
+    belong to this pipeline alone: a step object passed to two calls would
+    otherwise be re-budgeted by the second, silently breaking the first
+    pipeline's total. Read the fitted steps from the pipeline
+    (``pipe[0]``, ``pipe.named_steps``), not from the objects passed in.
+
     Parameters
     ----------
     *steps : list of estimators
-        As for :func:`~sklearn.pipeline.make_pipeline`. The DP steps'
-        ``epsilon`` and ``delta`` are overwritten (with ``set_params``).
+        As for :func:`~sklearn.pipeline.make_pipeline`. The steps holding a
+        DP estimator are cloned, and the clones' ``epsilon`` and ``delta``
+        set (with ``set_params``).
     epsilon : float, default=1.0
         Total ε of one fit of the whole pipeline.
     delta : float, default=1e-5
@@ -103,9 +112,17 @@ def make_private_pipeline(*steps, epsilon=1.0, delta=1e-5, weights=None, **kwarg
     >>> round(total.epsilon, 6), total.delta
     (1.0, 1e-05)
     """
+    own = [clone(step) if _holds_dp(step) else step for step in steps]
     return set_privacy_budget(
-        make_pipeline(*steps, **kwargs), epsilon=epsilon, delta=delta, weights=weights
+        make_pipeline(*own, **kwargs), epsilon=epsilon, delta=delta, weights=weights
     )
+
+
+def _holds_dp(step):
+    """Whether ``step`` is or holds a DP estimator (a step to clone)."""
+    if isinstance(step, str) or step is None:
+        return False
+    return is_dp_estimator(step) or _dp_inside(step) is not None
 
 
 def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
@@ -186,9 +203,17 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     (``skdp._ledger.container_from_density``).
 
     **Refused**, before anything is changed: a DP step without
-    ``epsilon``/``delta`` parameters, and a DP estimator held by anything
+    ``epsilon``/``delta`` parameters; a DP estimator held by anything
     other than the four composites above (a wrapper may fit it several
-    times, which this split cannot know).
+    times, which this split cannot know); steps whose declared guarantees
+    hold under adjacencies that no single guarantee covers (a record-level
+    scaler in front of a user-level :class:`~skdp.DPFedRep`: the ledger
+    would total each adjacency apart, never one (ε, δ)); and weights so
+    uneven that a step's share of ε is not a positive number.
+
+    ``estimator`` is changed in place: a DP object that is also a step of
+    another pipeline gets this split's budget there too.
+    :func:`make_private_pipeline` clones its steps for that reason.
 
     Examples
     --------
@@ -349,19 +374,49 @@ def _check_weights(weights, paths, defaults):
     return [float(w) for w in out]
 
 
-def _kind(step, delta):
-    """ "gdp", "zcdp" or "pair": how the ledger composes this step's budget."""
-    budget = clone(step).set_params(delta=delta).privacy_budget()
+def _kind(budget):
+    """ "gdp", "zcdp" or "pair": how the ledger composes this declared budget."""
     if budget.mu is not None:
         return "gdp"
     return "zcdp" if budget.zcdp is not None else "pair"
+
+
+def _declared_budgets(steps, delta):
+    """Each step's ``privacy_budget()`` at ``delta``; refuses steps whose
+    adjacencies no single guarantee covers (the ledger could not total them)."""
+    budgets = [
+        clone(step).set_params(delta=delta).privacy_budget() for _, step in steps
+    ]
+    adjacencies = list(dict.fromkeys(b.adjacency for b in budgets))
+    if _common_adjacency(adjacencies) is None:
+        where = ", ".join(
+            f"{path or 'estimator'}: {b.adjacency!r}"
+            for (path, _), b in zip(steps, budgets, strict=True)
+        )
+        raise ValueError(
+            "The DP steps protect different units, and no single (epsilon, delta) "
+            f"covers them all ({where}). Budget each step yourself and total the "
+            "fitted pipeline per adjacency with PrivacyLedger().totals()."
+        )
+    return budgets
+
+
+def _refuse_empty_shares(steps, eps, weights):
+    """Refuse a split that leaves a step no positive ε (weights too uneven)."""
+    for (path, _), e, w in zip(steps, eps, weights, strict=True):
+        if not (0.0 < e < math.inf):
+            raise ValueError(
+                f"The weight of {path or 'the estimator'!r} ({w!r}) is too small "
+                f"beside the others: its share of epsilon is {e!r}, not a positive "
+                "number. Raise that weight."
+            )
 
 
 def _split(steps, weights, epsilon, delta):
     """``{path: {"epsilon": ε_i, "delta": δ_i}}`` (see set_privacy_budget)."""
     k = len(steps)
     step_delta = delta / k
-    kinds = [_kind(step, step_delta) for _, step in steps]
+    kinds = [_kind(b) for b in _declared_budgets(steps, step_delta)]
     total_weight = sum(weights)
     concentrated = [i for i, kind in enumerate(kinds) if kind != "pair"]
     eps = [epsilon * w / total_weight * _SAFETY for w in weights]  # basic composition
@@ -383,6 +438,7 @@ def _split(steps, weights, epsilon, delta):
             for i in concentrated:
                 mu_i = mu * math.sqrt(weights[i] / weight_c) * _SAFETY
                 eps[i] = epsilon_from_mu(mu_i, step_delta)
+    _refuse_empty_shares(steps, eps, weights)
     return {
         path: {"epsilon": eps[i], "delta": step_delta}
         for i, (path, _) in enumerate(steps)

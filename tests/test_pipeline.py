@@ -276,6 +276,8 @@ def test_refuses_what_it_cannot_split(estimator, match):
         (dict(weights={"dpstandardscaler": math.nan}), "must be > 0"),
         (dict(weights={"dpstandardscaler": math.inf}), "must be > 0"),
         (dict(weights=[1.0, 2.0]), "dict"),
+        # mu_i rounds the step's epsilon to 0.0, which its fit refuses
+        (dict(weights={"dpstandardscaler": 1e-12}), "too small"),
     ],
 )
 def test_bad_arguments_raise_before_any_change(kwargs, match):
@@ -620,4 +622,42 @@ def test_one_dp_object_at_two_paths_is_refused():
     shared = DPStandardScaler()
     columns = ColumnTransformer([("a", shared, [0, 1]), ("b", shared, [2, 3])])
     with pytest.raises(ValueError, match="same DPStandardScaler object is at"):
-        make_private_pipeline(columns, DPLogisticRegression(classes=[0, 1]))
+        set_privacy_budget(make_pipeline(columns, DPLogisticRegression(classes=[0, 1])))
+    # make_private_pipeline clones its steps: each place gets its own object
+    pipe = make_private_pipeline(columns, DPLogisticRegression(classes=[0, 1]))
+    a, b = (pipe.get_params()[f"columntransformer__{k}"] for k in "ab")
+    assert a is not b and a.epsilon == b.epsilon
+    total = PrivacyLedger().record(pipe.fit(X, y)).total()
+    assert total.epsilon == pytest.approx(1.0, rel=1e-8)
+
+
+def test_make_private_pipeline_owns_its_steps():
+    # A step object passed to two calls was re-budgeted by the second: the
+    # first pipeline, promised (1, 1e-5), spent (2.77, 1e-5).
+    scaler = DPStandardScaler(epsilon=0.7)
+    first = make_private_pipeline(scaler, _lr(), epsilon=1.0, delta=1e-5)
+    second = make_private_pipeline(
+        scaler, _lr(), epsilon=3.0, weights={"dpstandardscaler": 4.0}
+    )
+    assert scaler.epsilon == 0.7  # the object passed in is not changed
+    assert first[0] is not second[0]
+    first.fit(X, y)
+    total = PrivacyLedger().record(first).total()
+    assert total.epsilon == pytest.approx(1.0, rel=1e-8)
+    assert total.epsilon <= 1.0
+    # non-DP steps and strings are passed on as make_pipeline does
+    plain = StandardScaler()
+    pipe = make_private_pipeline(plain, "passthrough", _lr())
+    assert pipe[0] is plain and pipe[1] == "passthrough"
+
+
+def test_steps_protecting_different_units_are_refused_before_any_change():
+    # A record-level scaler and a user-level DPFedRep have no common total:
+    # the ledger raised only after the fit.
+    from skdp import DPFedRep
+
+    pipe = make_pipeline(DPStandardScaler(epsilon=0.7), DPFedRep(n_components=2))
+    with pytest.raises(ValueError, match="protect different units"):
+        set_privacy_budget(pipe, epsilon=1.0, delta=1e-5)
+    assert pipe[0].epsilon == 0.7
+    assert pipe[1].epsilon == DPFedRep().epsilon
