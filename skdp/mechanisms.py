@@ -119,12 +119,24 @@ def as_generator(random_state, noise="fast"):
         raise ValueError(f"noise must be 'fast' or 'secure'; got {noise!r}.")
     if random_state is None:
         return np.random.default_rng()
+    return np.random.default_rng(seed_entropy(random_state))
+
+
+def seed_entropy(random_state):
+    """The ``SeedSequence`` entropy :func:`as_generator` seeds a stream with.
+
+    An int as itself; a ``Generator`` or ``RandomState`` four words of its
+    stream, advancing it. Post-processing that takes a ``random_state`` of
+    its own (e.g. :meth:`skdp.DPGaussianSampler.sample`) seeds a
+    ``SeedSequence`` with this entropy and a ``spawn_key`` no fit uses, so a
+    seed equal to the fit's (an int, or a generator in the same state) never
+    replays the fit's noise.
+    """
     if isinstance(random_state, numbers.Integral):
-        return np.random.default_rng(int(random_state))
+        return int(random_state)
     if isinstance(random_state, np.random.Generator):
-        return np.random.default_rng(random_state.integers(2**63, size=4))
-    seed_words = check_random_state(random_state).randint(2**31, size=4)
-    return np.random.default_rng(seed_words)
+        return random_state.integers(2**63, size=4)
+    return check_random_state(random_state).randint(2**31, size=4)
 
 
 def check_secure_seed(random_state, noise="secure"):

@@ -43,6 +43,7 @@ from skdp.gaussian._subroutines import (
     stable_cov,
     stable_mean,
 )
+from skdp.mechanisms import as_generator, seed_entropy
 
 E2 = math.e**2
 
@@ -873,17 +874,27 @@ def test_bounded_sample_is_post_processing():
     np.testing.assert_array_equal(a, est.sample(20000, random_state=1))
     np.testing.assert_allclose(np.cov(a.T), est.covariance_, atol=0.05)
     assert np.all(np.linalg.eigvalsh(est.covariance_) > 0)
-    # The sampling stream of seed s is not the noise stream of fit(seed s):
-    # recover the standard normals of one draw (with the factor sample uses)
-    # and compare them with both streams.
+    # The sampling stream of a seed is none of the noise streams a fit given
+    # that seed draws (its own, or the children other estimators spawn: the
+    # int guard used SeedSequence(s, spawn_key=(1,)), DPRandomFeaturesRegressor's
+    # noise stream), for an int and for a Generator or RandomState in the same
+    # state as the fit's (those replayed the fit's noise exactly): recover the
+    # standard normals of one draw (with the factor sample uses) and compare.
     evals, evecs = np.linalg.eigh(est.covariance_)
-    draw = est.sample(1, random_state=3)[0]
-    g = np.linalg.solve(evecs * np.sqrt(evals), draw - est.mean_)
-    child = np.random.SeedSequence(3, spawn_key=(1,))
-    np.testing.assert_allclose(
-        g, np.random.default_rng(child).standard_normal(2), rtol=1e-8
-    )
-    assert not np.allclose(g, np.random.default_rng(3).standard_normal(2))
+    factor = evecs * np.sqrt(evals)
+    for make in (int, np.random.default_rng, np.random.RandomState):
+        draw = est.sample(1, random_state=make(3))[0]
+        g = np.linalg.solve(factor, draw - est.mean_)
+        fit_stream = as_generator(make(3))
+        streams = [fit_stream, *as_generator(make(3)).spawn(4)]
+        for stream in streams:
+            assert not np.allclose(g, stream.standard_normal(2), rtol=1e-3)
+        sampling = np.random.SeedSequence(
+            seed_entropy(make(3)), spawn_key=(int.from_bytes(b"skdp.smp", "big"),)
+        )
+        np.testing.assert_allclose(
+            g, np.random.default_rng(sampling).standard_normal(2), rtol=1e-8
+        )
     # A Generator is used as given; None draws fresh entropy.
     np.testing.assert_array_equal(
         est.sample(3, random_state=np.random.default_rng(5)),

@@ -31,7 +31,7 @@ from ..accounting import (
     split_gaussian_budget,
 )
 from ..exceptions import InsufficientSamplesError, MechanismFailedError
-from ..mechanisms import as_generator, gaussian_mechanism
+from ..mechanisms import as_generator, gaussian_mechanism, seed_entropy
 from ..preprocessing._quantiles import (
     N_BOUND_RELEASES,
     histogram_sensitivity,
@@ -82,19 +82,27 @@ def _is_auto(value):
 _MIN_SEARCH_SNR = 30.0
 
 
+#: ``spawn_key`` of the streams of :meth:`DPGaussianSampler.sample`. Fits
+#: draw their noise from ``SeedSequence(entropy)`` (:func:`as_generator`) or
+#: its children, spawned in order with keys ``(0,), (1,), ...``; this key,
+#: the 64-bit word of the bytes ``b"skdp.smp"``, is none of them.
+_SAMPLING_KEY = int.from_bytes(b"skdp.smp", "big")
+
+
 def _sampling_generator(random_state):
     """The generator for :meth:`DPGaussianSampler.sample`.
 
-    An int seed is mapped to a child stream (``spawn_key=(1,)``) so that
-    ``sample(random_state=s)`` never replays the noise of ``fit`` with
-    ``random_state=s`` (which would let the draws reveal that noise).
+    Seeded with the entropy :func:`as_generator` would use for the same
+    ``random_state`` (an int, or four words of a ``Generator`` /
+    ``RandomState``), under a ``spawn_key`` no fit uses: a seed equal to
+    that of any fit (this sampler's, or another estimator's, whose children
+    have keys ``(0,), (1,), ...``) never replays its noise, which the
+    released draws would otherwise reveal.
     """
-    if isinstance(random_state, Integral | np.integer) and not isinstance(
-        random_state, bool
-    ):
-        seq = np.random.SeedSequence(int(random_state), spawn_key=(1,))
-        return np.random.default_rng(seq)
-    return as_generator(random_state)
+    if random_state is None:
+        return np.random.default_rng()
+    seq = np.random.SeedSequence(seed_entropy(random_state), spawn_key=(_SAMPLING_KEY,))
+    return np.random.default_rng(seq)
 
 
 def clipped_moments(X, center, radius):
@@ -901,7 +909,10 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
             Number of points.
         random_state : int, RandomState instance, Generator or None, default=None
             ``"bounded"``: seeds the draws from N(``mean_``, ``covariance_``)
-            (post-processing; independent of the fit's noise when None).
+            (post-processing). None draws fresh entropy; a seed gives
+            reproducible draws from a stream that no fit draws noise from,
+            even a fit given the same seed (an int, or a generator in the
+            same state), so the draws never reveal a fit's noise.
             ``"unbounded"``: ignored, no randomness is used.
 
         Returns
