@@ -501,8 +501,10 @@ def test_bad_input_raises_before_any_work():
         DPRandomFeaturesRegressor(0).fit(X, y)
     with pytest.raises(InvalidParameterError, match="activation"):
         DPRandomFeaturesRegressor(activation="relu6").fit(X, y)
-    with pytest.raises(ValueError, match="entry by entry"):
-        DPRandomFeaturesRegressor(activation=lambda z: z / z.std(axis=0)).fit(X, y)
+    with pytest.raises(ValueError, match="input's shape"):
+        DPRandomFeaturesRegressor(activation=lambda z: z[:, :1]).fit(X, y)
+    with pytest.raises(ValueError, match="2 input"):
+        DPRandomFeaturesRegressor(activation=np.add).fit(X, y)
     with pytest.raises(ValueError, match="delta > 0"):
         DPRandomFeaturesRegressor(delta=0.0).fit(X, y)
     reg = DPRandomFeaturesRegressor(100, random_state=0).fit(X, y)
@@ -741,3 +743,31 @@ def test_the_clips_see_all_of_the_noise_theta_carries(activation, n_components):
         scale = noise_std * np.sqrt(n_iter)
         worst = max(worst, np.abs(preds - rows @ theta).max() / scale)
     assert worst < 1e-9
+
+
+def test_a_callable_activation_cannot_mix_records():
+    # A callable that normalises by its batch's largest value passed the old
+    # probe (whose first row held the largest value) and let one record move
+    # every other record's features: 88 times the claimed mu along one pair
+    # (review). A callable that is not a ufunc is now applied row by row.
+    from skdp.random_features._features import features, resolve_activation
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3))
+    W = rng.standard_normal((3, 8))
+    neighbour = X.copy()
+    neighbour[0] = 1e6
+
+    def batch_max(Z):
+        return np.tanh(3.0 * Z / np.abs(Z).max())
+
+    act = resolve_activation(batch_max)
+    np.testing.assert_array_equal(
+        features(X, W, act)[1:], features(neighbour, W, act)[1:]
+    )
+    expected = np.vstack([batch_max(row[None, :]) for row in X @ W])
+    np.testing.assert_allclose(features(X, W, act), expected, rtol=1e-12)
+    # A ufunc acts entry by entry and is applied to the whole block.
+    np.testing.assert_array_max_ulp(
+        features(X, W, resolve_activation(np.arctan)), np.arctan(X @ W), 4
+    )

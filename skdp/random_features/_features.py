@@ -33,11 +33,14 @@ def draw_weights(rng, n_features, n_components):
 def resolve_activation(activation):
     """The activation function for a name or a callable, checked on public inputs.
 
-    A callable must map an array to an array of the same shape, entry by
-    entry: a record's features may depend on that record only (a function
-    that mixes rows, e.g. normalising over the batch, would let one record
-    change another's features and void the guarantee). This is checked on a
-    fixed public probe, not on the data.
+    A NumPy ufunc of one input and one output (``np.tanh``,
+    ``scipy.special.erf``, ...) acts entry by entry by construction and is
+    applied to whole blocks. Any other callable is applied to one record's
+    pre-activations at a time (:func:`features`): a record's features then
+    depend on that record alone whatever the function does with its input
+    (normalising over the batch, say), which no probe of the function could
+    prove. Here it is only checked to map a public probe row to an array of
+    the same shape.
     """
     if isinstance(activation, str):
         if activation not in ACTIVATIONS:
@@ -48,21 +51,45 @@ def resolve_activation(activation):
         return ACTIVATIONS[activation]
     if not callable(activation):
         raise TypeError("activation must be a name or a callable.")
-    probe = np.linspace(-3.0, 3.0, 12).reshape(3, 4)
+    if isinstance(activation, np.ufunc) and (activation.nin, activation.nout) != (1, 1):
+        raise ValueError(
+            f"activation {activation.__name__} is a ufunc of {activation.nin} "
+            f"input(s) and {activation.nout} output(s); it must take one array "
+            "and return one."
+        )
+    probe = np.linspace(-3.0, 3.0, 4).reshape(1, 4)
     try:
         with np.errstate(all="ignore"):
             out = np.asarray(activation(probe), dtype=np.float64)
-            parts = np.asarray(activation(probe[:1]), dtype=np.float64)
     except Exception as exc:
         raise ValueError(
-            f"activation failed on a test array of shape (3, 4): {exc}"
+            f"activation failed on a test array of shape (1, 4): {exc}"
         ) from exc
-    if out.shape != probe.shape or not np.array_equal(out[:1], parts, equal_nan=True):
+    if out.shape != probe.shape:
         raise ValueError(
             "activation must act entry by entry: it must return an array of the "
-            "input's shape whose rows depend only on the same input rows."
+            f"input's shape; got shape {out.shape} for an input of shape (1, 4)."
         )
     return activation
+
+
+def _entry_by_entry(activation, Z):
+    """``activation`` applied so that row i of the result depends on row i of
+    Z alone: a ufunc to the whole block (it acts per entry), any other
+    callable to one row at a time (one call per record: slower, but its
+    output for a record cannot depend on the other records)."""
+    if isinstance(activation, np.ufunc):
+        return np.asarray(activation(Z), dtype=np.float64)
+    A = np.empty(Z.shape)
+    for i in range(Z.shape[0]):  # a user's callable may mix the rows it is given
+        row = np.asarray(activation(Z[i : i + 1]), dtype=np.float64)
+        if row.shape != (1, Z.shape[1]):
+            raise ValueError(
+                "activation must return an array of its input's shape; got "
+                f"shape {row.shape} for an input of shape {(1, Z.shape[1])}."
+            )
+        A[i] = row[0]
+    return A
 
 
 def _finite(A):
@@ -91,7 +118,7 @@ def features(X, weights, activation, columns=slice(None)):
             # In place: no second n × width array. These map every non-NaN
             # input (±inf too, except sin, which gives NaN) into [−1, 1].
             return _zero_nan(activation(Z, out=Z))
-        A = np.asarray(activation(Z), dtype=np.float64)
+        A = _entry_by_entry(activation, Z)
     if not A.flags.writeable:
         A = A.copy()
     return _finite(A)
