@@ -1365,6 +1365,29 @@ def test_a_seeded_search_is_reproducible_and_seeds_matter(data):
     assert not np.array_equal(released(4)[1], coef)
 
 
+def test_a_refit_of_a_seeded_winner_is_refused_by_the_ledger(data):
+    # The winner of a seeded search keeps the seeds its run drew; a refit of
+    # a clone of it draws the same noise, and the two releases together
+    # cancel it. The ledger totalled them as independent (review).
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fitted = search(random_state=0).fit(X, y)
+        refit = clone(fitted.best_estimator_).fit(X, y)
+    assert fitted.best_estimator_.random_state is not None
+    assert set(refit.privacy_spent_.noise_seeds) <= set(
+        fitted.privacy_spent_.noise_seeds
+    )
+    with pytest.raises(ValueError, match="same seeded stream"):
+        PrivacyLedger().record(fitted).record(refit)
+    # An unseeded search's winner draws fresh noise: nothing to refuse.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fresh = search().fit(X, y)
+    assert fresh.privacy_spent_.noise_seeds == ()
+    PrivacyLedger().record(fresh).record(clone(fresh.best_estimator_).fit(X, y))
+
+
 # --------------------------------------------------------------------------
 # Composites: ColumnTransformer, FeatureUnion and nested pipelines
 # --------------------------------------------------------------------------

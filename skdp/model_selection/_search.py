@@ -871,6 +871,17 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             )
         else:
             self.privacy_spent_ = self._selection_cost(mu, adjacency, secure)
+        # A seeded search seeds its winner's steps, and the released model
+        # keeps those seeds: a refit of a clone of it would draw the same
+        # noise. Their fingerprints join the search's, so that the ledger
+        # refuses to total the search with such a refit.
+        winner_seeds = tuple(
+            seed
+            for _, step in _steps_of(self.best_estimator_, fitted=True)
+            if is_dp_estimator(step)
+            for seed in step.privacy_spent_.noise_seeds
+        )
+        self.privacy_spent_ = replace(self.privacy_spent_, noise_seeds=winner_seeds)
         if self.verbose:
             print(
                 f"[DPRandomSearchCV] released {self.best_params_} with noisy "
