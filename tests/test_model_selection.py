@@ -1964,8 +1964,10 @@ def test_a_run_that_fails_on_its_own_release_loses_instead_of_raising(
     assert fitted.best_score_ > 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        with pytest.raises(MechanismFailedError, match="The selected run failed"):
+        with pytest.raises(MechanismFailedError, match="The selected run failed") as e:
             search(param_distributions={"clip_norm": [0.123]}, random_state=0).fit(X, y)
+    # The failure is the search's output: its budget is spent.
+    assert "budget is spent" in str(e.value)
     # A fit beyond its declared budget is a bug read from the parameters,
     # not a failed release: it stops the search.
     from skdp._base import BudgetCheckError

@@ -826,7 +826,11 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                     "accept every value a record may hold."
                 )
             raise MechanismFailedError(
-                f"The selected run failed: {message} Nothing was released."
+                f"The selected run failed: {message} No model is released, but "
+                "the search's budget is spent: which run won came from noisy "
+                "scores of the data, and this failure is the search's output. "
+                "Record search.privacy_budget() with PrivacyLedger before "
+                "searching the same data again."
             )
         self.best_score_, self.best_params_, self.best_estimator_, caught = best
         # The runs were not stamped (a counter or a clock would count them):
