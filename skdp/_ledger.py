@@ -1439,6 +1439,7 @@ def _collect_search(search, path, costs, leaks):
     # with or is not an skdp estimator.
     if has_refit:
         best = clone(search.estimator).set_params(**search.best_params_)
+        _refuse_changed_estimator(path, search, best)
         check = []
         _collect(best, path, check, {}, fitted=False, declared=declared)
         # In zCDP, which covers GDP (ρ = μ²/2) and secure noise's zCDP costs.
@@ -1471,6 +1472,23 @@ def _collect_search(search, path, costs, leaks):
                     "fits cannot be bounded from their parameters."
                 )
 
+    varied_by_best = set(search.best_params_) if has_refit else set()
+    unverified = not has_refit or any(
+        not varied_by_best <= set(params) for params in search.cv_results_["params"]
+    )
+    if unverified:
+        leaks[
+            f"{path} ({type(search).__name__}): the candidates are charged at the "
+            "parameters search.estimator has now, which the ledger cannot check "
+            "against those it had during the fit ("
+            + (
+                "no refit to compare with"
+                if not has_refit
+                else "some candidates "
+                "leave a parameter of best_params_ at search.estimator's value"
+            )
+            + "). Record a search before changing its estimator."
+        ] = None
     candidate_costs = []
     for params in search.cv_results_["params"]:
         candidate = clone(search.estimator).set_params(**params)
@@ -1486,6 +1504,54 @@ def _collect_search(search, path, costs, leaks):
         "which counts only the fits. skdp.model_selection.DPRandomSearchCV "
         "makes the selection private too."
     ] = None
+
+
+def _refuse_changed_estimator(path, search, best):
+    """Refuse a search whose ``estimator`` changed after the fit.
+
+    The candidates are charged from ``search.estimator`` (held by reference:
+    a ``set_params`` on it after the fit changes it) and their parameters.
+    The refit was built the same way during the fit, so its DP steps'
+    declared budgets must equal those of ``best``, the same build now.
+    """
+    then = _declared_budgets(search.best_estimator_, fitted=True)
+    now = _declared_budgets(best, fitted=False)
+    same = len(then) == len(now) and all(
+        a.adjacency == b.adjacency
+        and all(
+            (x is None and y is None)
+            or (x is not None and y is not None and math.isclose(x, y, rel_tol=1e-12))
+            for x, y in (
+                (a.epsilon, b.epsilon),
+                (a.delta, b.delta),
+                (a.mu, b.mu),
+                (a.zcdp, b.zcdp),
+            )
+        )
+        for a, b in zip(then, now, strict=False)
+    )
+    if not same:
+        raise ValueError(
+            f"{path} ({type(search).__name__}): its estimator with best_params_ "
+            "now declares other budgets than the refitted model does, so "
+            "search.estimator was changed after the fit (set_params on the "
+            "object passed to the search changes search.estimator too). The "
+            "candidates' costs are read from it: record the search before "
+            "changing its estimator, or pass the search a clone."
+        )
+
+
+def _declared_budgets(obj, fitted):
+    """``privacy_budget()`` of every DP step in ``obj``, in order."""
+    children = _children(obj, fitted=fitted)
+    if children is not None:
+        return [
+            budget
+            for _, child in children
+            if not isinstance(child, str) and child is not None
+            for budget in _declared_budgets(child, fitted)
+        ]
+    return [obj.privacy_budget()] if is_dp_estimator(obj) else []
 
 
 def _achieved_adjacencies(obj, path, found):
