@@ -88,10 +88,6 @@ _CONTRACTION = {"gaussian": 0.1, "poisson": 0.72, "logistic": 0.78}
 # Upper end of the search for the automatic T (reached only when n·ε is
 # astronomically large; each step costs O(nnz(X))).
 _MAX_AUTO_ITER = 200
-# Default step sizes ~1/γ for standardised features (E xxᵀ ≈ I): the loss's
-# curvature is at most 1 (gaussian), 1/4 (logistic), E e^z·xxᵀ (poisson: 1 at
-# β = 0, ~2-3 at make_sparse_glm's coefficients, where η = 1 oscillated).
-_LEARNING_RATES = {"gaussian": 1.0, "poisson": 0.5, "logistic": 4.0}
 _DEFAULT_SPARSITY = 10
 # Scales are multiplied by this before use, so that the rounding of the
 # calibration can never leave the reported ε above the target.
@@ -422,9 +418,33 @@ _STEP_SHARES = {"selection": 0.54, "curvature": 0.1, "values": 0.36}
 # (an upper confidence bound), eigenvalue floors lowered by as many.
 _CONFIDENCE_Z = 2.0
 # Bound on the curvature weight ψ''(z) of each family: exact for gaussian (1)
-# and logistic (1/4); poisson's e^z is unbounded, 2 is the assumption of the
-# old default step 0.5 (mean counts up to about 2 at the fitted model).
+# and logistic (1/4); poisson's e^z is unbounded (see curvature_weight).
 _CURVATURE_WEIGHT = {"gaussian": 1.0, "poisson": 2.0, "logistic": 0.25}
+
+
+def curvature_weight(family, residual_bound):
+    """``w_f``, the bound on ψ'' that sets the default steps ``1/(w_f·γ)``.
+
+    Gaussian 1 and logistic 1/4 are exact. Poisson's ψ''(z) = e^z is the
+    mean count at the model, unbounded: ``max(2, r − 1)`` (``r`` the public
+    ``residual_bound``). A step ``1/(w_f·γ)`` moves the coefficients by
+    ``1/γ`` times at most ``r/w_f <= 1.5`` (the clipped residuals over
+    ``w_f``), so the linear predictor of standardised rows moves by about
+    1.5 per step at most. With the old constant 2 (mean counts up to about
+    2, as at make_sparse_glm's coefficients and the default ``r`` = 3, which
+    keep it) it moved by ``r/2``: Bikeshare's counts (mean 144, ``r`` = 197)
+    overflowed e^z to predictions of 1e25 after one step (R² −1e44, no
+    warning). With ``r − 1``: R² 0.41 at ε = 1 and 0.45 at ε = 1e6
+    (scikit-learn's Poisson fit 0.69; the automatic T stops early there,
+    the steps being short for counts far above their spread). ``r/2``
+    oscillated on counts near ``r`` (R² −0.2 where ``r − 1`` converges).
+    A public constant: it reads only the parameters.
+    """
+    if family == "poisson":
+        return max(_CURVATURE_WEIGHT["poisson"], float(residual_bound) - 1.0)
+    return _CURVATURE_WEIGHT[family]
+
+
 # The automatic T of the private schedule stops here (O(T·nnz(X)) time).
 _MAX_ADAPTIVE_ITER = 100
 # ... and before the norm of a step's release noise exceeds this (standardised
@@ -568,7 +588,7 @@ def private_schedule_iht(
     """
     n, d = X.shape
     c = min(1.0, x_bound)
-    weight = _CURVATURE_WEIGHT[family]
+    weight = curvature_weight(family, residual_bound)
     unit_lambda = 2.0 * residual_bound * x_bound / n  # λ at η = 1
     n_released = sparsity + int(fit_intercept)
     selects = sparsity < d
@@ -888,13 +908,17 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         (2 noise sd) on the largest eigenvalue of the Gram matrix of the
         columns the step moves (previous and new support, intercept),
         released with Gaussian noise from 10% of the step's budget, never
-        below 1; ``w_f`` = 1 (gaussian), 1/4 (logistic), 2 (poisson, an
-        assumption). That is the inverse restricted smoothness of Proposition
-        5.3, for which the contraction (C.16) holds, so the iterates settle on
-        correlated features. A float, or ``"auto"`` with
-        ``accounting="paper"``: the public steps 1 (gaussian), 0.5 (poisson)
-        or 4 (logistic), about the inverse curvature for standardised,
-        uncorrelated features; the fit warns if the released iterates grow.
+        below 1; ``w_f`` = 1 (gaussian), 1/4 (logistic), ``max(2, r − 1)``
+        (poisson, ``r`` = ``residual_bound``: an assumption on the mean
+        counts, which keeps a step's move of the linear predictor below
+        about 1.5; see :func:`curvature_weight`). That is the inverse
+        restricted smoothness of Proposition 5.3, for which the contraction
+        (C.16) holds, so the iterates settle on correlated features. A
+        float, or ``"auto"`` with ``accounting="paper"``: the public steps
+        1 (gaussian),
+        ``1/max(2, r − 1)`` (poisson) or 4 (logistic), about the inverse
+        curvature for standardised, uncorrelated features; the fit warns if
+        the released iterates grow.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise; use None in production (a known seed makes the
         noise predictable). The rule
@@ -1507,8 +1531,9 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         (the public schedule: a given ``learning_rate``, or
         ``accounting="paper"``)."""
         sparsity = self._schedule_sparsity(d)
+        # Default: ~1/γ for standardised features (E xxᵀ ≈ I).
         learning_rate = (
-            _LEARNING_RATES[self.family]
+            1.0 / curvature_weight(self.family, residual_bound)
             if self.learning_rate == "auto"
             else float(self.learning_rate)
         )
