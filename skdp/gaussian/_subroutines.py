@@ -202,6 +202,52 @@ def _log2_smallest_singular_value(R):
     return -math.log2(largest) if np.isfinite(largest) and largest > 0 else -np.inf
 
 
+#: Squared row norms (relative to the largest) trusted by
+#: :func:`_dominant_rows`: far enough above the underflow threshold 2^-1074
+#: that the rows flushed below it change no share by more than 2^-150.
+_TRUSTED_SQUARE = 2.0**-900
+
+
+def _dominant_rows(Y, S, lam):
+    """Rows of S whose leverage provably exceeds ``lam``: the first step of
+    Algorithm 4 would remove them, so removing them first changes nothing
+    in exact arithmetic (the greatest fixed point is reached from any
+    superset of it).
+
+    For row i of S, ``q_i = m·Y_iᵀ(Σ_{j∈S} Y_j Y_jᵀ)^{-1}Y_i >= m·‖Y_i‖²/Σ_{j∈S}
+    ‖Y_j‖²`` (the largest eigenvalue of the sum is at most its trace); rows
+    are taken by decreasing norm, each against the rows left, while that
+    bound exceeds ``lam`` (with a relative margin of 1e-6 for rounding).
+    A row beyond about 2^300 times the others otherwise reaches the QR of
+    :func:`_good_set_norms` with the others' Householder vectors underflowed
+    to 0: the set was declared singular and emptied, moving a PTR score from
+    0 to k where Lemma 3.5 allows 2 (one finite record turned an always
+    passing test into an always failing one).
+    """
+    m = Y.shape[0]
+    out = np.zeros(m, dtype=bool)
+    while True:
+        rows = np.flatnonzero(S & ~out)
+        size = np.max(np.abs(Y[rows]), axis=1) if rows.size else np.zeros(0)
+        top = size.max(initial=0.0)
+        if not (np.isfinite(top) and top > 0.0):
+            return out
+        Z = np.ldexp(Y[rows], -int(np.frexp(top)[1]))  # exact; entries < 1
+        squares = np.einsum("ij,ij->i", Z, Z)
+        order = np.argsort(-squares, kind="stable")
+        ranked = squares[order]
+        left = np.cumsum(ranked[::-1])[::-1]  # the rows from this one down
+        trusted = ranked >= _TRUSTED_SQUARE
+        with np.errstate(divide="ignore", invalid="ignore"):
+            removable = trusted & (m * ranked > lam * (1.0 + 1e-6) * left)
+        run = removable.size if removable.all() else int(np.argmin(removable))
+        if run == 0:
+            return out
+        out[rows[order[:run]]] = True
+        if run < removable.size and trusted[run]:
+            return out  # the next row is measured and stays: so do the rest
+
+
 def _singular(q, log2_sigma, log2_tol):
     return q is None or not log2_sigma > log2_tol
 
@@ -224,6 +270,7 @@ def largest_good_subset(Y, lam, start=None, log2_tol=None):
     if log2_tol is None:
         log2_tol = _rank_tolerances(Y, 0)[0]
     S = np.ones(m, dtype=bool) if start is None else start.copy()
+    S &= ~_dominant_rows(Y, S, lam)
     while S.any():
         with np.errstate(all="ignore"):
             q, log2_sigma = _good_set_norms(Y, S)
@@ -267,8 +314,15 @@ def _stable_cov(Y, lambda0, k):
     out_level = np.full(m, -1, dtype=np.int64)
     score = k
     log2_tol = _rank_tolerances(Y, k)
+    # Removed at the first level whatever else happens (see _dominant_rows);
+    # a set singular with them is singular without them, so no outcome moves.
+    dominant = _dominant_rows(Y, S, math.exp(2.0) * lambda0)
+    S &= ~dominant
+    out_level[dominant] = 2 * k
+    n_in = int(S.sum())
+    if m - n_in >= k:
+        return None, k
     q, log2_sigma = _good_set_norms(Y, S)
-    n_in = m
     for level in range(2 * k, -1, -1):
         lam = math.exp(level / k) * lambda0
         lost_k = False
