@@ -670,3 +670,21 @@ def test_the_target_warning_fires_at_half_the_squared_clip(d, k):
         assert [str(w.message)[:40] for w in got] == (
             ["DPLinearRegression: most target rows rea"] if warns else []
         ), (d, k, per_target)
+
+
+@pytest.mark.parametrize("clip", [1e-100, 1e50])
+@pytest.mark.parametrize("target_clip", [1e-100, 1.0, 1e50])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_every_accepted_clip_fits(clip, target_clip, fit_intercept):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    # Public parameters the constraints accept must fit on any data: a clip
+    # of 1e80 overflowed the solve's products of sums and failed every fit
+    # (review); the range now ends at 1e50, and beyond it is refused.
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    reg = DPLinearRegression(
+        clip_norm=clip, target_clip=target_clip, fit_intercept=fit_intercept
+    ).fit(X, X[:, 0])
+    assert np.all(np.isfinite(reg.coef_))
+    with pytest.raises(InvalidParameterError, match="clip_norm"):
+        DPLinearRegression(clip_norm=1e51).fit(X, X[:, 0])

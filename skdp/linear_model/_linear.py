@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._base import (
-    CLIP_CONSTRAINT,
+    MIN_CLIP,
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
@@ -48,6 +48,13 @@ _EIGENVALUE_SHARE = 0.1
 _RHO = 0.05
 #: The intercept column's constant, as a fraction of the feature clip.
 _INTERCEPT_SHARE = 0.5
+
+#: Range of ``clip_norm`` and ``target_clip``: the solve forms products of
+#: the released sums (``sx·sxᵀ/n``, of order ``(n·clip)²``), which overflowed
+#: float64 from clips of about 1e75 (1e60 with a target clip of 1e100) and
+#: failed every fit (a public failure, not a leak). Every pair up to 1e50
+#: fits.
+_GRAM_CLIP = Interval(Real, MIN_CLIP, 1e50, closed="both")
 
 
 def _intercept_constant(clip):
@@ -184,7 +191,9 @@ class DPLinearRegression(
         Each feature row is scaled down to this L2 norm. It never depends on
         the data. ``"auto"``: ``sqrt(n_features)``, the root-mean-square
         norm of standardised features (standardise X, e.g. with
-        :class:`~skdp.preprocessing.DPStandardScaler`).
+        :class:`~skdp.preprocessing.DPStandardScaler`). In ``[1e-100,
+        1e50]``, as ``target_clip`` (the solve multiplies released sums,
+        past float64's range beyond about 1e75).
     target_clip : float or "auto", default="auto"
         Each target row (a scalar, or the vector of outputs) is scaled down
         to this L2 norm. ``"auto"``: ``2·sqrt(n_targets)``, two standard
@@ -368,9 +377,9 @@ class DPLinearRegression(
         **{k: v for k, v in PRIVACY_CONSTRAINTS.items() if k != "accounting"},
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
-        "clip_norm": [CLIP_CONSTRAINT, StrOptions({"auto"})],
+        "clip_norm": [_GRAM_CLIP, StrOptions({"auto"})],
         "target_clip": [
-            CLIP_CONSTRAINT,
+            _GRAM_CLIP,
             StrOptions({"auto"}),
         ],
         "verbose": ["verbose"],
@@ -656,9 +665,11 @@ def _adassp_ridge(noisy, n, d, constant, sigma, lower):
     bound = sigma * (math.sqrt(2.0 * d) + tail)
     if constant is not None:
         e_typ = sigma * math.sqrt(d / 2.0)  # sqrt(E||e||²)
-        column2 = float(np.sum(noisy[:d, d] ** 2))
-        c_est = math.sqrt(max(0.0, column2 - e_typ**2))  # ||c||² = E||ĉ||² - E||e||²
-        bound += (2.0 * c_est * e_typ + e_typ**2) / (n * constant**2)
+        column = float(np.linalg.norm(noisy[:d, d]))  # scaled: no overflow
+        # ||c||² = E||ĉ||² - E||e||², as a product (squares overflow at the
+        # largest clips the constraints accept)
+        c_est = math.sqrt(max(0.0, column - e_typ) * (column + e_typ))
+        bound += (e_typ / constant) * ((2.0 * c_est + e_typ) / constant) / n
     return max(0.0, bound - lower)
 
 

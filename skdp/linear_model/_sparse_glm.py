@@ -532,7 +532,7 @@ def _adaptive_n_iter(kappa, sampling, release_unit, eta, n_released, budget):
     for n_iter in range(1, _MAX_ADAPTIVE_ITER + 1):
         unit, shares = budget(n_iter)
         std = eta * release_unit * math.sqrt(1.0 / (2.0 * shares["values"] * unit))
-        floor = math.sqrt(sampling + n_released * std**2)
+        floor = math.hypot(math.sqrt(sampling), math.sqrt(n_released) * std)
         if kappa**n_iter <= floor:
             return n_iter
         if floor > _MAX_NOISE_NORM:
@@ -723,7 +723,7 @@ def _adaptive_rho(record, *, sparsity, n_released, n_features):
     rho = (record["pre_eigen_sensitivity"] / record["pre_eigen_std"]) ** 2 / 2.0
     if selects:
         rho += sparsity * (2.0 * lam1 / record["pre_selection_scale"]) ** 2 / 8.0
-    value = n_released * lam1**2 / (2.0 * record["value_unit"] ** 2)
+    value = n_released * (lam1 / record["value_unit"]) ** 2 / 2.0
     peel = (
         sparsity * (2.0 * lam1 / record["selection_unit"]) ** 2 / 8.0
         if selects
