@@ -76,8 +76,10 @@ def resolve_activation(activation):
 def _entry_by_entry(activation, Z):
     """``activation`` applied so that row i of the result depends on row i of
     Z alone: a ufunc to the whole block (it acts per entry), any other
-    callable to one row at a time (one call per record: slower, but its
-    output for a record cannot depend on the other records)."""
+    callable to one row at a time (one call per record: slower, but the
+    output for a record cannot depend on the other records, provided the
+    callable is a pure function: one that keeps state between calls, e.g.
+    a running maximum, is beyond any check and voids the guarantee)."""
     if isinstance(activation, np.ufunc):
         return np.asarray(activation(Z), dtype=np.float64)
     A = np.empty(Z.shape)
