@@ -1085,6 +1085,13 @@ def _leak_message(path, estimator):
             "data set. Mark a function that reads each row on its own with "
             "skdp.rowwise(func) (NumPy ufuncs need no mark)."
         )
+    if isinstance(estimator, FunctionTransformer):  # row-wise: check_inverse
+        return (
+            f"{path} (FunctionTransformer) has check_inverse=True: its fit "
+            "applies func then inverse_func to training rows and warns on a "
+            "mismatch, a warning that one record can turn on. It is not covered "
+            "by the ledger's total; set check_inverse=False."
+        )
     private = _PRIVATE_COUNTERPART.get(type(estimator).__name__, "DPStandardScaler")
     return (
         f"{path} ({type(estimator).__name__}) reads the training data without a "

@@ -191,6 +191,11 @@ def test_the_shape_only_list_is_explicit(step, silent):
     assert (messages == []) is silent
     if not silent:
         assert messages[0].startswith("Pipeline/step (")
+        # A row-wise FunctionTransformer is named for its check, not as a
+        # step that learns from the data (new-user trial).
+        if isinstance(step, FunctionTransformer):
+            assert "check_inverse=True" in messages[0]
+            assert "reads the training data" not in messages[0]
     if not isinstance(step, str):
         assert _reads_only_shape(step) is silent
 
