@@ -2185,3 +2185,24 @@ def test_a_row_whose_clip_factor_is_subnormal_stays_within_the_radius():
     X = np.array([[r, 0.0], [0.0, -r], [1e-146, 0.0]])
     U = _sampler._clipped_rows(X, np.zeros(2), radius)
     assert np.linalg.norm(U, axis=1).max() <= radius * (1 + 1e-12)
+
+
+def test_a_feature_drowned_by_the_round_ball_warns():
+    # A feature on a scale far below the others keeps little but noise and
+    # the variance floor (NYSE's returns: released sd 10 times the data's,
+    # silently; new-user trial). Read from the release only.
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20000, 2))
+    frame = pd.DataFrame({"returns": 0.005 * X[:, 0], "volume": X[:, 1]})
+    with pytest.warns(UserWarning, match=r"0 \('returns'\) is within the noise") as w:
+        DPGaussianSampler(epsilon=1.0).fit(frame)
+    assert points_at(w[0], __file__)
+    assert "1 ('volume')" not in str(w[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        DPGaussianSampler(epsilon=1.0).fit(X)  # one scale: silent
+        # Few rows: every variance is rough (noise std 0.3 on unit variances),
+        # a matter of n, not of scales: silent too.
+        for seed in range(20):
+            DPGaussianSampler(center=0.0, radius=3.0, random_state=seed).fit(X[:200])
