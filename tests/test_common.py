@@ -493,14 +493,27 @@ def _clipped_sum_estimators():
 def test_every_clipping_constant_is_at_most_max_clip(cls):
     """A sum of n terms clipped at 1e153 overflows for one data set and not for
     its neighbour, and one below 1e-154 squares to a noise scale of 0: every
-    clipping constant is validated into [MIN_CLIP, MAX_CLIP]."""
-    from skdp._base import CLIP_CONSTRAINT
+    clipping constant is validated into [MIN_CLIP, MAX_CLIP] (or a closed
+    range inside it: DPLinearRegression's ends at 1e50)."""
+    from sklearn.utils._param_validation import Interval, StrOptions
+
+    from skdp._base import MAX_CLIP, MIN_CLIP
 
     names = _CLIPPING_PARAMETERS & set(cls._parameter_constraints)
     if cls.__name__ == "DPBradleyTerry":
         names.discard("score_bound")
     for name in names:
-        assert CLIP_CONSTRAINT in cls._parameter_constraints[name], name
+        ranges = [
+            c for c in cls._parameter_constraints[name] if isinstance(c, Interval)
+        ]
+        assert len(ranges) == 1, name
+        (r,) = ranges
+        assert r.closed == "both" and MIN_CLIP <= r.left <= r.right <= MAX_CLIP, name
+        # and no number gets through another way (only options like "auto")
+        assert all(
+            isinstance(c, Interval | StrOptions)
+            for c in cls._parameter_constraints[name]
+        ), name
 
 
 @pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
