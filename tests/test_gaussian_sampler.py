@@ -2201,6 +2201,7 @@ def test_a_feature_drowned_by_the_round_ball_warns():
     assert "1 ('volume')" not in str(w[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # the seeds below
         DPGaussianSampler(epsilon=1.0).fit(X)  # one scale: silent
         # Few rows: every variance is rough (noise std 0.3 on unit variances),
         # a matter of n, not of scales: silent too.
