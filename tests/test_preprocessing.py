@@ -1583,3 +1583,16 @@ def test_the_located_round_reaches_one_bin_beyond_what_it_read():
     X[::2, 0] *= -1.0  # both signs: the folded bins hold both
     *_, reach = _quantiles._located_first_round(X, 1e6, 1e-6, np.random.default_rng(1))
     np.testing.assert_allclose(reach, [10**1.5, 1e6], rtol=1e-12)
+
+
+def test_standard_scaler_keeps_float32():
+    # As scikit-learn's StandardScaler (preserves_dtype): float32 in, float32
+    # out; integers become float64.
+    X = np.random.default_rng(0).normal(size=(500, 3)).astype(np.float32)
+    scaler = DPStandardScaler(bounds=(-4, 4), random_state=0)
+    with pytest.warns(PrivacyLeakWarning):
+        scaler.fit(X)
+    assert scaler.transform(X).dtype == np.float32
+    assert scaler.inverse_transform(scaler.transform(X)).dtype == np.float32
+    assert scaler.transform(X.astype(np.int64)).dtype == np.float64
+    assert "float32" in scaler.__sklearn_tags__().transformer_tags.preserves_dtype

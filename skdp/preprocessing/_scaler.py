@@ -668,6 +668,11 @@ class DPStandardScaler(
         "clip": ["boolean"],
     }
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
     def __init__(
         self,
         *,
@@ -900,7 +905,10 @@ class DPStandardScaler(
             from .. import _dask
 
             return _dask.map_rows(self.transform, self, X)
-        X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        # float32 stays float32, as in scikit-learn (post-processing)
+        X = validate_data(
+            self, X, reset=False, dtype=[np.float64, np.float32], copy=True
+        )
         if self.clip and self.bounds_ is not None:
             np.clip(X, self.bounds_[0], self.bounds_[1], out=X)
         if self.with_mean:
@@ -932,7 +940,9 @@ class DPStandardScaler(
             from .. import _dask
 
             return _dask.map_rows(self.inverse_transform, self, X)
-        X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        X = validate_data(
+            self, X, reset=False, dtype=[np.float64, np.float32], copy=True
+        )
         if self.with_std:
             X *= np.where(self.dropped_features_, 0.0, self.scale_)
         if self.with_mean:
