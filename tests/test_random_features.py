@@ -767,6 +767,11 @@ def test_a_callable_activation_cannot_mix_records():
     )
     expected = np.vstack([batch_max(row[None, :]) for row in X @ W])
     np.testing.assert_allclose(features(X, W, act), expected, rtol=1e-12)
+    # A generalised ufunc may span the rows (its core dimensions): row by row.
+    from skdp.random_features._features import _elementwise_ufunc
+
+    assert _elementwise_ufunc(np.arctan)
+    assert not _elementwise_ufunc(np.linalg._umath_linalg.det)  # "(m,m)->()"
     # A ufunc acts entry by entry and is applied to the whole block.
     np.testing.assert_array_max_ulp(
         features(X, W, resolve_activation(np.arctan)), np.arctan(X @ W), 4

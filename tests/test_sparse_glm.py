@@ -1132,11 +1132,14 @@ def test_poisson_steps_follow_the_residual_bound_on_large_counts():
     assert r2_score(y, predicted) > 0.9  # 0.977 (scikit-learn 0.987)
 
 
+@pytest.mark.parametrize("accounting", ["exact", "paper"])
 @pytest.mark.parametrize("bound", [1e-100, 1e100])
-def test_every_accepted_bound_fits(bound):
+def test_every_accepted_bound_fits(bound, accounting):
     # x_bound = residual_bound = 1e100 overflowed the accounting's squares,
     # 1e-100 divided by zero: every fit failed (review).
     X = np.random.default_rng(0).normal(size=(200, 3))
-    model = DPSparseGLM(x_bound=bound, residual_bound=bound, sparsity=2).fit(X, X[:, 0])
+    model = DPSparseGLM(
+        x_bound=bound, residual_bound=bound, sparsity=2, accounting=accounting
+    ).fit(X, X[:, 0])
     assert np.all(np.isfinite(model.coef_))
     assert model.privacy_spent_.epsilon <= model.epsilon * (1 + 1e-9)

@@ -943,9 +943,10 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
         random_state : int, RandomState instance, Generator or None, default=None
             ``"bounded"``: seeds the draws from N(``mean_``, ``covariance_``)
             (post-processing). None draws fresh entropy; a seed gives
-            reproducible draws from a stream that no fit draws noise from,
-            even a fit given the same seed (an int, or a generator in the
-            same state), so the draws never reveal a fit's noise.
+            reproducible draws from a stream other than the noise stream of
+            any fit given the same seed (an int, or a generator in the same
+            state), so the draws do not reveal the noise of a fit seeded
+            alike.
             ``"unbounded"``: ignored, no randomness is used.
 
         Returns

@@ -770,10 +770,11 @@ def noise_dominated(coef, noise_std):
     """
     support = np.flatnonzero(coef)
     s = support.size
-    if s == 0:
+    if s == 0 or noise_std == 0.0:
         return False
-    norm2 = float(np.dot(coef[support], coef[support]))
-    return norm2 < noise_std**2 * (s + 2.0 * math.sqrt(2.0 * s))
+    # In units of noise_std: its square overflows at the largest bounds
+    norm2 = float(np.sum(np.square(coef[support] / noise_std)))
+    return norm2 < s + 2.0 * math.sqrt(2.0 * s)
 
 
 # ---------------------------------------------------------------------------
@@ -1504,8 +1505,11 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
             except ValueError:  # "paper": Lemma 5.1's condition fails at this T
                 continue
             std = release * math.sqrt(2.0) if laplace else release
-            noise = sizes["n_released"] * std**2
-            if kappa**n_iter <= math.sqrt(sampling + noise):
+            # hypot: std² overflows at the largest bounds the constraints accept
+            floor = math.hypot(
+                math.sqrt(sampling), math.sqrt(sizes["n_released"]) * std
+            )
+            if kappa**n_iter <= floor:
                 return n_iter
         return _MAX_AUTO_ITER
 

@@ -33,14 +33,14 @@ def draw_weights(rng, n_features, n_components):
 def resolve_activation(activation):
     """The activation function for a name or a callable, checked on public inputs.
 
-    A NumPy ufunc of one input and one output (``np.tanh``,
-    ``scipy.special.erf``, ...) acts entry by entry by construction and is
-    applied to whole blocks. Any other callable is applied to one record's
-    pre-activations at a time (:func:`features`): a record's features then
-    depend on that record alone whatever the function does with its input
-    (normalising over the batch, say), which no probe of the function could
-    prove. Here it is only checked to map a public probe row to an array of
-    the same shape.
+    A NumPy ufunc of one input and one output without core dimensions
+    (``np.tanh``, ``scipy.special.erf``, ...) acts entry by entry by
+    construction and is applied to whole blocks. Any other callable is
+    applied to one record's pre-activations at a time (:func:`features`):
+    a record's features then depend on that record alone whatever the
+    function does with its input (normalising over the batch, say), which
+    no probe of the function could prove. Here it is only checked to map a
+    public probe row to an array of the same shape.
     """
     if isinstance(activation, str):
         if activation not in ACTIVATIONS:
@@ -73,6 +73,12 @@ def resolve_activation(activation):
     return activation
 
 
+def _elementwise_ufunc(activation):
+    """A plain ufunc (no core dimensions) acts entry by entry; a generalised
+    one (``signature`` such as ``"(m,n)->(m,n)"``) may span the rows."""
+    return isinstance(activation, np.ufunc) and activation.signature is None
+
+
 def _entry_by_entry(activation, Z):
     """``activation`` applied so that row i of the result depends on row i of
     Z alone: a ufunc to the whole block (it acts per entry), any other
@@ -80,7 +86,7 @@ def _entry_by_entry(activation, Z):
     output for a record cannot depend on the other records, provided the
     callable is a pure function: one that keeps state between calls, e.g.
     a running maximum, is beyond any check and voids the guarantee)."""
-    if isinstance(activation, np.ufunc):
+    if _elementwise_ufunc(activation):
         return np.asarray(activation(Z), dtype=np.float64)
     A = np.empty(Z.shape)
     for i in range(Z.shape[0]):  # a user's callable may mix the rows it is given

@@ -79,14 +79,14 @@ class DPRandomFeaturesRegressor(
     activation : {"tanh", "erf", "sin"} or callable, default="tanh"
         The activation ``ϕ``. The named ones are odd and 1-Lipschitz, as [1]_
         Assumption 2 asks. A callable maps an array of pre-activations to
-        an array of the same shape. A NumPy ufunc (``np.arctan``,
-        ``scipy.special.expit``) is applied to whole blocks; any other
-        callable (e.g. ``lambda z: np.maximum(z, 0)``) to one record's row
-        at a time, so that a record's features depend on that record alone
-        whatever the function does (one call per row: slower on large
-        data; wrap it as a ufunc with :func:`numpy.frompyfunc` or pass a
-        ufunc where speed matters). The guarantee holds for any pure
-        function (one with no state kept between calls).
+        an array of the same shape. A NumPy ufunc without core dimensions
+        (``np.arctan``, ``scipy.special.expit``) is applied to whole blocks;
+        any other callable (e.g. ``lambda z: np.maximum(z, 0)``) to one
+        record's row at a time, so that a record's features depend on that
+        record alone whatever the function does (one call per row: slower
+        on large data; pass a ufunc where speed matters). The guarantee
+        holds for any pure function (one with no state kept between
+        calls).
     epsilon : float, default=1.0
         Privacy budget ε > 0 of one fit.
     delta : float, default=1e-5
