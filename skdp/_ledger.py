@@ -17,6 +17,7 @@ unfitted one (a search candidate) declares its budget with
 
 import math
 import numbers
+import re
 import warnings
 from dataclasses import replace
 
@@ -1396,6 +1397,7 @@ def _collect_search(search, path, costs, leaks):
     """Costs of every fit of a fitted search; see :meth:`PrivacyLedger.record`."""
     from sklearn.base import clone, is_classifier
 
+    _refuse_changed_cv(path, search)
     per_record = training_parts_per_record(
         search.cv,
         int(search.n_splits_),
@@ -1479,22 +1481,13 @@ def _collect_search(search, path, costs, leaks):
                     "fits cannot be bounded from their parameters."
                 )
 
-    varied_by_best = set(search.best_params_) if has_refit else set()
-    unverified = not has_refit or any(
-        not varied_by_best <= set(params) for params in search.cv_results_["params"]
-    )
-    if unverified:
+    why = _unverified_candidates(search, has_refit)
+    if why:
         leaks[
             f"{path} ({type(search).__name__}): the candidates are charged at the "
-            "parameters search.estimator has now, which the ledger cannot check "
-            "against those it had during the fit ("
-            + (
-                "no refit to compare with"
-                if not has_refit
-                else "some candidates "
-                "leave a parameter of best_params_ at search.estimator's value"
-            )
-            + "). Record a search before changing its estimator."
+            "parameters they have now, which the ledger cannot check against "
+            f"those of the fit ({why}). Record a search before changing its "
+            "estimator or the objects in its grid."
         ] = None
     candidate_costs = []
     for params in search.cv_results_["params"]:
@@ -1513,31 +1506,74 @@ def _collect_search(search, path, costs, leaks):
     ] = None
 
 
+def _unverified_candidates(search, has_refit):
+    """Why the candidates' charges cannot be checked against the fit, or None.
+
+    The refit checks what it shares with every candidate
+    (:func:`_refuse_changed_estimator`); not a parameter of ``best_params_``
+    that some candidates leave at ``search.estimator``'s value, nor an
+    estimator object in the grid (each fit used a clone of it as it was
+    then; the grid holds the object itself)."""
+    if not has_refit:
+        return "no refit to compare with"
+    varied = set(search.best_params_)
+    grids = search.cv_results_["params"]
+    if any(not varied <= set(params) for params in grids):
+        return (
+            "some candidates leave a parameter of best_params_ at "
+            "search.estimator's value"
+        )
+    if any(
+        is_dp_estimator(value) or _dp_inside(value) is not None
+        for params in grids
+        for value in params.values()
+        if not isinstance(value, str)
+    ):
+        return "the grid holds estimator objects"
+    return None
+
+
+def _refuse_changed_cv(path, search):
+    """Refuse a search whose ``cv`` now gives another number of splits than
+    the fit made (``n_splits_``): the charges are counted from ``cv``, and a
+    ``set_params(cv=[])`` after the fit dropped every candidate's."""
+    cv = search.cv
+    if cv is None:
+        now = 5
+    elif isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        now = int(cv)
+    elif isinstance(cv, (list, tuple)):
+        now = len(cv)
+    else:
+        try:
+            now = int(cv.get_n_splits())
+        except (AttributeError, TypeError, ValueError):
+            return  # it needs the data to count (LeaveOneOut): checked as it is
+    if now != int(search.n_splits_):
+        raise ValueError(
+            f"{path} ({type(search).__name__}): its cv now gives {now} splits "
+            f"where the fit made {int(search.n_splits_)}: cv was changed after "
+            "the fit, and the candidates' charges are counted from it. Record "
+            "the search before changing it."
+        )
+
+
 def _refuse_changed_estimator(path, search, best):
     """Refuse a search whose ``estimator`` changed after the fit.
 
     The candidates are charged from ``search.estimator`` (held by reference:
     a ``set_params`` on it after the fit changes it) and their parameters.
-    The refit was built the same way during the fit, so its DP steps'
-    declared budgets must equal those of ``best``, the same build now.
+    The refit was built the same way during the fit, so each of its DP
+    steps must declare the budget of the step at the same place in
+    ``best``, the same build now (``best`` may hold more: a
+    ColumnTransformer part that selected no column is not fitted).
     """
     then = _declared_budgets(search.best_estimator_, fitted=True)
     now = _declared_budgets(best, fitted=False)
-    same = len(then) == len(now) and all(
-        a.adjacency == b.adjacency
-        and all(
-            (x is None and y is None)
-            or (x is not None and y is not None and math.isclose(x, y, rel_tol=1e-12))
-            for x, y in (
-                (a.epsilon, b.epsilon),
-                (a.delta, b.delta),
-                (a.mu, b.mu),
-                (a.zcdp, b.zcdp),
-            )
-        )
-        for a, b in zip(then, now, strict=False)
-    )
-    if not same:
+    if not all(
+        place in now and _same_budget(budget, now[place])
+        for place, budget in then.items()
+    ):
         raise ValueError(
             f"{path} ({type(search).__name__}): its estimator with best_params_ "
             "now declares other budgets than the refitted model does, so "
@@ -1548,17 +1584,37 @@ def _refuse_changed_estimator(path, search, best):
         )
 
 
-def _declared_budgets(obj, fitted):
-    """``privacy_budget()`` of every DP step in ``obj``, in order."""
+def _same_budget(a, b):
+    def close(x, y):
+        if x is None or y is None:
+            return x is None and y is None
+        return math.isclose(x, y, rel_tol=1e-12)
+
+    return a.adjacency == b.adjacency and all(
+        close(x, y)
+        for x, y in (
+            (a.epsilon, b.epsilon),
+            (a.delta, b.delta),
+            (a.mu, b.mu),
+            (a.zcdp, b.zcdp),
+        )
+    )
+
+
+def _declared_budgets(obj, fitted, place=""):
+    """``{place: privacy_budget()}`` of every DP step in ``obj``; a place is
+    the path of names, a wrapper's fitted child named as its unfitted one
+    (``estimator_`` as ``estimator``, ``estimators_[i]`` as
+    ``estimator[i]``)."""
     children = _children(obj, fitted=fitted)
     if children is not None:
-        return [
-            budget
-            for _, child in children
-            if not isinstance(child, str) and child is not None
-            for budget in _declared_budgets(child, fitted)
-        ]
-    return [obj.privacy_budget()] if is_dp_estimator(obj) else []
+        found = {}
+        for name, child in children:
+            if not isinstance(child, str) and child is not None:
+                name = re.sub(r"^estimators?_(\[\d+\])?$", r"estimator\1", name)
+                found.update(_declared_budgets(child, fitted, f"{place}/{name}"))
+        return found
+    return {place: obj.privacy_budget()} if is_dp_estimator(obj) else {}
 
 
 def _achieved_adjacencies(obj, path, found):

@@ -560,6 +560,45 @@ def test_a_search_whose_estimator_changed_after_the_fit_is_refused_or_flagged(da
             PrivacyLedger(delta=DELTA).record(search)
 
 
+def test_a_search_whose_cv_or_grid_objects_changed_after_the_fit(data):
+    # set_params(cv=[]) after the fit counted no candidate fit (3.43 down to
+    # the refit's 0.70); a grid of estimator objects charged the losers as
+    # they are now (review of the day's diff).
+    X, y = data
+    cv = ShuffleSplit(5, random_state=0)
+    search = GridSearchCV(
+        dp_pipeline(), {"dplogisticregression__clip_norm": [0.5, 1.0]}, cv=cv
+    ).fit(X, y)
+    record_quietly(PrivacyLedger(delta=DELTA), search)
+    search.set_params(cv=[])
+    with pytest.raises(ValueError, match="cv now gives 0 splits where the fit made 5"):
+        PrivacyLedger(delta=DELTA).record(search)
+    grid = {"dplogisticregression": [dp_model(0.5), dp_model(1.0)]}
+    search = GridSearchCV(dp_pipeline(), grid, cv=KFold(3)).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="the grid holds estimator objects"):
+        PrivacyLedger(delta=DELTA).record(search)
+
+
+def test_a_column_part_that_selects_nothing_is_no_change(data):
+    # The refit's ColumnTransformer does not fit a part that selects no
+    # column, while the same build unfitted holds it: an untouched search
+    # was refused as changed (review of the day's diff).
+    X, y = data
+    columns = ColumnTransformer(
+        [("a", DPStandardScaler(epsilon=0.5, delta=DELTA), [0, 1, 2, 3])],
+        remainder=DPStandardScaler(epsilon=0.5, delta=DELTA),
+    )
+    search = GridSearchCV(
+        make_pipeline(columns, dp_model()),
+        {"dplogisticregression__clip_norm": [0.5, 1.0]},
+        cv=KFold(3, shuffle=True, random_state=0),
+    ).fit(X, y)
+    record_quietly(PrivacyLedger(delta=DELTA), search)  # no refusal
+    search.estimator.set_params(columntransformer__a__epsilon=0.01)
+    with pytest.raises(ValueError, match="changed after the fit"):
+        PrivacyLedger(delta=DELTA).record(search)
+
+
 def test_search_without_refit_of_non_gaussian_fits_names_the_delta_to_pass():
     # A sparse GLM's guarantee is an (epsilon, delta) pair: composing four of
     # them spends 4 deltas, which a ledger at delta=1e-6 cannot hold. The
