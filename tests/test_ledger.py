@@ -531,6 +531,9 @@ def test_a_search_whose_estimator_changed_after_the_fit_is_refused_or_flagged(da
     est.set_params(dplogisticregression__epsilon=0.01)
     with pytest.raises(ValueError, match="changed after the fit"):
         PrivacyLedger(delta=DELTA).record(search)
+    est.set_params(dplogisticregression__epsilon=0.8, dpstandardscaler="passthrough")
+    with pytest.raises(ValueError, match="changed after the fit"):
+        PrivacyLedger(delta=DELTA).record(search)  # a DP step gone
     # Without a refit, or where some candidates leave a parameter of
     # best_params_ at the estimator's value, nothing can be compared: the
     # record says so.
