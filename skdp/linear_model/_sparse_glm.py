@@ -912,7 +912,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         below 1; ``w_f`` = 1 (gaussian), 1/4 (logistic), ``max(2, r − 1)``
         (poisson, ``r`` = ``residual_bound``: an assumption on the mean
         counts, which keeps a step's move of the linear predictor below
-        about 1.5; see :func:`curvature_weight`). That is the inverse
+        about 1.5; see ``curvature_weight``). That is the inverse
         restricted smoothness of Proposition 5.3, for which the contraction
         (C.16) holds, so the iterates settle on correlated features. A
         float, or ``"auto"`` with ``accounting="paper"``: the public steps
