@@ -211,20 +211,23 @@ def _as_numbers(block, dtype):
     rewrites it)."""
     try:
         if sp.issparse(block):
-            return block.astype(dtype)
+            return block.astype(dtype, copy=False)
         return np.asarray(block, dtype=dtype)
     except (ValueError, TypeError):
         raise ValueError(NOT_NUMBERS_MESSAGE) from None
 
 
-def _chunk_is_invalid(X, *ys, y_check=None):
-    """``[X has a non-finite value, y does, y fails y_check]`` as 0/1 for one chunk."""
+def _chunk_is_invalid(X, *ys, y_check=None, dtype=None):
+    """``[X has a non-finite value, y does, y fails y_check, X is not of
+    dtype, rows]`` for one chunk (flags as 0/1, then its number of rows)."""
     data = X.data if sp.issparse(X) else X
     out = [float(not np.isfinite(data).all())]
     for y in ys:
         numeric = np.issubdtype(y.dtype, np.number)
         out.append(float(numeric and not np.isfinite(y).all()))
         out.append(float(y_check is not None and not y_check(y)))
+    out.append(float(dtype is not None and data.dtype != dtype))
+    out.append(float(X.shape[0]))
     return np.array(out)
 
 
@@ -269,9 +272,27 @@ def validate(
         _chunk_is_invalid,
         X,
         *([] if y is None else [y]),
-        size=1 if y is None else 3,
+        size=3 if y is None else 5,
         y_check=y_check,
+        dtype=X.dtype,
     ).compute()
+    if checks[-2]:
+        # A chunk of another dtype than declared (a long double from
+        # map_blocks) would pass the finiteness check with a value float64
+        # cannot hold, then fail, clip or turn NaN depending on the estimator.
+        raise ValueError(
+            f"A chunk of X holds another dtype than X declares ({X.dtype}): "
+            "make every chunk that dtype (e.g. X.astype(...) on a Dask array "
+            "whose meta is right); nothing was fitted."
+        )
+    if int(checks[-1]) != int(X.shape[0]):
+        # Public: the number of records, which the chunks' metadata declares
+        # and the guarantee treats as public (the noise does not depend on it).
+        raise ValueError(
+            f"The chunks of X hold {int(checks[-1])} rows where their metadata "
+            f"declares {int(X.shape[0])} (a from_delayed or map_blocks with "
+            "wrong chunk sizes); nothing was fitted."
+        )
     if checks[0]:
         raise ValueError(
             "Input X contains NaN or infinity (in at least one chunk); nothing "

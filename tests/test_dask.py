@@ -995,3 +995,31 @@ def test_a_dp_transform_of_a_dask_array_keeps_its_provenance():
     make_pipeline(DPStandardScaler(epsilon=8.0), shared).fit(Xd, yd)
     with pytest.raises(ValueError, match="fitted on the output of another"):
         PrivacyLedger().record(cheap)
+
+
+def test_chunks_that_belie_their_metadata_are_refused():
+    # A chunk of another dtype than declared: a long double 1e4000 passed
+    # the finiteness check and then failed, clipped or turned NaN depending
+    # on the estimator (the neighbour with 1.0 fitted). Chunks holding more
+    # rows than declared: n (public) was the metadata's, and the fit wrong.
+    # (Review of the Dask paths.)
+    if np.finfo(np.longdouble).bits <= 64:
+        pytest.skip("long double is double on this platform")
+    X = np.random.default_rng(0).normal(size=(2000, 3))
+    y = (X[:, 0] > 0).astype(int)
+
+    def wider(block, block_info=None):
+        if block_info[0]["chunk-location"][0] == 1:
+            block = block.astype(np.longdouble)
+            block[0, 0] = np.longdouble("1e4000")
+        return block
+
+    declared = da.from_array(X, chunks=((1000, 1000), -1)).map_blocks(
+        wider, dtype=np.float64
+    )
+    for estimator in (DPStandardScaler(), DPLogisticRegression(classes=[0, 1])):
+        with pytest.raises(ValueError, match="another dtype than X declares"):
+            estimator.fit(declared, da.from_array(y, chunks=1000))
+    short = da.from_delayed(dask.delayed(lambda: X)(), shape=(1000, 3), dtype=float)
+    with pytest.raises(ValueError, match="hold 2000 rows where their metadata"):
+        DPStandardScaler(bounds=(-5, 5)).fit(short)
