@@ -2268,3 +2268,109 @@ def test_a_listed_value_a_nested_step_refuses_is_refused_before_any_draw(data, r
     with pytest.raises(InvalidParameterError, match="max_iter"):
         est.fit(X, y)
     assert runs == []
+
+
+# --------------------------------------------------------------------------
+# What a run could let out (review of the search's internals)
+# --------------------------------------------------------------------------
+
+
+def test_a_composites_own_n_jobs_runs_inside_the_run(data, monkeypatch):
+    # FeatureUnion(n_jobs=2) fitted its parts in joblib workers, outside the
+    # run's warning capture: every run's warnings reached stderr (2K lines).
+    # Its parts now run in the run's own process, one after the other.
+    import joblib
+    from sklearn.pipeline import FeatureUnion
+
+    X, y = data
+    seen = []
+    real = DPStandardScaler.fit
+
+    def fit(self, *args, **kwargs):
+        seen.append(type(joblib.parallel.get_active_backend()[0]).__name__)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPStandardScaler, "fit", fit)
+    monkeypatch.setattr(_search, "_draw_truncated_negative_binomial", lambda *a: 3)
+    union = FeatureUnion(
+        [("a", DPStandardScaler()), ("b", DPStandardScaler())], n_jobs=2
+    )
+    estimator = make_pipeline(union, DPLogisticRegression(classes=[0, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search(
+            estimator=estimator,
+            param_distributions={"dplogisticregression__clip_norm": [0.5, 1.0]},
+        ).fit(X, y)
+    assert seen == ["SequentialBackend"] * 6  # 3 runs × 2 parts, all here
+
+
+def test_joblibs_progress_lines_do_not_count_the_runs(data, capfd):
+    import joblib
+
+    X, y = data
+    with joblib.parallel_config(backend="threading", verbose=10):
+        search(n_jobs=2).fit(X, y)
+    out, err = capfd.readouterr()
+    assert "Done" not in out + err
+
+
+def test_a_failed_winners_traceback_holds_no_run(data):
+    # The error of a failed winner is the search's output; its traceback
+    # held fit's frame, whose locals gave K, every exact score and the
+    # losers' models to any printer of locals (Sentry, --showlocals).
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = data
+    estimator = Pipeline(
+        [
+            ("f", FunctionTransformer(np.log)),
+            ("c", DPLogisticRegression(classes=[0, 1])),
+        ]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(MechanismFailedError, match="selected run failed") as info:
+            search(
+                estimator=estimator, param_distributions={"c__clip_norm": [1.0]}
+            ).fit(X, y)
+    tb = info.value.__traceback__
+    while tb is not None:
+        assert not {"runs", "fitted", "n_runs", "best"} & set(tb.tb_frame.f_locals)
+        tb = tb.tb_next
+
+
+def test_a_pipeline_cache_is_refused(data, tmp_path):
+    # Pipeline(memory=...) kept every run's fitted steps on disk (the
+    # losers' noisy releases) and let runs share one noisy fit.
+    X, y = data
+    estimator = Pipeline(
+        [("s", DPStandardScaler()), ("c", DPLogisticRegression(classes=[0, 1]))],
+        memory=str(tmp_path),
+    )
+    with pytest.raises(TypeError, match="memory="):
+        search(estimator=estimator, param_distributions={"c__clip_norm": [1.0]}).fit(
+            X, y
+        )
+
+
+@pytest.mark.parametrize("shape", [1e-7, 0.05])
+def test_the_number_of_runs_follows_its_law_at_any_shape(shape):
+    # A shape near 0 made the rejection sampler loop ~1/(1 - γ^η) times
+    # (35 s for 20 draws at 1e-7); the CDF is inverted there instead.
+    from scipy import stats
+
+    from skdp.accounting import truncated_negative_binomial_gamma
+
+    rng = np.random.default_rng(0)
+    gamma = truncated_negative_binomial_gamma(10, shape)
+    draws = np.array(
+        [
+            _search._draw_truncated_negative_binomial(rng, 10, shape)
+            for _ in range(20000)
+        ]
+    )
+    pmf = stats.nbinom.pmf(np.arange(1, 6), shape, gamma) / (1 - gamma**shape)
+    observed = np.array([(draws == k).mean() for k in range(1, 6)])
+    # binomial standard errors below 0.0031 at 20000 draws: 4 of them
+    np.testing.assert_allclose(observed, pmf, atol=0.0125)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, parallel_config
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.model_selection import ParameterGrid, ParameterSampler
@@ -156,7 +156,13 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         on the workers of a ``dask.distributed`` cluster. The candidates
         and their seeds are drawn here, in one stream, before any fit, and
         the scores' noise after the fits in the order of the runs: a seeded
-        search gives the same result for any ``n_jobs`` and backend.
+        search gives the same result for any ``n_jobs`` and backend. Inside
+        a run, a composite's own ``n_jobs`` (ColumnTransformer,
+        FeatureUnion) is overridden: its parts are fitted one after the
+        other, in the run's process, where its warnings are captured. Do
+        not run two searches at once in threads of one process: Python's
+        warning capture is process-wide, and one search's may let the
+        other's runs' warnings through.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the split, the number of runs, the candidates, the score noise
         and (with a distinct seed each) the candidates' own noise. Use None
@@ -742,96 +748,122 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 f"{self.validation_fraction} leaves {m} validation and {n - m} "
                 "training rows."
             )
-        rng = as_generator(self.random_state, self.noise)
-        order = rng.permutation(n)  # data-independent: n is public
-        valid, train = order[:m], order[m:]
-        n_runs = _draw_truncated_negative_binomial(rng, self.n_iter, self.n_iter_shape)
-        # A seeded search (reproducible on request, and it warned) seeds each
-        # candidate from its own stream: distinct seeds, so no two fits of
-        # one search share noise. Unseeded, every candidate draws fresh noise.
-        seeded = self.random_state is not None
-        # The score's sensitivity is score_range/m; secure noise's rounding
-        # adds 2^-16 noise stds to it (see the Notes).
         secure = self.noise == "secure"
-        noise_std = score_range / m / (mu - _SECURE_SLACK if secure else mu)
-        if self.verbose:
-            # Public values only: the budget, n, m and the law of K.
-            each = f"rho={mu * mu / 2:.4g}-zCDP" if secure else f"mu={mu:.4g}-GDP"
-            print(
-                f"[DPRandomSearchCV] each run {each} ({len(dp_steps)} DP step(s) "
-                f"at epsilon={', '.join(f'{e:.4g}' for e in step_epsilons)}); "
-                f"{n - m} training and {m} "
-                f"validation rows; score noise std {noise_std:.3g}; the number "
-                f"of runs K ~ TNB(mean={self.n_iter:g}, shape={self.n_iter_shape:g})"
-                " stays secret"
+
+        def select():
+            # The runs, their exact scores and K live in this frame only: an
+            # exception leaves with its traceback cut to fit's frame (below),
+            # so no traceback printer that shows locals (Sentry, pytest
+            # --showlocals, IPython's verbose mode) can reach them.
+            rng = as_generator(self.random_state, self.noise)
+            order = rng.permutation(n)  # data-independent: n is public
+            valid, train = order[:m], order[m:]
+            n_runs = _draw_truncated_negative_binomial(
+                rng, self.n_iter, self.n_iter_shape
             )
-        # The candidates and their seeds are drawn first, in the order of the
-        # stream, none of which reads the data; then the fits, through joblib
-        # (in parallel when n_jobs or the joblib context asks); then each
-        # score's noise, in the order of the runs. A seeded search gives the
-        # same result for any n_jobs and backend.
-        runs = []
-        # Building a candidate calibrates it: the shared caches' hit counts
-        # would count the runs (their fits calibrate in _fit_and_score).
-        with unshared_memo():
-            for _ in range(n_runs):  # a loop over candidates, never over records
-                params = next(
-                    iter(
-                        ParameterSampler(
-                            self.param_distributions, 1, random_state=_seed(rng)
+            # A seeded search (reproducible on request, and it warned) seeds each
+            # candidate from its own stream: distinct seeds, so no two fits of
+            # one search share noise. Unseeded, every candidate draws fresh noise.
+            seeded = self.random_state is not None
+            # The score's sensitivity is score_range/m; secure noise's rounding
+            # adds 2^-16 noise stds to it (see the Notes).
+            noise_std = score_range / m / (mu - _SECURE_SLACK if secure else mu)
+            if self.verbose:
+                # Public values only: the budget, n, m and the law of K.
+                each = f"rho={mu * mu / 2:.4g}-zCDP" if secure else f"mu={mu:.4g}-GDP"
+                print(
+                    f"[DPRandomSearchCV] each run {each} ({len(dp_steps)} DP step(s) "
+                    f"at epsilon={', '.join(f'{e:.4g}' for e in step_epsilons)}); "
+                    f"{n - m} training and {m} "
+                    f"validation rows; score noise std {noise_std:.3g}; the number "
+                    f"of runs K ~ TNB(mean={self.n_iter:g}, "
+                    f"shape={self.n_iter_shape:g}) stays secret"
+                )
+            # The candidates and their seeds are drawn first, in the order of the
+            # stream, none of which reads the data; then the fits, through joblib
+            # (in parallel when n_jobs or the joblib context asks); then each
+            # score's noise, in the order of the runs. A seeded search gives the
+            # same result for any n_jobs and backend.
+            runs = []
+            # Building a candidate calibrates it: the shared caches' hit counts
+            # would count the runs (their fits calibrate in _fit_and_score).
+            with unshared_memo():
+                for _ in range(n_runs):  # a loop over candidates, never over records
+                    params = next(
+                        iter(
+                            ParameterSampler(
+                                self.param_distributions, 1, random_state=_seed(rng)
+                            )
                         )
                     )
+                    seeds = {
+                        p + "random_state": _seed(rng) if seeded else None
+                        for p, _ in dp_steps
+                    }
+                    try:
+                        candidate = self._build(params, privacy, expected)
+                    except (InvalidParameterError, TypeError, ValueError) as error:
+                        # A candidate refused as built that the check before any draw
+                        # could not build: a value drawn from a distribution, or past
+                        # 256 combinations a combination refused only jointly. A
+                        # failed run (never fitted), as raising now would show how
+                        # many runs were drawn. (Read from the parameters only.)
+                        runs.append(
+                            (params, _Failure(type(error).__name__, str(error)))
+                        )
+                        continue
+                    candidate.set_params(**seeds, **labels, **_silenced(candidate))
+                    runs.append((params, candidate))
+            X_train, X_valid = _safe_indexing(X, train), _safe_indexing(X, valid)
+            y_train, y_valid = y[train], y[valid]
+            # Each run catches its own warnings; this catches any that a run in a
+            # thread lets through (catch_warnings is process-wide), and drops it.
+            with warnings.catch_warnings(record=True):
+                warnings.simplefilter("always")
+                # verbose=0 whatever the joblib default: its progress lines count
+                # the runs (K, which must stay secret)
+                fitted = Parallel(n_jobs=self.n_jobs, verbose=0)(
+                    delayed(_fit_and_score)(
+                        candidate,
+                        X_train,
+                        y_train,
+                        X_valid,
+                        y_valid,
+                        scoring,
+                        score_range,
+                    )
+                    for _, candidate in runs
                 )
-                seeds = {
-                    p + "random_state": _seed(rng) if seeded else None
-                    for p, _ in dp_steps
-                }
-                try:
-                    candidate = self._build(params, privacy, expected)
-                except (InvalidParameterError, TypeError, ValueError) as error:
-                    # A candidate refused as built that the check before any draw
-                    # could not build: a value drawn from a distribution, or past
-                    # 256 combinations a combination refused only jointly. A
-                    # failed run (never fitted), as raising now would show how
-                    # many runs were drawn. (Read from the parameters only.)
-                    runs.append((params, _Failure(type(error).__name__, str(error))))
-                    continue
-                candidate.set_params(**seeds, **labels, **_silenced(candidate))
-                runs.append((params, candidate))
-        X_train, X_valid = _safe_indexing(X, train), _safe_indexing(X, valid)
-        y_train, y_valid = y[train], y[valid]
-        # Each run catches its own warnings; this catches any that a run in a
-        # thread lets through (catch_warnings is process-wide), and drops it.
-        with warnings.catch_warnings(record=True):
-            warnings.simplefilter("always")
-            fitted = Parallel(n_jobs=self.n_jobs)(
-                delayed(_fit_and_score)(
-                    candidate, X_train, y_train, X_valid, y_valid, scoring, score_range
+            best = None
+            for (params, _), (score, candidate, caught) in zip(
+                runs, fitted, strict=True
+            ):
+                noisy = float(add_gaussian_noise(score, noise_std, rng))
+                if best is None or noisy > best[0]:
+                    best = (noisy, params, candidate, caught)
+            if isinstance(best[2], _Failure):
+                # The winner failed: releasing that is releasing the winner (the
+                # losers' failures stay secret), with no value of the data.
+                kind, message = best[2]
+                if message is None:
+                    message = (
+                        f"{kind} on the data (its message is not shown: it may "
+                        "quote a value). Every candidate the grid can build must "
+                        "accept every value a record may hold."
+                    )
+                raise MechanismFailedError(
+                    f"The selected run failed: {message} No model is released, but "
+                    "the search's budget is spent: which run won came from noisy "
+                    "scores of the data, and this failure is the search's output. "
+                    "Record search.privacy_budget() with PrivacyLedger before "
+                    "searching the same data again."
                 )
-                for _, candidate in runs
-            )
-        best = None
-        for (params, _), (score, candidate, caught) in zip(runs, fitted, strict=True):
-            noisy = float(add_gaussian_noise(score, noise_std, rng))
-            if best is None or noisy > best[0]:
-                best = (noisy, params, candidate, caught)
-        if isinstance(best[2], _Failure):
-            # The winner failed: releasing that is releasing the winner (the
-            # losers' failures stay secret), with no value of the data.
-            kind, message = best[2]
-            if message is None:
-                message = (
-                    f"{kind} on the data (its message is not shown: it may "
-                    "quote a value). Every candidate the grid can build must "
-                    "accept every value a record may hold."
-                )
-            raise MechanismFailedError(
-                f"The selected run failed: {message} No model is released, but "
-                "the search's budget is spent: which run won came from noisy "
-                "scores of the data, and this failure is the search's output. "
-                "Record search.privacy_budget() with PrivacyLedger before "
-                "searching the same data again."
-            )
+            return best
+
+        try:
+            best = select()
+        except BaseException as error:
+            raise error.with_traceback(None) from None
         self.best_score_, self.best_params_, self.best_estimator_, caught = best
         # The runs were not stamped (a counter or a clock would count them):
         # the released model's DP steps are stamped now, in their order.
@@ -996,12 +1028,21 @@ def _composites_of(estimator, prefix=""):
 
 
 def _check_composite(prefix, composite):
-    """Refuse what a composite reads from the values outside its steps: a
+    """Refuse a Pipeline's cache (``memory``), and what a composite reads
+    from the values outside its steps: a
     ColumnTransformer's column selector that may choose from them, and its
     sparse-or-dense choice unless its structure fixes it
     (:func:`skdp._ledger.container_from_density`); a
     TransformedTargetRegressor's round-trip check on y (see
     :class:`~skdp.PrivacyLedger`)."""
+    if isinstance(composite, Pipeline) and composite.memory is not None:
+        raise TypeError(
+            f"The Pipeline ({prefix.rstrip('_') or 'estimator'}) has memory="
+            f"{composite.memory!r}: its cache keeps every run's fitted steps "
+            "on disk (the losers' noisy releases) and lets runs share one "
+            "noisy fit, which the selection's guarantee does not cover. Set "
+            "memory=None."
+        )
     if isinstance(composite, TransformedTargetRegressor):
         if composite.check_inverse and (
             composite.transformer is not None or composite.func is not None
@@ -1235,6 +1276,12 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
         np.errstate(all="ignore"),
         collect_fit_warnings() as said,
         unshared_memo(),  # the shared caches' hit counts would count the runs
+        # A composite's own n_jobs (ColumnTransformer, FeatureUnion) would fit
+        # its parts in joblib workers, outside this run's warning capture,
+        # errstate and caches: every run's warnings reached the console, and
+        # their count gave K. Its parts are fitted here, one after the other,
+        # and silently (joblib's progress lines count the runs too).
+        parallel_config(backend="sequential", verbose=0),
     ):
         warnings.simplefilter("always")
         try:
@@ -1284,7 +1331,20 @@ def _draw_truncated_negative_binomial(rng, mean, shape):
         return 1
     if shape == 0.0:
         return int(rng.logseries(1.0 - gamma))
-    while True:  # NB(η, γ) conditioned on K >= 1: P(reject) = γ^η
-        k = int(rng.negative_binomial(shape, gamma))
-        if k >= 1:
+    if gamma**shape <= 0.5:
+        while True:  # NB(η, γ) conditioned on K >= 1: P(reject) = γ^η
+            k = int(rng.negative_binomial(shape, gamma))
+            if k >= 1:
+                return k
+    # Rejection would loop about 1/(1 - γ^η) times (35 s for 20 draws at
+    # η = 1e-7): invert the law's CDF instead. P(K = k) ∝ t_k with
+    # t_1 = η(1 - γ), t_{k+1} = t_k·(k + η)/(k + 1)·(1 - γ), whose sum over
+    # k >= 1 is γ^-η - 1; the loop runs K times (about the public mean).
+    u = float(rng.random()) * math.expm1(-shape * math.log(gamma))
+    k, term, total = 1, shape * (1.0 - gamma), 0.0
+    while True:
+        total += term
+        if total >= u or term == 0.0:
             return k
+        term *= (k + shape) / (k + 1) * (1.0 - gamma)
+        k += 1
