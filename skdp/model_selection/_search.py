@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, parallel_config
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.model_selection import ParameterGrid, ParameterSampler
@@ -1245,6 +1245,18 @@ class _Failure(NamedTuple):
     message: str | None
 
 
+def _in_this_process():
+    """joblib's sequential backend, silent: a composite's own ``n_jobs`` then
+    fits its parts here, one after the other (see :func:`_fit_and_score`)."""
+    try:
+        from joblib import parallel_config
+    except ImportError:  # joblib < 1.3: no default verbosity to silence
+        from joblib import parallel_backend
+
+        return parallel_backend("sequential")
+    return parallel_config(backend="sequential", verbose=0)
+
+
 def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound):
     """One run: the candidate fitted on the training part, and its exact score.
 
@@ -1281,7 +1293,7 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
         # errstate and caches: every run's warnings reached the console, and
         # their count gave K. Its parts are fitted here, one after the other,
         # and silently (joblib's progress lines count the runs too).
-        parallel_config(backend="sequential", verbose=0),
+        _in_this_process(),
     ):
         warnings.simplefilter("always")
         try:
