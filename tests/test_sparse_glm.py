@@ -1143,3 +1143,16 @@ def test_every_accepted_bound_fits(bound, accounting):
     ).fit(X, X[:, 0])
     assert np.all(np.isfinite(model.coef_))
     assert model.privacy_spent_.epsilon <= model.epsilon * (1 + 1e-9)
+
+
+def test_poisson_curvature_weight_bounds_a_steps_move():
+    # A step 1/(w·γ) moves the linear predictor by at most r/w (the clipped
+    # residuals over w): at most 1.5 for every residual bound, and the old
+    # weight 2 where r <= 3 (the default r keeps its step 1/2).
+    from skdp.linear_model._sparse_glm import curvature_weight
+
+    for r in np.geomspace(1e-3, 1e6, 200):
+        assert r / curvature_weight("poisson", r) <= 1.5 + 1e-12
+    assert curvature_weight("poisson", 3.0) == 2.0
+    assert curvature_weight("gaussian", 50.0) == 1.0
+    assert curvature_weight("logistic", 50.0) == 0.25
