@@ -702,12 +702,66 @@ def test_transform_depends_on_user_data_only_through_components():
 def test_single_row_users_get_the_minimum_norm_head():
     rng = np.random.default_rng(0)
     X, y = rng.standard_normal((50, 6)), rng.standard_normal(50)
-    est = DPFedRep(2, epsilon=2.0, random_state=0).fit(X, y)  # each row a user
-    np.testing.assert_array_equal(est.users_, np.arange(50))
+    ids = np.arange(50)  # each row a user of its own
+    est = DPFedRep(2, epsilon=2.0, random_state=0).fit(X, y, ids)
+    np.testing.assert_array_equal(est.users_, ids)
     Z = X @ est.components_.T
     v_min_norm = Z * (y / np.sum(Z**2, axis=1))[:, None]
     np.testing.assert_allclose(est.user_coef_, v_min_norm, rtol=1e-8)
-    np.testing.assert_allclose(est.predict(X, np.arange(50)), y, rtol=1e-8)
+    np.testing.assert_allclose(est.predict(X, ids), y, rtol=1e-8)
+
+
+@pytest.mark.filterwarnings("ignore::skdp.exceptions.PrivacyLeakWarning")
+def test_a_fit_without_groups_keeps_no_row_heads():
+    """Every row is its own user, with index ids: a head per row gave back
+    the row's own target to any later id equal to its index (review)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((50, 6)), rng.standard_normal(50)
+    est = DPFedRep(2, epsilon=2.0, random_state=0).fit(X, y)
+    assert est.users_.shape == (0,) and est.user_coef_.shape == (0, 2)
+    assert est.n_users_ == 50
+    cold = X[:10] @ est.cold_start_coef_
+    np.testing.assert_allclose(est.predict(X[:10], np.arange(10)), cold)
+    est.personalize(X[:4], y[:4], ["a", "a", "b", "b"])  # heads come only from it
+    assert est.users_.tolist() == ["a", "b"]
+
+
+def test_personalize_keeps_every_id_as_fit_gave_it():
+    X, y, groups, _, _ = make_users(60, 5, 5, 2, seed=4)
+    est = DPFedRep(2, random_state=0).fit(X, y, groups)
+    assert len(est.users_) == 60
+    # text after numbers turned users_ into text: the original ids missed
+    with pytest.raises(ValueError, match="another kind"):
+        est.personalize(X[:4], y[:4], ["a", "a", "b", "b"])
+    big = np.array([2**53 + 1, 2**53 + 1, 2**53 + 3, 2**53 + 3], dtype=np.int64)
+    est.personalize(X[:4], y[:4], big)
+    assert est.users_.dtype == np.int64 and est.users_[-1] == 2**53 + 3
+    # floats beside int ids beyond 2**53 would round them together
+    with pytest.raises(ValueError, match="without changing some"):
+        est.personalize(X[:2], y[:2], np.array([0.5, 0.5]))
+    assert len(est.users_) == 62  # the refused calls left the heads as they were
+
+
+def test_ids_are_matched_exactly_not_as_floats():
+    X, y, _, _, _ = make_users(2, 20, 5, 2, seed=4)
+    ids = np.repeat(np.array([2**53 + 1, 7], dtype=np.int64), 20)
+    est = DPFedRep(2, random_state=0).fit(X, y, ids)
+    cold = X[:3] @ est.cold_start_coef_
+    # 2**53 as a float equals 2**53 + 1 as a float: another user's head
+    np.testing.assert_allclose(est.predict(X[:3], np.full(3, 2.0**53)), cold)
+    own = est.predict(X[:3], np.full(3, 2**53 + 1))
+    assert not np.allclose(own, cold)
+    np.testing.assert_allclose(
+        est.predict(X[:3], np.full(3, 7.0)), est.predict(X[:3], np.full(3, 7))
+    )
+
+
+def test_a_pandas_column_of_uint64_ids_keeps_its_users_apart():
+    pd = pytest.importorskip("pandas")
+    X, y, _, _, _ = make_users(3, 10, 5, 2, seed=4)
+    ids = np.repeat(np.array([2**63 + 1, 2**63 + 2, 5], dtype=np.uint64), 10)
+    est = DPFedRep(2, random_state=0).fit(X, y, pd.Series(ids))
+    assert est.n_users_ == 3 and est.users_.dtype == np.uint64
 
 
 def test_string_user_ids():

@@ -700,6 +700,11 @@ def test_string_outcome_labels():
     reference = fit_bt(X, y)
     np.testing.assert_array_equal(model.scores_, reference.scores_)
     assert set(model.predict(X)) <= {"lost", "won"}
+    # declared in any order: the larger label, classes_[1], means "won" (the
+    # docs once said "the second declared")
+    swapped = fit_bt(X, names, classes=["won", "lost"])
+    np.testing.assert_array_equal(swapped.scores_, reference.scores_)
+    assert swapped.classes_.tolist() == ["lost", "won"]
 
 
 def test_random_state_reproduces_and_varies():

@@ -176,7 +176,10 @@ class DPFedRep(
         The cold-start model used for users without a personal head (DP).
     users_ : ndarray of shape (n_users,)
         The user ids seen in ``fit`` (and added by ``personalize``), sorted.
-        **Not DP**: it reveals who took part.
+        **Not DP**: it reveals who took part. Empty after ``fit(X, y)``
+        without ``groups`` (every row its own user): no head is kept then,
+        as a row's head would give back its own target to any later id
+        equal to its index.
     user_coef_ : ndarray of shape (n_users, n_components)
         Row i is ``v_i`` for user ``users_[i]``: least squares on all of that
         user's rows on top of ``components_`` (minimum-norm when the user has
@@ -509,13 +512,18 @@ class DPFedRep(
                     "Private FedRep produced a non-finite model; lower the learning "
                     "rate."
                 )
-            # not DP, not summed: each user's own head on the released U
-            self.user_coef_ = np.concatenate(total(_heads, U, combine=False))
+            # not DP, not summed: each user's own head on the released U. A
+            # fit without groups keeps none: a row's head would only give
+            # back its own target, to any later id equal to its index.
+            if groups is None:
+                self.user_coef_ = np.zeros((0, k))
+            else:
+                self.user_coef_ = np.concatenate(total(_heads, U, combine=False))
         progress.done(cost, f"{self.n_rounds} rounds ({n_iter} releases)")
 
         self.components_ = U.T.copy()
         self.init_components_ = U0.T.copy()
-        self.users_ = users
+        self.users_ = users if groups is not None else users[:0]
         self.n_users_ = n
         self.n_iter_ = n_iter
         self.noise_multiplier_ = z
@@ -657,7 +665,7 @@ class DPFedRep(
         new_users, codes = _encode_groups(_check_groups(groups, X.shape[0]), len(y))
         U = self.components_.T
         heads = _heads(_Users(X, y, codes, len(new_users)), U)
-        users = np.union1d(self.users_, new_users)
+        users = _merge_users(self.users_, new_users)
         coef = np.zeros((len(users), U.shape[1]))
         coef[np.searchsorted(users, self.users_)] = self.user_coef_
         coef[np.searchsorted(users, new_users)] = heads
@@ -682,11 +690,19 @@ def _check_groups(groups, n_rows):
     (review). Ids that are not a numpy array yet (a list, a pandas column
     of objects) are converted to numpy's common type of the ids (numbers,
     or text), which can only merge ids that Python holds equal (``7`` and
-    ``7.0``, ``True`` and ``1``): a merged user is still clipped as one,
-    which the guarantee allows. Refused: missing ids, ids of no common type,
-    and text mixed with numbers, which numpy writes each in its own way
-    (``7`` and ``7.0`` became the two users ``"7"`` and ``"7.0"``, review).
+    ``7.0``, ``True`` and ``1``) or that the common type rounds together
+    (integers beyond 2**53 beside floats): a merged user is still clipped
+    as one, which the guarantee allows. A column with a numpy dtype of
+    numbers or text (a pandas column of uint64 ids) is taken as it is.
+    Refused: missing ids, ids of no common type, and text mixed with
+    numbers, which numpy writes each in its own way (``7`` and ``7.0``
+    became the two users ``"7"`` and ``"7.0"``, review).
     """
+    dtype = getattr(groups, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype.kind in "biufUS":
+        # A pandas column of numbers keeps its dtype: through Python ints,
+        # uint64 ids beyond 2**63 became floats, and distinct users merged.
+        groups = np.asarray(groups)
     if not isinstance(groups, np.ndarray) or groups.dtype == object:
         groups = np.asarray(groups, dtype=object)
         if _any_missing(groups):
@@ -733,11 +749,62 @@ def _encode_groups(groups, n_rows):
     return users, codes.ravel()
 
 
+def _same_ids(a, b):
+    """Elementwise ``a == b`` compared exactly, as Python values.
+
+    numpy compares an int64 id with a float64 one (or with a uint64 one) as
+    floats, which holds 2**53 + 1 equal to 2**53: another user's head.
+    """
+    if a.dtype.kind == b.dtype.kind:
+        return np.asarray(a == b, dtype=bool)
+    return np.asarray(a.astype(object) == b.astype(object), dtype=bool)
+
+
 def _lookup(users, groups):
-    """Index of each id in ``users`` and whether it is there."""
+    """Index of each id in ``users`` and whether it is there (exactly)."""
+    none = np.zeros(len(groups), dtype=int), np.zeros(len(groups), dtype=bool)
+    if len(users) == 0:
+        return none
     try:
-        idx = np.clip(np.searchsorted(users, groups), 0, len(users) - 1)
-        known = np.asarray(users[idx] == groups, dtype=bool)
+        idx = _clipped_search(users, groups)
+        return idx, _same_ids(users[idx], groups)
     except (TypeError, ValueError):  # ids of another type: none known
-        idx, known = np.zeros(len(groups), dtype=int), np.zeros(len(groups), bool)
-    return idx, known
+        return none
+
+
+def _clipped_search(users, ids):
+    """Where each id would sit in the sorted ``users`` (an index into it)."""
+    return np.clip(np.searchsorted(users, ids), 0, len(users) - 1)
+
+
+def _merge_users(users, new_users):
+    """The sorted union of ``fit``'s ids and ``personalize``'s, every id kept.
+
+    Refused: text beside numbers (numpy would turn the numbers into text,
+    and ``predict`` with the original ids would find none), and numbers
+    that numpy's common type changes (int ids beyond 2**53 beside float
+    ones): both would send known users to the cold start, or one user to
+    another's head.
+    """
+    if len(users) == 0:
+        return new_users
+    if (users.dtype.kind in "US") != (new_users.dtype.kind in "US"):
+        raise ValueError(
+            "personalize got user ids of another kind than those of fit (text "
+            "and numbers): give them as fit got them."
+        )
+    try:
+        merged = np.union1d(users, new_users)
+        exact = all(
+            _same_ids(merged[_clipped_search(merged, ids)], ids).all()
+            for ids in (users, new_users)
+        )
+    except (TypeError, ValueError):
+        exact = False
+    if not exact:
+        raise ValueError(
+            "personalize got user ids that cannot be stored beside those of fit "
+            f"without changing some (dtypes {users.dtype} and {new_users.dtype}): "
+            "give them as fit got them."
+        )
+    return merged

@@ -182,8 +182,9 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         that noise pushes out. The paper's Θ uses 1, which would shrink
         realistic scores. None: centring only.
     classes : array-like of shape (2,), default=None
-        The two outcome labels, declared in advance; the second means "the
-        first item of the pair won". Any other label in ``y`` is an error.
+        The two outcome labels, declared in advance, in any order; the
+        larger (``classes_[1]``, as in scikit-learn's binary classifiers)
+        means "the first item of the pair won". Any other label in ``y`` is an error.
         None: the model's own outcomes, 0 and 1 (False and True for boolean
         ``y``; the coding of :func:`~skdp.datasets.make_btl_comparisons`),
         are declared, and nothing about the labels is read: a ``y`` with
