@@ -217,15 +217,17 @@ def _as_numbers(block, dtype):
         raise ValueError(NOT_NUMBERS_MESSAGE) from None
 
 
-def _chunk_is_invalid(X, *ys, y_check=None, dtype=None):
-    """``[X has a non-finite value, y does, y fails y_check, X is not of
-    dtype, rows]`` for one chunk (flags as 0/1, then its number of rows)."""
+def _chunk_is_invalid(X, *ys, y_check=None, dtype=None, y_dtype=None):
+    """``[X has a non-finite value, y does, y fails y_check, y is not of
+    y_dtype, X is not of dtype, rows]`` for one chunk (flags as 0/1, then its
+    number of rows)."""
     data = X.data if sp.issparse(X) else X
     out = [float(not np.isfinite(data).all())]
     for y in ys:
         numeric = np.issubdtype(y.dtype, np.number)
         out.append(float(numeric and not np.isfinite(y).all()))
         out.append(float(y_check is not None and not y_check(y)))
+        out.append(float(y_dtype is not None and y.dtype != y_dtype))
     out.append(float(dtype is not None and data.dtype != dtype))
     out.append(float(X.shape[0]))
     return np.array(out)
@@ -265,16 +267,20 @@ def validate(
     if X.dtype not in dtypes:
         X = X.map_blocks(_as_numbers, dtypes[0], dtype=dtypes[0])
     y = _as_rows(y, X)
-    if y is not None and y_numeric and y.dtype != np.float64:
+    if y is not None and y_numeric:
+        # Every chunk, even of a y declared float64: a chunk of long double
+        # (or objects) under that metadata held 1e400, finite there, and one
+        # record turned a release into NaN (review). As float64 it is inf.
         y = y.map_blocks(_as_numbers, np.float64, dtype=np.float64)
     _check_n_features(estimator, X, reset=reset)
     checks = block_sum(
         _chunk_is_invalid,
         X,
         *([] if y is None else [y]),
-        size=3 if y is None else 5,
+        size=3 if y is None else 6,
         y_check=y_check,
         dtype=X.dtype,
+        y_dtype=None if y is None else y.dtype,
     ).compute()
     if checks[-2]:
         # A chunk of another dtype than declared (a long double from
@@ -302,6 +308,11 @@ def validate(
         raise ValueError(
             "Input y contains NaN or infinity (in at least one chunk); nothing "
             "was fitted."
+        )
+    if y is not None and checks[3]:
+        raise ValueError(
+            f"A chunk of y holds another dtype than y declares ({y.dtype}): "
+            "make every chunk that dtype; nothing was fitted."
         )
     if y is not None and checks[2]:
         raise ValueError(y_message)

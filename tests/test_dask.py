@@ -21,6 +21,7 @@ dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
 import joblib  # noqa: E402
+from sklearn.base import clone  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 
 import skdp._clipping  # noqa: E402
@@ -28,6 +29,7 @@ import skdp._dask  # noqa: E402
 import skdp._dpgd  # noqa: E402
 from skdp import (  # noqa: E402
     DPGaussianSampler,
+    DPLinearRegression,
     DPLogisticRegression,
     DPRandomFeaturesRegressor,
     DPSparseGLM,
@@ -1023,3 +1025,50 @@ def test_chunks_that_belie_their_metadata_are_refused():
     short = da.from_delayed(dask.delayed(lambda: X)(), shape=(1000, 3), dtype=float)
     with pytest.raises(ValueError, match="hold 2000 rows where their metadata"):
         DPStandardScaler(bounds=(-5, 5)).fit(short)
+
+
+def _y_chunk_wider(y, value):
+    """y (1-D or 2-D) as Dask, declared float64, its second chunk long double
+    with ``value`` in its first row."""
+
+    def wider(block, block_info=None):
+        if block_info[0]["chunk-location"][0] == 1:
+            block = block.astype(np.longdouble)
+            block[0] = np.longdouble(value)
+        return block
+
+    chunks = (1000,) if y.ndim == 1 else (1000, -1)
+    return da.from_array(y, chunks=chunks).map_blocks(wider, dtype=np.float64)
+
+
+@pytest.mark.parametrize(
+    "estimator, two_d",
+    [
+        (DPLinearRegression(), False),
+        (DPLinearRegression(), True),
+        (DPRandomFeaturesRegressor(max_iter=2), False),
+        (DPSparseGLM(sparsity=2, max_iter=2), False),
+    ],
+    ids=["linear", "linear-2d", "random-features", "sparse-glm"],
+)
+def test_a_target_chunk_wider_than_declared_is_refused(estimator, two_d):
+    """A y declared float64 whose chunk held long double 1e400 (finite there)
+    passed validation, and the one record turned DPLinearRegression's release
+    into NaN where its neighbour (1.0) fitted (review of the baselines)."""
+    if np.finfo(np.longdouble).bits <= 64:
+        pytest.skip("long double is double on this platform")
+    X = np.random.default_rng(0).normal(size=(2000, 3))
+    y = X @ np.array([1.0, -1.0, 0.5])
+    y = y[:, None] if two_d else y
+    Xd = da.from_array(X, chunks=(1000, 3))
+    clone(estimator).fit(Xd, _y_chunk_wider(y, "1.0"))  # the neighbour fits
+    with pytest.raises(ValueError, match="y contains NaN or infinity"):
+        clone(estimator).fit(Xd, _y_chunk_wider(y, "1e400"))
+
+
+def test_a_label_chunk_of_another_dtype_is_refused():
+    X = np.random.default_rng(0).normal(size=(2000, 3))
+    y = (X[:, 0] > 0).astype(np.float64)
+    Xd = da.from_array(X, chunks=(1000, 3))
+    with pytest.raises(ValueError, match="another dtype than y declares"):
+        DPLogisticRegression(classes=[0, 1]).fit(Xd, _y_chunk_wider(y, "1.0"))

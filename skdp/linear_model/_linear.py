@@ -609,8 +609,9 @@ def _dask_columns(X, y):
         raise ValueError(f"y must be 1-D or 2-D; got {y.ndim} dimension(s).")
     if np.dtype(y.dtype).kind == "c":  # astype would drop the imaginary part
         raise ValueError("Complex data not supported.")
-    if y.dtype != np.float64:
-        y = y.map_blocks(_dask._as_numbers, np.float64, dtype=np.float64)
+    # Every chunk, as in _dask.validate: one declared float64 may hold long
+    # doubles (1e400, finite there) or objects.
+    y = y.map_blocks(_dask._as_numbers, np.float64, dtype=np.float64)
     columns = tuple(_dask._as_rows(y[:, j], X) for j in range(y.shape[1]))
     finite = da.stack([da.isfinite(c).all() for c in columns]).all().compute()
     if not finite:
