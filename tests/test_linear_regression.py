@@ -229,23 +229,63 @@ def test_private_eigenvalue_lower_bound_is_the_noisy_minimum_less_its_tail(
 def test_adassp_ridge_is_the_stated_noise_bound_less_the_curvature(column):
     """The docstring's bound recomputed: σ·(sqrt(2d) + sqrt(2 log(1/ρ))), plus
     with an intercept (2·||c||·e + e²)/(n·c²), e = σ·sqrt(d/2),
-    ||c||² = max(0, ||ĉ||² - e²), less the curvature, floored at 0; a large
-    noisy column (3 per entry) and one below its noise (0.01: ||c|| = 0)."""
-    n, d, sigma, lower = 100, 3, 0.7, 0.2
+    ||c||² = max(0, ||ĉ||² - e²), less the curvature, floored at 0; with an
+    intercept the curvature is the centred one: the uncentred bound less
+    s²/n, s = (||ĉ|| + (σ/sqrt(2))·(sqrt(d) + sqrt(2 log(1/ρ))))/c (Weyl,
+    with a high-probability bound on the noise of the column). A large noisy
+    column (3 per entry) and one below its noise (0.01: ||c|| = 0)."""
+    n, d, sigma = 100, 3, 0.7
     noisy = np.zeros((d + 2, d + 2))
     noisy[:d, d] = noisy[d, :d] = column
-    base = sigma * (math.sqrt(2 * d) + math.sqrt(2 * math.log(20)))
-    assert _linear._adassp_ridge(noisy, n, d, None, sigma, lower) == pytest.approx(
-        base - lower, rel=1e-12
-    )
+    tail = math.sqrt(2 * math.log(20))
+    base = sigma * (math.sqrt(2 * d) + tail)
+    for lower in (0.2, 3.0):
+        assert _linear._adassp_ridge(noisy, n, d, None, sigma, lower) == pytest.approx(
+            base - lower, rel=1e-12
+        )
     e = sigma * math.sqrt(d / 2)
     c_norm = math.sqrt(max(0.0, d * column**2 - e**2))
     assert (c_norm > 0) == (column > 1)
     for constant in (1.0, 2.0):
-        expected = base + (2 * c_norm * e + e**2) / (n * constant**2) - lower
-        got = _linear._adassp_ridge(noisy, n, d, constant, sigma, lower)
-        assert got == pytest.approx(expected, rel=1e-12)
+        s_bound = (
+            math.sqrt(d) * column + sigma / math.sqrt(2) * (math.sqrt(d) + tail)
+        ) / constant
+        for lower in (0.2, 3.0):
+            centred = max(0.0, lower - s_bound**2 / n)
+            expected = base + (2 * c_norm * e + e**2) / (n * constant**2) - centred
+            assert expected > 0
+            got = _linear._adassp_ridge(noisy, n, d, constant, sigma, lower)
+            assert got == pytest.approx(expected, rel=1e-12)
+    assert 0 < 3.0 - s_bound**2 / n < 3.0  # the centring moved a bound kept > 0
     assert _linear._adassp_ridge(noisy, n, d, None, sigma, 1e9) == 0.0
+
+
+def test_adassp_ridge_reads_the_centred_curvature():
+    """A feature of mean 0.65 and sd 0.01: a large uncentred eigenvalue, a
+    tiny centred one. The ridge was read from the uncentred matrix: alpha_
+    was 0 in every fit, the solved (centred, noisy) matrix indefinite in half
+    of them, and held-out R² fell to -59 (review). Now the ridge covers the
+    noise: every fit's solved matrix is positive definite."""
+    seen = []
+    real_solve = _linear._solve
+
+    def spy(gram, n, d, constant, weight, alpha):
+        sx = gram[:d, d] / constant
+        lhs = gram[:d, :d] - np.outer(sx, sx) / n + alpha * np.eye(d)
+        seen.append(np.linalg.eigvalsh(lhs)[0])
+        return real_solve(gram, n, d, constant, weight, alpha)
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_linear, "_solve", spy)
+        for seed in range(20):
+            X = np.c_[0.65 + 0.01 * rng.normal(size=n), 0.5 * rng.normal(size=n)]
+            y = 0.5 * X[:, 1] + 0.3 * rng.normal(size=n)
+            reg = DPLinearRegression(epsilon=1.0, delta=1e-6, random_state=seed)
+            reg.fit(X, y)
+            assert reg.alpha_ > 0
+    assert min(seen) > 0
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])

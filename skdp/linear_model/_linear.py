@@ -304,9 +304,13 @@ class DPLinearRegression(
     dominates the noise, and otherwise just enough to keep the noisy,
     centred ``XᵀX + alpha_·I`` positive definite (Wang 2018, Algorithm 2,
     with the exact noise of this release in place of the paper's union
-    bound). With ``fit_intercept``, the typical size of the error that the
-    noisy column sums bring into the centring is added to B (see
-    ``_adassp_ridge``). All of this is post-processing.
+    bound). With ``fit_intercept``, the matrix solved is centred: λ̃ is
+    lowered by ``||s||²/n`` (Weyl; ``||s||`` bounded from the noisy column
+    sums with probability ``1 - ρ``), so that a feature far from 0 with a
+    small spread, whose uncentred eigenvalue is large, still gets its
+    ridge, and the typical size of the error that the noisy column sums
+    bring into the centring is added to B (see ``_adassp_ridge``). All of
+    this is post-processing.
 
     **Solution.** With ``fit_intercept``, the noisy ``XᵀX`` and ``Xᵀy``
     are centred with the noisy column sums (n is public):
@@ -671,7 +675,27 @@ def _adassp_ridge(noisy, n, d, constant, sigma, lower):
         # largest clips the constraints accept)
         c_est = math.sqrt(max(0.0, column - e_typ) * (column + e_typ))
         bound += (e_typ / constant) * ((2.0 * c_est + e_typ) / constant) / n
+        lower = _centred_lower_bound(lower, column, sigma, d, n, constant)
     return max(0.0, bound - lower)
+
+
+def _centred_lower_bound(lower, column, sigma, d, n, constant):
+    """A lower bound on the centred ``λ_min(XᵀX - ssᵀ/n)`` (post-processing).
+
+    ``lower`` bounds the uncentred ``λ_min(XᵀX)`` (the eigenvalue's
+    release); by Weyl, centring lowers it by at most ``||s||²/n``, ``s`` the
+    column sums. ``||s||`` is bounded from the noisy column
+    ``column = ||c·s + e||``: ``||e|| <= (σ/sqrt(2))·(sqrt(d) + sqrt(2
+    log(1/ρ)))`` with probability ``1 - ρ`` (entries of std ``σ/sqrt(2)``,
+    a σ/sqrt(2)-Lipschitz norm). Without it the ridge was read from the
+    uncentred matrix: a feature of mean 0.65 and sd 0.01 has a large
+    uncentred eigenvalue and a tiny centred one, and ``alpha_`` was 0 while
+    the solved matrix was indefinite in half the fits (review).
+    """
+    tail = math.sqrt(2.0 * math.log(1.0 / _RHO))
+    e_bound = sigma / math.sqrt(2.0) * (math.sqrt(d) + tail)
+    s_bound = (column + e_bound) / constant  # >= ||s|| with probability 1 - ρ
+    return max(0.0, lower - s_bound * (s_bound / n))
 
 
 def _solve(gram, n, d, constant, weight, alpha):
