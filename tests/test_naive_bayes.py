@@ -911,3 +911,28 @@ def test_an_absent_class_count_is_floored_at_zero_not_one():
     assert counts.min() == 0.0
     assert 4 <= np.sum(counts[:, 2] == 0.0) <= 16
     np.testing.assert_allclose(counts.sum(axis=1)[counts.min(axis=1) > 0], 300.0)
+
+
+def test_predictions_hold_far_from_zero():
+    """(x - θ)²/var expanded in raw units cancelled to noise for a feature
+    far from 0: chance accuracy at an offset of 1e9 with a spread of 1, where
+    scikit-learn keeps 0.92; and x² overflowed to NaN probabilities at bounds
+    near 1e160, which the bound checks accept (review of the baselines)."""
+    rng = np.random.default_rng(0)
+    n = 20000
+    y = rng.integers(0, 2, n)
+    for offset in (1e9, 1e12):
+        X = offset + rng.normal(size=(n, 2)) + 2.0 * y[:, None]
+        clf = DPGaussianNB(
+            epsilon=10.0,
+            delta=1e-8,
+            classes=[0, 1],
+            bounds=(offset - 6, offset + 8),
+            random_state=0,
+        ).fit(X, y)
+        assert clf.score(X, y) >= GaussianNB().fit(X, y).score(X, y) - 0.01
+    X = 1e160 + 1e153 * (rng.normal(size=(n, 2)) + 2.0 * y[:, None])
+    clf = DPGaussianNB(
+        epsilon=10.0, classes=[0, 1], bounds=(1e160 - 6e153, 1e160 + 8e153)
+    ).fit(X, y)
+    assert np.isfinite(clf.predict_proba(X)).all() and clf.score(X, y) > 0.85
