@@ -343,9 +343,9 @@ class DPLinearRegression(
 
     **Dask.** ``fit`` also takes a ``dask.array.Array`` X (dense chunks along
     rows) and y (a numpy y or a Dask y chunked like X's rows): the Gram
-    matrix is one reduction over the chunks (``(d + 2)²`` floats each),
-    after one pass that checks the values, and the noise is added on the
-    client, so the guarantee is that of the in-memory fit. See
+    matrix is one reduction over the chunks (``(d + 1 + k)²`` floats each,
+    k the number of targets), after one pass that checks the values, and
+    the noise is added on the client, so the guarantee is that of the in-memory fit. See
     :ref:`large_data`.
 
     **Cost.** One pass over the data: time ``O(n·m²)`` (BLAS-3 ``syrk`` on

@@ -215,8 +215,9 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
     classes_ : ndarray of shape (n_classes,)
         Class labels (the declared ``classes``, sorted, or those in y).
     class_count_ : ndarray of shape (n_classes,)
-        Private number of training records per class (post-processed to add
-        up to n and to be at least 0).
+        Private number of training records per class (post-processed: shifted
+        equally to add up to n, then floored at 0, so they may add up to a
+        little more than n).
     class_prior_ : ndarray of shape (n_classes,)
         ``priors``, or the private class frequencies.
     theta_ : ndarray of shape (n_classes, n_features)
@@ -638,7 +639,8 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         d, n_classes = int(keep.sum()), classes.size
         size = n_classes * (2 * d + 1)
         Xk = X[:, keep] if not keep.all() else X
-        if d == 0:  # nothing kept: the counts alone (sensitivity still <= 1)
+        if d == 0:  # nothing kept: the counts, and feature 0 clipped to
+            # [-1, 1] to keep the release's shape (sensitivity still sqrt(1))
             Xk = X[:, :1]
             lower, upper = np.array([-1.0]), np.array([1.0])
             d = 1
