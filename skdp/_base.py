@@ -11,6 +11,7 @@ it drew from and what it assumed public.
 import contextlib
 import contextvars
 import functools
+import inspect
 import itertools
 import os
 import warnings
@@ -601,8 +602,9 @@ def scaled_product(X, M):
 
 
 def private_transform(transform):
-    """Decorate a DP transformer's ``transform``: finite out for finite in,
-    and nothing about the data in a warning or an error.
+    """Decorate a DP transformer's ``transform`` (and ``inverse_transform``):
+    finite out for finite in, and nothing about the data in a warning or an
+    error.
 
     A pipeline's fit runs ``transform`` on the training data and hands the
     result to the next (DP) step. A record of 1e308 scaled by more than 1
@@ -644,6 +646,39 @@ def always_validated(release):
             return release(*args, **kwargs)
 
     return wrapper
+
+
+def data_parameters_unquoted(*names):
+    """Decorate a public function (above scikit-learn's ``validate_params``)
+    so that a refused data parameter is named by its type, not quoted.
+
+    scikit-learn's :class:`InvalidParameterError` quotes the value it
+    refuses: for a sparse X, its number of stored elements, which one
+    record changes (the messages of two neighbours told them apart; review
+    of the preprocessing).
+    """
+
+    def decorate(release):
+        signature = inspect.signature(release)
+
+        @functools.wraps(release)
+        def wrapper(*args, **kwargs):
+            try:
+                return release(*args, **kwargs)
+            except InvalidParameterError as error:
+                bound = signature.bind_partial(*args, **kwargs).arguments
+                for name in names:
+                    if str(error).startswith(f"The {name!r} parameter"):
+                        raise InvalidParameterError(
+                            f"The {name!r} parameter of {release.__name__} must be "
+                            "a dense array-like (a numpy array, a list or a "
+                            f"DataFrame); got a {type(bound.get(name)).__name__}."
+                        ) from None
+                raise
+
+        return wrapper
+
+    return decorate
 
 
 def silent_release(release):

@@ -884,3 +884,38 @@ def test_a_refused_value_is_not_kept_in_the_errors_context(name):
         chain.append(str(error))
         error = error.__cause__ or error.__context__
     assert not any("secret" in text for text in chain), chain
+
+
+@pytest.mark.parametrize("name", ["scaler", "robust", "minmax", "quantile", "pca"])
+def test_inverse_transform_quotes_no_value(name):
+    """``inverse_transform`` takes data too (the transformed records): its
+    errors quoted them, "could not convert string to float: '<value>'",
+    where ``transform`` named none (review of the preprocessing)."""
+    from skdp import (
+        DPPCA,
+        DPMinMaxScaler,
+        DPQuantileTransformer,
+        DPRobustScaler,
+        DPStandardScaler,
+    )
+
+    make = {
+        "scaler": lambda: DPStandardScaler(bounds=(-3, 3)),
+        "robust": lambda: DPRobustScaler(bounds=(-3, 3)),
+        "minmax": lambda: DPMinMaxScaler(bounds=(-3, 3)),
+        "quantile": lambda: DPQuantileTransformer(bounds=(-3, 3)),
+        "pca": lambda: DPPCA(n_components=2, clip_norm=3.0, with_mean=False),
+    }[name]
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make().fit(X)
+    Z = model.transform(X[:5]).astype(object)
+    Z[2, 1] = "secret-value-42"
+    with pytest.raises(ValueError) as raised:
+        model.inverse_transform(Z)
+    chain, error = [], raised.value
+    while error is not None:
+        chain.append(str(error))
+        error = error.__cause__ or error.__context__
+    assert not any("secret" in text for text in chain), chain

@@ -1528,3 +1528,41 @@ def test_an_unseen_feature_is_dropped_with_a_warning_and_never_magnified(cls, n)
     # Public bounds: the grid is not searched, nothing is dropped.
     given = cls(epsilon=1.0, random_state=0, bounds=(0.0, 1e6)).fit(X)
     assert not given.dropped_features_.any()
+
+
+@pytest.mark.parametrize(
+    "release",
+    [lambda X: dp_quantiles(X, 0.5), lambda X: dp_histogram(X, 4, bounds=(0, 1))],
+    ids=["dp_quantiles", "dp_histogram"],
+)
+def test_a_refused_x_is_named_by_its_type_not_quoted(release):
+    """scikit-learn's parameter check quoted a sparse X, with its number of
+    stored elements: one replaced record changed the message (review)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    D = rng.normal(size=(100, 3))
+    D[rng.random(D.shape) < 0.7] = 0.0
+    neighbour = D.copy()
+    neighbour[0] = 0.0
+    messages = []
+    for X in (sp.csr_array(D), sp.csr_array(neighbour), np.float64(3.25)):
+        with pytest.raises(InvalidParameterError, match="dense array-like") as info:
+            release(X)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    assert "stored" not in messages[0] and "3.25" not in messages[2]
+
+
+def test_parameters_that_would_zero_a_scale_are_refused():
+    """unit_variance with a quantile range reaching 0 or 100 divided the
+    scale by an infinite normal range: scale_ 0, documented as always > 0;
+    an infinite feature_range gave min_ NaN and zeros out (review)."""
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    for q in [(0.0, 75.0), (25.0, 100.0)]:
+        with pytest.raises(ValueError, match="strictly inside"):
+            DPRobustScaler(unit_variance=True, quantile_range=q).fit(X)
+    DPRobustScaler(quantile_range=(0.0, 100.0), bounds=(-3, 3)).fit(X)  # fine
+    for feature_range in [(-math.inf, math.inf), (-1e308, 1e308)]:
+        with pytest.raises(ValueError, match="feature_range must be finite"):
+            DPMinMaxScaler(feature_range=feature_range).fit(X)

@@ -981,3 +981,12 @@ def test_the_encoding_of_pairs_quotes_no_id(ids):
             encode()
         text = "".join(traceback.format_exception(info.value))
         assert "4242" not in text and "SECRET" not in text
+
+
+def test_pairs_to_design_names_a_refused_input_by_its_type():
+    # scikit-learn's parameter check quoted the input (the pairs may be
+    # private: a sparse one's count of stored ids, review)
+    pairs = np.array([[0, 1], [1, 2], [2, 0]])
+    with pytest.raises(InvalidParameterError, match="got a csr_array") as info:
+        pairs_to_design(sp.csr_array(pairs), 3)
+    assert "stored" not in str(info.value)

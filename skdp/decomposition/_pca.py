@@ -390,6 +390,7 @@ class DPPCA(
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         return scaled_product(X - self.mean_, self.components_.T)
 
+    @private_transform
     def inverse_transform(self, X):
         """Map projections back: ``X @ components_ + mean_``.
 

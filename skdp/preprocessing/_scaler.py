@@ -917,6 +917,7 @@ class DPStandardScaler(
             X /= self.scale_
         return X
 
+    @private_transform
     def inverse_transform(self, X):
         """Undo :meth:`transform`: ``X * scale_ + mean_``.
 

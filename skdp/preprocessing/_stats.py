@@ -31,7 +31,13 @@ import numpy as np
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from .._base import always_validated, is_dask_array, silent_release, sum_over_rows
+from .._base import (
+    always_validated,
+    data_parameters_unquoted,
+    is_dask_array,
+    silent_release,
+    sum_over_rows,
+)
 from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
@@ -404,7 +410,7 @@ def _finish(cost, seed, random_state, noise, name):
             "for anything you release; PrivacyLedger refuses to total releases "
             "that share a seed.",
             PrivacyLeakWarning,
-            stacklevel=6,  # the caller of dp_* (through three decorators)
+            stacklevel=7,  # the caller of dp_* (through four decorators)
         )
     return replace(
         cost,
@@ -421,6 +427,7 @@ _BUDGET = {
 }
 
 
+@data_parameters_unquoted("X")
 @always_validated
 @validate_params(
     {
@@ -501,7 +508,7 @@ def dp_histogram(
             f"delta={delta:g} is at least 1/n_samples = {1.0 / n:.3g}: use delta "
             "well below 1/n_samples.",
             PrivacyLeakWarning,
-            stacklevel=5,  # the caller (through three decorators)
+            stacklevel=6,  # the caller (through four decorators)
         )
     if isinstance(bins, Integral):
         if bounds is None:
@@ -552,6 +559,7 @@ def dp_histogram(
     return DPHistogram(noisy, edges, cost)
 
 
+@data_parameters_unquoted("X")
 @always_validated
 @validate_params(
     {
@@ -583,9 +591,10 @@ def dp_quantiles(
     of Gaussian-noised histograms (:func:`dp_histogram`'s mechanism) on a
     grid that never reads the raw data: with public ``bounds``, one
     histogram on them; without, the grid is searched privately inside
-    ``[-data_range, data_range]`` as :class:`DPStandardScaler` searches its
-    bounds (see Notes). All quantiles of all columns come from one release
-    (or five), so asking for more of them costs nothing more.
+    ``[-data_range, data_range]`` by :class:`DPStandardScaler`'s bounds
+    search in its *extent* variant (see Notes). All quantiles of all
+    columns come from one release (or five), so asking for more of them
+    costs nothing more.
 
     Parameters
     ----------
@@ -686,7 +695,7 @@ def dp_quantiles(
             f"delta={delta:g} is at least 1/n_samples = {1.0 / n:.3g}: use delta "
             "well below 1/n_samples.",
             PrivacyLeakWarning,
-            stacklevel=5,  # the caller (through three decorators)
+            stacklevel=6,  # the caller (through four decorators)
         )
     checked = None if bounds is None else _check_bounds(bounds, d)
     check_secure_seed(random_state, noise)
@@ -702,7 +711,7 @@ def dp_quantiles(
         noise=noise,
         rng=rng,
         name="dp_quantiles",
-        stacklevel=5,  # the caller of dp_quantiles (through three decorators)
+        stacklevel=6,  # the caller of dp_quantiles (through four decorators)
         locate=True,
     )
     values, _ = release.quantiles(np.atleast_1d(q_arr))

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.validation import check_array, validate_data
 
-from .._base import silent_release
+from .._base import data_parameters_unquoted, silent_release
 
 
 def _check_pairs(pairs, n_items):
@@ -40,6 +40,7 @@ def _check_pairs(pairs, n_items):
     return pairs
 
 
+@data_parameters_unquoted("pairs")
 @validate_params(
     {"pairs": ["array-like"], "n_items": [Interval(Integral, 1, None, closed="left")]},
     prefer_skip_nested_validation=True,
