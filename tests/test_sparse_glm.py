@@ -1093,6 +1093,12 @@ def test_adaptive_n_iter_stops_before_the_noise_swamps_the_signal():
     # κ < 1: the first T whose optimisation error is below the noise floor.
     t = _adaptive_n_iter(0.5, 0.0, 0.05, 1.0, 1, budget)
     assert 0.5**t <= floor(t) and 0.5 ** (t - 1) > floor(t - 1)
+    # The cap is on the noise alone: a sampling error above it (a small
+    # table) stopped every fit after one step, at any ε (review).
+    t = _adaptive_n_iter(1.0, 0.3**2, 0.05, 1.0, 1, budget)
+    assert floor(t) <= _MAX_NOISE_NORM < floor(t + 1)
+    tiny = _adaptive_n_iter(0.95, 0.3**2, 1e-9, 1.0, 1, budget)
+    assert 0.95**tiny <= math.hypot(0.3, 1e-9 * math.sqrt(tiny)) < 0.95 ** (tiny - 1)
 
 
 @pytest.mark.parametrize("container", ["dense", "csr"])

@@ -525,17 +525,21 @@ def _adaptive_n_iter(kappa, sampling, release_unit, eta, n_released, budget):
     :meth:`DPSparseGLM._auto_n_iter`). With ``κ = 1`` (the released smallest
     eigenvalue cannot be told from 0: a badly conditioned design, or small
     n) that crossing would come only once the release noise had grown to the
-    size of the signal; T then stops before the noise norm exceeds
+    size of the signal; T then stops before the noise norm alone exceeds
     ``_MAX_NOISE_NORM`` (a quarter of a unit-scale coefficient vector), and
     at the first crossing if that comes earlier.
     """
     for n_iter in range(1, _MAX_ADAPTIVE_ITER + 1):
         unit, shares = budget(n_iter)
         std = eta * release_unit * math.sqrt(1.0 / (2.0 * shares["values"] * unit))
-        floor = math.hypot(math.sqrt(sampling), math.sqrt(n_released) * std)
-        if kappa**n_iter <= floor:
+        noise = math.sqrt(n_released) * std
+        if kappa**n_iter <= math.hypot(math.sqrt(sampling), noise):
             return n_iter
-        if floor > _MAX_NOISE_NORM:
+        # The cap is on the noise alone: with the sampling error in it, a
+        # small table (sqrt(s·log d/n) above 1/4) stopped after one step at
+        # any ε (ISLP Credit at n = 300, ε = 1e6: R² 0.71, 0.95 with 100
+        # steps; review).
+        if noise > _MAX_NOISE_NORM:
             return max(n_iter - 1, 1)
     return _MAX_ADAPTIVE_ITER
 
