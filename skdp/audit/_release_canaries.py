@@ -11,6 +11,29 @@ from sklearn.utils import check_array
 
 from ._canary import Canary, _replace_row, _unit
 
+#: Every record canary below sits this many times as far out as the bound
+#: its design needs (a clip radius, a clip norm, the bounds of a column):
+#: clipped back onto it when the estimator clips, so the design keeps its
+#: μ, and far out of it when it does not. On the bound itself, a canary
+#: could not tell an estimator whose clipping was removed (the review of
+#: the audits: DPGaussianSampler without its clip passed BallCanary).
+OUTSIDE = 3.0
+
+
+def _beyond(lower, upper):
+    """Points ``OUTSIDE`` times as far from the centre of ``[lower, upper]``
+    as its ends: ``(high, low)``, finite for the bounds the estimators take."""
+    center, half = lower / 2.0 + upper / 2.0, upper / 2.0 - lower / 2.0
+    return center + OUTSIDE * half, center - OUTSIDE * half
+
+
+def _base_sums(base, fitted_lower, fitted_upper):
+    """Column sums of the base records normalised to the fitted bounds:
+    ``Σ_i (clip(x_i, l, u) - c)/w``, what the release holds of them."""
+    width = fitted_upper - fitted_lower
+    center = fitted_lower + width / 2.0
+    return ((np.clip(base, fitted_lower, fitted_upper) - center) / width).sum(axis=0)
+
 
 def _bounds_or_range(estimator, d):
     """Per-feature ``(lower, upper)``: a scaler's public bounds, or its
@@ -26,10 +49,12 @@ def _bounds_or_range(estimator, d):
 class BallCanary(Canary):
     """Worst-case canary for a clipped mean and second moment (DPGaussianSampler).
 
-    For ``method="bounded"``: record ``index`` becomes ``a = c + R·u`` in
-    the "in" data set and ``b = c + R·v`` in the "out" one, with c the
-    public ``center``, R the ``radius`` (both points on the clipping sphere),
-    u a unit ``direction`` and v a unit vector with ``uᵀv = cosine``.
+    For ``method="bounded"``: record ``index`` becomes ``a = c + 3R·u`` in
+    the "in" data set and ``b = c + 3R·v`` in the "out" one, with c the
+    public ``center``, R the ``radius`` (both points three times as far as
+    the clipping sphere, onto which the clip brings them back to ``c + R·u``
+    and ``c + R·v``: a sampler that does not clip is seen), u a unit
+    ``direction`` and v a unit vector with ``uᵀv = cosine``.
 
     The release is the clipped mean and second moment with Gaussian noise
     of ``κ·noise_multiplier_`` times their own sensitivities (``2R/n`` and
@@ -92,9 +117,10 @@ class BallCanary(Canary):
         self.center_, self.radius_, self.n_samples_ = center, radius, n
         self.u_, self.v_ = u, v
         self.record_ = center + radius * u
+        far = OUTSIDE * radius  # clipped back onto the sphere (see OUTSIDE)
         return (
-            (_replace_row(X, self.index, center + radius * u), y),
-            (_replace_row(X, self.index, center + radius * v), y),
+            (_replace_row(X, self.index, center + far * u), y),
+            (_replace_row(X, self.index, center + far * v), y),
         )
 
     def _design(self, fitted):
@@ -203,13 +229,19 @@ class UnboundedCanary(Canary):
 class ExtremeRecordCanary(Canary):
     """Worst-case record canary for clipped sums (DPStandardScaler).
 
-    Record ``index`` becomes the vector of upper clipping bounds in the "in"
-    data set and of lower bounds in the "out" one (``bounds`` when given,
-    else ``±data_range``). Each normalised value moves from +1/2 to −1/2, so
-    the released sums move by 1 per feature and the sums of squares not at
-    all: the pair attains the release's L2 sensitivity ``sqrt(d)``. The
-    white-box :meth:`statistic` ``Σ_j n·(mean_j − c_j)/w_j`` (c, w the centre
-    and width of the bounds) is the likelihood-ratio direction, so with
+    Record ``index`` lies beyond the upper clipping bounds in the "in" data
+    set and beyond the lower ones in the "out" one (three times as far from
+    their centre: ``bounds`` when given, else ``±data_range``; the clip
+    brings it back onto them, and an estimator that does not clip is seen).
+    Each normalised value moves from +1/2 to −1/2, so the released sums move
+    by 1 per feature and the sums of squares not at all: the pair attains
+    the release's L2 sensitivity ``sqrt(d)``. The white-box
+    :meth:`statistic` ``Σ_j [n·(mean_j − c_j)/w_j − Σ_{i≠index} z_ij]`` (c,
+    w the centre and width of the fitted ``bounds_``, z the other records
+    normalised to them, which the auditor knows) is the likelihood-ratio
+    direction; subtracting the other records keeps privately found bounds,
+    which move from fit to fit, from drowning the record (without it, a
+    scaler with a third of its noise passed at its defaults). With
     ``bounds`` given (one Gaussian release) the design attains the claimed
     ``μ = 1/noise_multiplier_`` (while no released mean is clipped to its
     bounds). Neighbours under *replace one record*.
@@ -226,18 +258,23 @@ class ExtremeRecordCanary(Canary):
     def build(self, estimator, X, y=None):
         X = check_array(X, dtype=np.float64)
         d = X.shape[1]
-        lower, upper = _bounds_or_range(estimator, d)
+        high, low = _beyond(*_bounds_or_range(estimator, d))
         self.n_samples_ = X.shape[0]
+        self.base_ = self._other_records(X, y)
         return (
-            (_replace_row(X, self.index, upper), y),
-            (_replace_row(X, self.index, lower), y),
+            (_replace_row(X, self.index, high), y),
+            (_replace_row(X, self.index, low), y),
         )
+
+    def _other_records(self, X, y):
+        return np.delete(X, self.index, axis=0)
 
     def statistic(self, fitted):
         lower, upper = fitted.bounds_
         width = upper - lower
         shift = (fitted.mean_ - (lower + width / 2.0)) / width
-        return float(self.n_samples_ * np.sum(shift))
+        own = self.n_samples_ * shift - _base_sums(self.base_, lower, upper)
+        return float(np.sum(own))
 
     def expected_mu(self, fitted):
         if fitted.n_iter_ != 1:  # bounds found privately: several releases
@@ -249,20 +286,27 @@ class ClassRecordCanary(ExtremeRecordCanary):
     """Worst-case record canary for per-class clipped sums (DPGaussianNB).
 
     As :class:`ExtremeRecordCanary`: record ``index`` keeps its label and
-    sits at the upper bounds in the "in" data set and at the lower bounds in
-    the "out" one, so the released sums of its class move by 1 per
-    normalised feature (the counts and the shifted squares not at all): the
-    pair attains the release's L2 sensitivity ``sqrt(d)``. The white-box
-    :meth:`statistic` recovers the noisy sums of that class from ``theta_``
-    and ``class_count_`` (``Σ_j max(n_k, 1)·(theta_kj − c_j)/w_j``, exact
-    while no mean is clipped to its bounds), the likelihood-ratio direction:
-    with ``bounds`` given (one release) the design attains the claimed
-    ``μ = 1/noise_multiplier_``. Neighbours under *replace one record*.
+    lies beyond the upper bounds in the "in" data set and beyond the lower
+    bounds in the "out" one (clipped back onto them), so the released sums
+    of its class move by 1 per normalised feature (the counts and the
+    shifted squares not at all): the pair attains the release's L2
+    sensitivity ``sqrt(d)``. The white-box :meth:`statistic` recovers the
+    noisy sums of that class from ``theta_`` and ``class_count_``
+    (``max(n_k, 1)·(theta_kj − c_j)/w_j``, exact while no mean is clipped to
+    its bounds) and subtracts the other records of the class, normalised to
+    the fitted bounds (the auditor knows them), summed over the kept
+    features: the likelihood-ratio direction. With ``bounds`` given (one
+    release) the design attains the claimed ``μ = 1/noise_multiplier_``.
+    Neighbours under *replace one record*.
     """
 
     def build(self, estimator, X, y=None):
         self.label_ = np.asarray(y)[self.index]
         return super().build(estimator, X, y)
+
+    def _other_records(self, X, y):
+        others = (np.arange(X.shape[0]) != self.index) & (np.asarray(y) == self.label_)
+        return X[others]
 
     def statistic(self, fitted):
         lower, upper = fitted.bounds_
@@ -271,16 +315,18 @@ class ClassRecordCanary(ExtremeRecordCanary):
         keep = ~fitted.dropped_features_
         shift = (fitted.theta_[k] - (lower + width / 2.0)) / width
         n_k = max(float(fitted.class_count_[k]), 1.0)
-        return float(n_k * np.sum(shift[keep]))
+        own = n_k * shift - _base_sums(self.base_, lower, upper)
+        return float(np.sum(own[keep]))
 
 
 class HistogramCanary(Canary):
     """Worst-case record canary for noisy histograms (the quantile transformers).
 
-    Record ``index`` becomes the vector of upper bounds in the "in" data set
-    and of lower bounds in the "out" one (``bounds`` when given, else
-    ``±data_range``, to which the data is clipped): in every feature it
-    moves from the first bin of the grid to the last, so the count matrix
+    Record ``index`` lies beyond the upper bounds in the "in" data set and
+    beyond the lower ones in the "out" one (``bounds`` when given, else
+    ``±data_range``, to which the data is clipped; three times as far from
+    their centre, so that an estimator that does not clip is seen): in every
+    feature it moves from the first bin of the grid to the last, so the count matrix
     moves by ``e_last - e_first`` per feature, of L2 norm ``sqrt(2d)``, the
     release's sensitivity. The white-box :meth:`statistic`
     ``Σ_j (h_j,last - h_j,first)`` of the released noisy counts
@@ -301,10 +347,10 @@ class HistogramCanary(Canary):
     def build(self, estimator, X, y=None):
         X = check_array(X, dtype=np.float64)
         d = X.shape[1]
-        lower, upper = _bounds_or_range(estimator, d)
+        high, low = _beyond(*_bounds_or_range(estimator, d))
         return (
-            (_replace_row(X, self.index, upper), y),
-            (_replace_row(X, self.index, lower), y),
+            (_replace_row(X, self.index, high), y),
+            (_replace_row(X, self.index, low), y),
         )
 
     def statistic(self, fitted):
@@ -323,8 +369,10 @@ class HistogramCanary(Canary):
 class GramCanary(Canary):
     """Worst-case record canary for a released Gram matrix (DPPCA).
 
-    Record ``index`` becomes ``x_a = C·e₁`` in the "in" data set and
-    ``x_b`` in the "out" one, both of norm C (the estimator's clip): ``x_b``
+    Record ``index`` becomes ``3·x_a`` in the "in" data set and ``3·x_b``
+    in the "out" one, which the clip brings back to ``x_a = C·e₁`` and
+    ``x_b``, both of norm C (the estimator's clip; an estimator that does
+    not clip is seen): ``x_b``
     is chosen so that the augmented rows ``w = (x, c)`` (c the constant
     coordinate of the centring, if any) are orthogonal, ``x_aᵀx_b = -c²``.
     Replacing ``w_a`` by ``w_b`` then moves the Gram matrix by
@@ -361,8 +409,9 @@ class GramCanary(Canary):
         self.delta_ = np.outer(w_a, w_a) - np.outer(w_b, w_b)
         self.constant_, self.n_samples_ = constant, n
         self.record_ = x_a
-        return (_replace_row(X, self.index, x_a), y), (
-            _replace_row(X, self.index, x_b),
+        # Three times the clip norm: the clip brings them back (see OUTSIDE).
+        return (_replace_row(X, self.index, OUTSIDE * x_a), y), (
+            _replace_row(X, self.index, OUTSIDE * x_b),
             y,
         )
 
