@@ -819,10 +819,12 @@ def test_zero_prior_is_allowed_and_dask_fit_reads_the_label_set_from_y():
 
 
 def test_class_record_canary_statistic_is_the_noisy_sum_of_its_class(monkeypatch):
-    """White-box check of the audit's canary: its records sit on the bounds
-    (floats, even for an integer X), and its statistic recovers Σ_j of the
-    released noisy sums of its class over the kept features (per-feature
-    bounds with non-zero centres and widths, one feature dropped)."""
+    """White-box check of the audit's canary: its records sit three
+    half-widths beyond the bounds (floats, even for an integer X; the clip
+    brings them back), and its statistic is Σ_j of the released noisy sums
+    of its class over the kept features less the other records of the class
+    normalised to the bounds (per-feature bounds with non-zero centres and
+    widths, one feature dropped)."""
     from skdp.audit._release_canaries import ClassRecordCanary
 
     calls = _recording(monkeypatch)
@@ -830,6 +832,7 @@ def test_class_record_canary_statistic_is_the_noisy_sum_of_its_class(monkeypatch
     X = np.round(X).astype(np.int64)
     lower = np.array([-0.5, 0.0, 1.0, -2.0, 0.5])
     upper = lower + np.array([17.0, 16.0, 15.5, 20.0, 16.0])
+    center, width = (lower + upper) / 2, upper - lower
     model = DPGaussianNB(
         delta=DELTA,
         classes=[0, 1],
@@ -839,23 +842,27 @@ def test_class_record_canary_statistic_is_the_noisy_sum_of_its_class(monkeypatch
     )
     canary = ClassRecordCanary(index=3)
     (X_in, y_in), (X_out, y_out) = canary.build(model, X, y)
-    np.testing.assert_array_equal(X_in[3], upper)
-    np.testing.assert_array_equal(X_out[3], lower)
+    np.testing.assert_allclose(X_in[3], center + 1.5 * width, rtol=1e-15)
+    np.testing.assert_allclose(X_out[3], center - 1.5 * width, rtol=1e-15)
     np.testing.assert_array_equal(np.delete(X_in, 3, axis=0), np.delete(X, 3, axis=0))
     for labels in (y_in, y_out):  # the record keeps its label in both worlds
         np.testing.assert_array_equal(labels, y)
-    # Bounds found privately: the records sit at ±data_range (public).
+    # Bounds found privately: the records lie beyond ±data_range (public).
     searched = DPGaussianNB(data_range=50.0)
     (X_hi, _), (X_lo, _) = ClassRecordCanary(index=3).build(searched, X, y)
-    np.testing.assert_array_equal(X_hi[3], np.full(5, 50.0))
-    np.testing.assert_array_equal(X_lo[3], np.full(5, -50.0))
+    np.testing.assert_array_equal(X_hi[3], np.full(5, 150.0))
+    np.testing.assert_array_equal(X_lo[3], np.full(5, -150.0))
     fitted = model.fit(X_in, y_in)
     keep = ~fitted.dropped_features_
     assert 0 < keep.sum() < 5
     noisy = calls[-1].out
     d = int(keep.sum())
     sums = noisy[2 : 2 * (d + 1)].reshape(2, d)[y[3]]
-    assert canary.statistic(fitted) == pytest.approx(sums.sum(), rel=1e-9)
+    others = X[(np.arange(len(y)) != 3) & (y == y[3])][:, keep]
+    known = (
+        (np.clip(others, lower[keep], upper[keep]) - center[keep]) / width[keep]
+    ).sum()
+    assert canary.statistic(fitted) == pytest.approx(sums.sum() - known, rel=1e-9)
 
 
 def test_a_feature_no_bin_shows_is_left_out_with_a_warning():
