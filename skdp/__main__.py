@@ -502,8 +502,9 @@ def demo(seed=0, file=sys.stdout):
     print(
         "skdp demo: (ε, δ)-DP (δ=1e-5; 1e-6 for DPFedRep), each under its "
         "estimator's adjacency (one record; one comparison outcome for "
-        "DPBradleyTerry; one user for DPFedRep); held-out scores. About a "
-        "minute on 2 cores; rows print as they finish.",
+        "DPBradleyTerry; one user for DPFedRep); scores on held-out data, or "
+        "against the true parameters where the row says so. About a minute on "
+        "2 cores; rows print as they finish.",
         file=file,
         flush=True,
     )

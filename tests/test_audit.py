@@ -777,6 +777,52 @@ def test_command_line_prints_a_report():
     assert "Privacy audit of DPGaussianSampler" in out.getvalue()
 
 
+def test_command_line_exits_1_when_the_claim_is_refuted(monkeypatch):
+    """The status was 0 whatever the verdict: useless as a CI gate (review)."""
+    _weaker_noise(monkeypatch, 10.0)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main_audit(["DPPCA", "--n-trials", "100", "--seed", "0", "--quiet"])
+    assert "verdict             : REFUTED" in out.getvalue() and code == 1
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--n-trials", "3"], "integer >= 5"),
+        (["--n-jobs", "0"], "non-zero integer"),
+        (["--seed", "-1"], "integer >= 0"),
+        (["--epsilon", "nan"], "finite epsilon"),
+        (["--epsilon", "0"], "finite epsilon"),
+        (["--delta", "1.5"], "delta in"),
+        (["--statistic", "loss"], "no black-box loss"),
+        (["--plot", "/no/such/folder/roc.png"], "no directory"),
+    ],
+)
+def test_command_line_refuses_bad_arguments_before_any_fit(
+    monkeypatch, capsys, argv, message
+):
+    """They raised tracebacks, some after the probe fits, and a bad --plot
+    path only after the whole audit (review)."""
+    import skdp.audit._audit
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted")
+
+    monkeypatch.setattr(skdp.audit._audit, "_fit", no_fit)
+    with pytest.raises(SystemExit) as exited:
+        main_audit(["DPPCA", *argv])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.5, float("nan")])
+def test_audit_refuses_an_alpha_outside_0_1_before_any_fit(alpha):
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    estimator = DPGaussianSampler(center=0.0, radius=3.0)
+    with pytest.raises(ValueError, match="alpha must be in"):
+        audit_estimator(estimator, X, n_trials=5, alpha=alpha)
+
+
 def test_verbose_audit_shows_progress_and_time_left_with_the_same_scores(capsys):
     X = np.random.default_rng(0).normal(size=(100, 2))
     estimator = DPGaussianSampler(center=None, radius=3.0, min_variance=1e-9)
@@ -1038,3 +1084,18 @@ def test_record_canaries_see_a_clip_removed(monkeypatch, name):
     target = y if name == "naive_bayes" else None
     report = audit_estimator(est, X, target, n_trials=200, random_state=0)
     assert report.refuted, report
+
+
+def test_trial_fits_warn_nothing_the_probes_showed_once():
+    """Every warning of a fit printed once per trial fit: hundreds of
+    DPGaussianNB "dropped_features_" lines (review)."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 3)), np.arange(60) % 2
+    X[:, 2] = 0.0  # a blank column: dropped, with a warning, at every fit
+    estimator = DPGaussianNB(delta=DELTA, classes=[0, 1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        audit_estimator(estimator, X, y, n_trials=20, random_state=0)
+    assert 1 <= len(caught) <= 2 * 2  # the two probe fits only

@@ -31,7 +31,7 @@ __all__ = ["audit_estimator"]
 _LOW_FPRS = (0.1, 0.01, 0.001)
 
 
-def _fit(estimator, world, seed):
+def _fit(estimator, world, seed, *, quiet=False):
     X, y, fit_params, context = world
     # Secure noise cannot be seeded (it refuses a random_state): its fits
     # draw fresh OS entropy and are audited unpaired.
@@ -41,6 +41,8 @@ def _fit(estimator, world, seed):
     with warnings.catch_warnings(), context(est) as hook:
         # n and δ are chosen by the auditor; the warning adds nothing here.
         warnings.simplefilter("ignore", PrivacyLeakWarning)
+        if quiet:  # the probes showed them once; not once per trial fit
+            warnings.simplefilter("ignore")
         est.fit(X, y, **fit_params)
     if hook is not None:
         hook.check(est)  # the canary really entered the fit
@@ -48,7 +50,9 @@ def _fit(estimator, world, seed):
 
 
 def _scores_of_chunk(estimator, world, seeds, statistic):
-    return np.array([statistic(_fit(estimator, world, s)) for s in seeds], dtype=float)
+    return np.array(
+        [statistic(_fit(estimator, world, s, quiet=True)) for s in seeds], dtype=float
+    )
 
 
 def _no_context(estimator):
@@ -78,6 +82,11 @@ def _resolve_statistic(statistic, canary):
     if statistic in ("auto", "white-box"):
         return canary.statistic, f"white-box ({type(canary).__name__}.statistic)"
     if statistic == "loss":
+        if type(canary).loss is Canary.loss:  # refused before any fit
+            raise ValueError(
+                f"{type(canary).__name__} has no black-box loss statistic: use "
+                "statistic='auto', or a canary with a record (e.g. GLMCanary)."
+            )
         return canary.loss, "black-box (minus the canary record's loss)"
     raise ValueError(
         "statistic must be 'auto', 'white-box', 'loss' or a callable; got "
@@ -216,6 +225,11 @@ def audit_estimator(
     # 5: the paired test chooses its thresholds on a fifth of the pairs.
     if not isinstance(n_trials, numbers.Integral) or n_trials < 5:
         raise ValueError(f"n_trials must be an integer >= 5; got {n_trials!r}.")
+    # Checked before the 2·n_trials fits: alpha = 1.5 printed a verdict "at
+    # -50% confidence", and alpha <= 0 failed after all of them (review).
+    for name, value in (("alpha", alpha), ("selection_split", selection_split)):
+        if not (isinstance(value, numbers.Real) and 0.0 < value < 1.0):
+            raise ValueError(f"{name} must be in (0, 1); got {value!r}.")
     if canary == "auto":
         canary = default_canary(estimator)
     elif not isinstance(canary, Canary):

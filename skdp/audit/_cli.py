@@ -5,11 +5,15 @@ Runs the default audit of one estimator on generated data and prints the
 configures the estimator the way a tight audit needs (DP-GD: plain gradient
 steps and a tiny learning rate, so that μ̂ measures the claimed μ exactly,
 and a record canary stays clipped for ``--statistic loss``);
-``--setting default`` audits the estimator's own defaults (for DP-GD the
-default gradient canary keeps μ̂ within about 10% of the claim there too).
+``--setting default`` audits the estimator near its own defaults (fewer
+steps or features for speed; for DP-GD the default gradient canary keeps μ̂
+within about 10% of the claim there too). The exit status is 1 when the
+claim is refuted, so that the command can gate a CI job.
 """
 
 import argparse
+import math
+import os
 import sys
 import time
 
@@ -39,8 +43,10 @@ def audit_setup(name, *, epsilon, delta, setting="worst-case", seed=0):
     The data are small and generated (n = 50 records with 3 standard normal
     features, also for the quantile transformers; 10 items compared twice
     per pair for DPBradleyTerry; 500 two-dimensional rows for
-    DPGaussianSampler), so that an audit of a few
-    hundred fits per data set takes seconds.
+    DPGaussianSampler; 2000 rows for DPLinearRegression), so that an audit
+    of a few hundred fits per data set takes seconds. ``setting="default"``
+    keeps the estimator's defaults but for its size: DPLogisticRegression
+    runs ``max_iter=20`` and DPRandomFeaturesRegressor has 50 features.
     """
     import skdp
     from skdp.audit import OutcomeCanary
@@ -117,11 +123,32 @@ the observed privacy loss refutes the claimed epsilon. Prints the report
 --setting worst-case (the default) configures the estimator the way a tight
 audit needs (DP-GD: plain gradient steps and a tiny learning rate, so that
 the worst-case canary attains the claimed privacy loss); --setting default
-audits the estimator's own defaults."""
+audits the estimator near its own defaults (fewer steps or features, for
+speed). The DP-GD estimators' default canary injects a gradient: it tests the
+noise, not the clipping of records' gradients; add --statistic loss (a record
+canary, GLMCanary) for that.
+
+Exit status: 0 if the claim is not refuted, 1 if it is, 2 for bad arguments."""
 
 AUDIT_EPILOG = """\
 example:
   python -m skdp audit DPLogisticRegression --epsilon 1 --n-trials 500"""
+
+
+def _checked(convert, accept, rule):
+    """An argparse type: ``convert``, then ``accept`` or an argparse error
+    (exit status 2, before any fit)."""
+
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {rule}") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {rule}")
+        return value
+
+    return parse
 
 
 def add_audit_arguments(parser):
@@ -133,13 +160,22 @@ def add_audit_arguments(parser):
         help="one of: " + ", ".join(ESTIMATORS),
     )
     parser.add_argument(
-        "--epsilon", type=float, default=1.0, help="claimed epsilon (default 1)"
+        "--epsilon",
+        type=_checked(float, lambda e: 0 < e < math.inf, "a finite epsilon > 0"),
+        default=1.0,
+        help="claimed epsilon (default 1)",
     )
     parser.add_argument(
-        "--delta", type=float, default=1e-5, help="claimed delta (default 1e-5)"
+        "--delta",
+        type=_checked(float, lambda d: 0 < d < 1, "a delta in (0, 1)"),
+        default=1e-5,
+        help="claimed delta (default 1e-5)",
     )
     parser.add_argument(
-        "--n-trials", type=int, default=500, help="fits per data set (default 500)"
+        "--n-trials",
+        type=_checked(int, lambda n: n >= 5, "an integer >= 5"),
+        default=500,
+        help="fits per data set (default 500)",
     )
     parser.add_argument(
         "--setting",
@@ -154,11 +190,14 @@ def add_audit_arguments(parser):
         help="white-box (auto) or black-box (the canary's loss)",
     )
     parser.add_argument(
-        "--n-jobs", type=int, default=1, help="parallel fits (joblib; default 1)"
+        "--n-jobs",
+        type=_checked(int, lambda j: j != 0, "a non-zero integer (joblib)"),
+        default=1,
+        help="parallel fits (joblib; default 1)",
     )
     parser.add_argument(
         "--seed",
-        type=int,
+        type=_checked(int, lambda s: s >= 0, "an integer >= 0"),
         default=0,
         help="seed of the audit's data, noise and canary draws (default 0)",
     )
@@ -179,6 +218,10 @@ def run_audit(args, file=None):
     from . import audit_estimator
 
     file = sys.stdout if file is None else file
+    if args.plot:  # before the fits, not after them
+        folder = os.path.dirname(os.path.abspath(args.plot))
+        if not os.path.isdir(folder):
+            _refuse(f"argument --plot: no directory {folder!r} to save into")
     estimator, X, y, canary = audit_setup(
         args.estimator,
         epsilon=args.epsilon,
@@ -191,6 +234,16 @@ def run_audit(args, file=None):
         from . import GLMCanary
 
         canary = GLMCanary()
+    if args.statistic == "loss":
+        from . import default_canary
+        from ._canary import Canary
+
+        chosen = default_canary(estimator) if canary == "auto" else canary
+        if type(chosen).loss is Canary.loss:
+            _refuse(
+                f"argument --statistic: {type(chosen).__name__}, the canary of "
+                f"{args.estimator}, has no black-box loss; use --statistic auto"
+            )
     start = time.perf_counter()
     report = audit_estimator(
         estimator,
@@ -217,7 +270,13 @@ def run_audit(args, file=None):
         ax = report.plot()
         ax.figure.savefig(args.plot, dpi=120, bbox_inches="tight")
         print(f"  saved {args.plot}", file=file)
-    return 0
+    return 1 if report.refuted else 0
+
+
+def _refuse(message):
+    """An argument error found after parsing: argparse's form, exit status 2."""
+    print(f"python -m skdp audit: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def main_audit(argv=None):

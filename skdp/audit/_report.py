@@ -38,7 +38,8 @@ class AuditReport:
         each valid at ``1 − alpha/2`` (two tests of one claim).
     epsilon_lower_bound : float
         Clopper–Pearson lower bound on ε at ``claimed_delta``, with the
-        threshold chosen on held-out fits.
+        threshold chosen on the first fits (``selection_split``) and the
+        bound evaluated on the others, held out.
     mu_hat, mu_hat_se : float
         Point estimate of the GDP parameter (separation of the two score
         laws in pooled standard deviations) and its standard error.
@@ -144,7 +145,8 @@ class AuditReport:
             (
                 "epsilon lower bound",
                 f"{self.epsilon_lower_bound:.4g} (Clopper-Pearson, threshold "
-                f"chosen on held-out fits; verdict at {pct} confidence)",
+                "chosen on the selection fits, bound on the held-out ones; "
+                f"verdict at {pct} confidence)",
             ),
             (
                 "GDP estimate",
