@@ -116,20 +116,22 @@ def require_positive_delta(estimator):
         )
 
 
-def warn_if_delta_is_large(estimator, n_samples, *, stacklevel=5):
+def warn_if_delta_is_large(estimator, n_samples, *, stacklevel=5, unit="record"):
     """Warn when ``delta >= 1/n_samples`` (n is public).
 
     An (ε, δ)-DP mechanism may publish each record outright with probability
     δ, so at δ ≥ 1/n it may publish one record (in expectation) and still meet
-    its guarantee. ``stacklevel``: 5 when called from a ``fit`` under its two
-    decorators (the warning points at the caller of fit); one more per helper
-    in between.
+    its guarantee. ``unit``: what n counts, and what one release may reveal
+    ("user" for user-level estimators). ``stacklevel``: 5 when called from a
+    ``fit`` under its two decorators (the warning points at the caller of
+    fit); one more per helper in between.
     """
     if estimator.delta >= 1.0 / n_samples:
+        n = "n_samples" if unit == "record" else f"n_{unit}s"
         warnings.warn(
-            f"delta={estimator.delta:g} is at least 1/n_samples = "
+            f"delta={estimator.delta:g} is at least 1/{n} = "
             f"{1.0 / n_samples:.3g}: a mechanism with this guarantee may reveal a "
-            "whole record. Use delta well below 1/n_samples (e.g. 1/n**1.5).",
+            f"whole {unit}'s data. Use delta well below 1/{n} (e.g. 1/n**1.5).",
             PrivacyLeakWarning,
             stacklevel=stacklevel,
         )

@@ -1332,7 +1332,9 @@ def test_delta_is_checked_against_the_number_of_users():
     not with 1/n_rows (1/200)."""
     X, y, groups, _, _ = make_users(50, 4, 3, 1, seed=30)
     kwargs = dict(n_rounds=1, init="random")
-    with pytest.warns(PrivacyLeakWarning, match="1/n_samples = 0.02"):
+    with pytest.warns(
+        PrivacyLeakWarning, match="1/n_users = 0.02: .* whole user's data"
+    ):
         DPFedRep(1, delta=0.03, **kwargs).fit(X, y, groups)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)

@@ -439,7 +439,7 @@ class DPFedRep(
         if groups is None:
             self._warn_without_users()
         n = len(users)
-        warn_if_delta_is_large(self, n)
+        warn_if_delta_is_large(self, n, unit="user" if groups is not None else "record")
         clip, init_clip, cold_clip = self._clips(d)
         private_init = isinstance(self.init, str) and self.init == "private"
         U_public = None if isinstance(self.init, str) else _public_init(self.init, d, k)
