@@ -46,6 +46,18 @@ def row_norm_bound(x_clip, constant=0.0, y_clip=0.0, y_weight=1.0):
     return math.sqrt(x_clip**2 + constant**2 + (y_weight * y_clip) ** 2)
 
 
+def gram_noise_norm_bound(noise_std, d, rho=0.05):
+    """A bound on the operator norm of the noise of a released Gram matrix's
+    ``d x d`` block, holding with probability ``1 - rho``.
+
+    The noise (diagonal std σ = ``noise_std``, off-diagonal ``σ/sqrt(2)``:
+    a GOE matrix times ``σ/sqrt(2)``) has ``E||E|| <= σ·sqrt(2d)``, and its
+    norm is σ-Lipschitz in the Gaussian vector: ``||E|| <= σ·(sqrt(2d) +
+    sqrt(2 log(1/ρ)))`` with probability ``1 - ρ``. Public: σ and d only.
+    """
+    return noise_std * (math.sqrt(2.0 * d) + math.sqrt(2.0 * math.log(1.0 / rho)))
+
+
 #: Share of ``x_clip`` above which the norm of the mean clipped row says the
 #: rows point one way (see :func:`warn_if_rows_point_one_way`).
 ONE_WAY_SHARE = 0.5
