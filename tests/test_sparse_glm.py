@@ -1079,7 +1079,11 @@ def test_private_schedule_is_the_same_on_public_sizes_only_when_given():
 def test_adaptive_n_iter_stops_before_the_noise_swamps_the_signal():
     # White box of the automatic T of the private schedule: the release noise
     # norm grows like sqrt(T) here (a fixed total budget split over T steps).
-    from skdp.linear_model._sparse_glm import _MAX_NOISE_NORM, _adaptive_n_iter
+    from skdp.linear_model._sparse_glm import (
+        _MAX_NOISE_NORM,
+        _NEGLIGIBLE_NOISE,
+        _adaptive_n_iter,
+    )
 
     def budget(n_iter):
         return 1.0 / n_iter, {"values": 0.5}
@@ -1093,10 +1097,11 @@ def test_adaptive_n_iter_stops_before_the_noise_swamps_the_signal():
     # κ < 1: the first T whose optimisation error is below the noise floor.
     t = _adaptive_n_iter(0.5, 0.0, 0.05, 1.0, 1, budget)
     assert 0.5**t <= floor(t) and 0.5 ** (t - 1) > floor(t - 1)
-    # The cap is on the noise alone: a sampling error above it (a small
-    # table) stopped every fit after one step, at any ε (review).
-    t = _adaptive_n_iter(1.0, 0.3**2, 0.05, 1.0, 1, budget)
-    assert floor(t) <= _MAX_NOISE_NORM < floor(t + 1)
+    # A sampling error above the cap (a small table) stopped every fit after
+    # one step, at any ε (review): now only once the noise is not negligible.
+    t = _adaptive_n_iter(1.0, 0.3**2, 0.01, 1.0, 1, budget)
+    noise = lambda n_iter: 0.01 * math.sqrt(n_iter)  # noqa: E731
+    assert noise(t) <= _NEGLIGIBLE_NOISE < noise(t + 1) and t > 1
     tiny = _adaptive_n_iter(0.95, 0.3**2, 1e-9, 1.0, 1, budget)
     assert 0.95**tiny <= math.hypot(0.3, 1e-9 * math.sqrt(tiny)) < 0.95 ** (tiny - 1)
 
