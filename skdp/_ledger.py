@@ -156,6 +156,7 @@ class PrivacyLedger:
         self.delta = delta
         self._costs = []
         self._uncovered = []
+        self._stamps = set()  # the DP fits recorded (FitStamp.when)
 
     def record(self, spent, *, cv=None):
         """Add what one fitted object spent on the training data.
@@ -222,7 +223,20 @@ class PrivacyLedger:
         else:
             _collect(spent, type(spent).__name__, costs, leaks, fitted=True)
         check_independent_noise(self._costs + costs)
+        stamps = set()
+        if not isinstance(spent, dict):
+            stamps = {s.when for s, _ in _fit_stamps(spent, type(spent).__name__)}
         _warn_leaks(leaks)
+        if stamps & self._stamps:
+            # Conservative, and easy to do by re-running a notebook cell.
+            warnings.warn(
+                "PrivacyLedger.record: a fit recorded before is recorded again; "
+                "its releases are counted twice (a conservative total). Record "
+                "each fitted object once.",
+                UserWarning,
+                stacklevel=2,
+            )
+        self._stamps |= stamps
         self._costs.extend(costs)
         self._uncovered.extend(m for m in leaks if m not in self._uncovered)
         return self

@@ -2735,3 +2735,22 @@ def test_a_refit_is_found_past_steps_that_hold_no_fit_of_their_own(data, middle)
     scaler.fit(X)  # again, after the model was fitted on its output
     with pytest.raises(ValueError, match="'scale' was fitted again after step 'model'"):
         PrivacyLedger(delta=DELTA).record(pipe)
+
+
+def test_recording_one_fit_twice_says_so():
+    """A notebook cell run again recorded the same fit twice: counted twice,
+    conservative but silent (new-user trial). It warns; a new fit does not."""
+    from skdp import DPPCA, DPStandardScaler
+
+    X = np.random.default_rng(0).normal(size=(300, 2))
+    scaler = DPStandardScaler(bounds=(-3, 3)).fit(X)
+    pipe = make_pipeline(DPStandardScaler(bounds=(-3, 3)), DPPCA(2)).fit(X)
+    ledger = PrivacyLedger().record(scaler).record(pipe)
+    with pytest.warns(UserWarning, match="recorded again"):
+        ledger.record(scaler)
+    with pytest.warns(UserWarning, match="recorded again"):
+        ledger.record(pipe[-1])  # a part of a pipeline recorded before
+    assert len(ledger) == 5  # still counted: the total stays an upper bound
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        ledger.record(DPStandardScaler(bounds=(-3, 3)).fit(X))
