@@ -211,6 +211,11 @@ class SearchCanary(Canary):
     def loss(self, fitted):
         return self.canary_.loss(fitted.best_estimator_)
 
+    def __repr__(self):
+        # The report names the canary that was used, once it is chosen.
+        inner = getattr(self, "canary_", self.canary)
+        return f"SearchCanary({'' if inner is None else repr(inner)})"
+
 
 def register_canary(estimator_class, factory):
     """Make ``factory(estimator) -> Canary`` the default canary of a class."""
