@@ -223,9 +223,10 @@ class PrivacyLedger:
         else:
             _collect(spent, type(spent).__name__, costs, leaks, fitted=True)
         check_independent_noise(self._costs + costs)
-        stamps = set()
-        if not isinstance(spent, dict):
-            stamps = {s.when for s, _ in _fit_stamps(spent, type(spent).__name__)}
+        fitted = spent.get("estimator", ()) if isinstance(spent, dict) else [spent]
+        stamps = {
+            s.when for obj in fitted for s, _ in _fit_stamps(obj, type(obj).__name__)
+        }
         _warn_leaks(leaks)
         if stamps & self._stamps:
             # Conservative, and easy to do by re-running a notebook cell.

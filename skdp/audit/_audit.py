@@ -230,6 +230,11 @@ def audit_estimator(
     for name, value in (("alpha", alpha), ("selection_split", selection_split)):
         if not (isinstance(value, numbers.Real) and 0.0 < value < 1.0):
             raise ValueError(f"{name} must be in (0, 1); got {value!r}.")
+    if not 1 <= math.floor(selection_split * n_trials) < n_trials:
+        raise ValueError(
+            f"selection_split={selection_split} leaves no fits on one side of the "
+            f"split of n_trials={n_trials}."
+        )
     if canary == "auto":
         canary = default_canary(estimator)
     elif not isinstance(canary, Canary):

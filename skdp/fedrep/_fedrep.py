@@ -773,7 +773,17 @@ def _lookup(users, groups):
 
 
 def _clipped_search(users, ids):
-    """Where each id would sit in the sorted ``users`` (an index into it)."""
+    """Where each id would sit in the sorted ``users`` (an index into it).
+
+    Searched in ``users``' own dtype: numpy searches int64 ids among uint64
+    ones (or floats among ints) as floats, where 2**53 and 2**53 + 1 are
+    one value, and a known user landed on its neighbour (review). An id the
+    cast changes (2.5 among ints, a negative uint) lands anywhere and is
+    told apart by the exact comparison (:func:`_same_ids`).
+    """
+    if ids.dtype.kind != users.dtype.kind and users.dtype.kind in "iuf":
+        with np.errstate(all="ignore"):
+            ids = ids.astype(users.dtype)
     return np.clip(np.searchsorted(users, ids), 0, len(users) - 1)
 
 

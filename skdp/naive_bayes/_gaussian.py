@@ -674,7 +674,7 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
         kept_lower, kept_upper = lower[keep], upper[keep]
         center, half_width = _center_half_width(kept_lower, kept_upper)
         theta = np.zeros((n_classes, d))
-        var = np.full((n_classes, d), self.data_range**2)
+        var = np.full((n_classes, d), float(self.data_range) ** 2)
         if keep.any():
             m = np.clip(sums / n_k, -0.5, 0.5)
             s = np.clip(squares / n_k + SHIFT, 0.0, 0.25)

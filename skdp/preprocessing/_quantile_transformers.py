@@ -610,9 +610,11 @@ class DPRobustScaler(_DPHistogramQuantiles):
         q_min, q_max = _check_fraction_pair(
             self.quantile_range, "quantile_range", 0.0, 100.0
         )
-        if self.unit_variance and self.with_scaling and (q_min == 0 or q_max == 100):
-            # A standard normal's 0th and 100th percentiles are infinite: the
-            # scale would be 0 (scikit-learn's RobustScaler does that).
+        normal_range = ndtri(q_max / 100.0) - ndtri(q_min / 100.0)
+        if self.unit_variance and self.with_scaling and not np.isfinite(normal_range):
+            # A standard normal's 0th and 100th percentiles are infinite (and
+            # 1e-322/100 underflows to 0): the scale would be 0 (scikit-learn's
+            # RobustScaler does that).
             raise ValueError(
                 "unit_variance=True needs a quantile_range strictly inside "
                 f"(0, 100); got {self.quantile_range!r}."
@@ -630,8 +632,7 @@ class DPRobustScaler(_DPHistogramQuantiles):
             scale = _floor_scale(high - low, release.resolution)
             if self.unit_variance:
                 resolved = scale != 1.0
-                factor = ndtri(q_max / 100.0) - ndtri(q_min / 100.0)
-                scale = np.where(resolved, scale / factor, 1.0)
+                scale = np.where(resolved, scale / normal_range, 1.0)
             self.scale_ = scale
         else:
             self.scale_ = None
