@@ -815,12 +815,28 @@ def test_command_line_refuses_bad_arguments_before_any_fit(
     assert exited.value.code == 2 and message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("alpha", [0.0, 1.5, float("nan")])
-def test_audit_refuses_an_alpha_outside_0_1_before_any_fit(alpha):
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(alpha=0.0), "alpha must be in"),
+        (dict(alpha=1.5), "alpha must be in"),
+        (dict(alpha=float("nan")), "alpha must be in"),
+        (dict(selection_split=0.001), "leaves no fits on one side"),
+    ],
+)
+def test_audit_refuses_bad_levels_and_splits_before_any_fit(
+    monkeypatch, kwargs, message
+):
+    import skdp.audit._audit
+
+    def no_fit(*args, **kw):
+        raise AssertionError("fitted")
+
+    monkeypatch.setattr(skdp.audit._audit, "_fit", no_fit)
     X = np.random.default_rng(0).normal(size=(20, 2))
     estimator = DPGaussianSampler(center=0.0, radius=3.0)
-    with pytest.raises(ValueError, match="alpha must be in"):
-        audit_estimator(estimator, X, n_trials=5, alpha=alpha)
+    with pytest.raises(ValueError, match=message):
+        audit_estimator(estimator, X, n_trials=50, **kwargs)
 
 
 def test_verbose_audit_shows_progress_and_time_left_with_the_same_scores(capsys):

@@ -754,6 +754,15 @@ def test_ids_are_matched_exactly_not_as_floats():
     np.testing.assert_allclose(
         est.predict(X[:3], np.full(3, 7.0)), est.predict(X[:3], np.full(3, 7))
     )
+    # ids of another integer dtype are searched in users_' own: beside a
+    # user 2**53, a uint64 2**53 + 1 landed on 2**53's place as a float and
+    # missed its user (review of the day's diff)
+    twins = np.repeat(np.array([2**53, 2**53 + 1], dtype=np.int64), 20)
+    est = DPFedRep(2, random_state=0).fit(X, y, twins)
+    own = est.predict(X[:3], np.full(3, 2**53 + 1))
+    as_uint = est.predict(X[:3], np.full(3, 2**53 + 1, dtype=np.uint64))
+    np.testing.assert_array_equal(as_uint, own)
+    assert not np.allclose(own, X[:3] @ est.cold_start_coef_)
 
 
 def test_a_pandas_column_of_uint64_ids_keeps_its_users_apart():

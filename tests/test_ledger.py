@@ -2751,6 +2751,13 @@ def test_recording_one_fit_twice_says_so():
     with pytest.warns(UserWarning, match="recorded again"):
         ledger.record(pipe[-1])  # a part of a pipeline recorded before
     assert len(ledger) == 5  # still counted: the total stays an upper bound
+    labels = np.arange(len(X)) % 2
+    model = DPLogisticRegression(classes=[0, 1], max_iter=5)
+    folds = KFold(n_splits=3)
+    result = cross_validate(model, X, labels, cv=folds, return_estimator=True)
+    ledger.record(result, cv=folds)
+    with pytest.warns(UserWarning, match="recorded again"):
+        ledger.record(result["estimator"][1])
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         ledger.record(DPStandardScaler(bounds=(-3, 3)).fit(X))

@@ -943,3 +943,13 @@ def test_predictions_hold_far_from_zero():
         epsilon=10.0, classes=[0, 1], bounds=(1e160 - 6e153, 1e160 + 8e153)
     ).fit(X, y)
     assert np.isfinite(clf.predict_proba(X)).all() and clf.score(X, y) > 0.85
+
+
+def test_an_integer_data_range_fits():
+    # np.full(..., data_range**2) was an int array, and adding the float
+    # epsilon_ to it raised (review of the day's diff)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(400, 3)), np.arange(400) % 2
+    for params in (dict(data_range=10), dict(data_range=10, bounds=(-3, 3))):
+        clf = DPGaussianNB(classes=[0, 1], delta=1e-6, **params).fit(X, y)
+        assert clf.var_.dtype == np.float64 and np.isfinite(clf.var_).all()
