@@ -797,6 +797,7 @@ def test_command_line_exits_1_when_the_claim_is_refuted(monkeypatch):
         (["--delta", "1.5"], "delta in"),
         (["--statistic", "loss"], "no black-box loss"),
         (["--plot", "/no/such/folder/roc.png"], "no directory"),
+        (["--plot", "roc.xyz"], "cannot save .xyz"),
     ],
 )
 def test_command_line_refuses_bad_arguments_before_any_fit(
@@ -1115,3 +1116,17 @@ def test_trial_fits_warn_nothing_the_probes_showed_once():
         warnings.simplefilter("always")
         audit_estimator(estimator, X, y, n_trials=20, random_state=0)
     assert 1 <= len(caught) <= 2 * 2  # the two probe fits only
+
+
+def test_command_line_exits_3_when_the_audit_fails(monkeypatch, capsys):
+    """Any error after the fits exited 1, which a CI job reads as
+    "refuted" (review of the day's diff)."""
+    import skdp.audit._audit
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a fit broke")
+
+    monkeypatch.setattr(skdp.audit._audit, "_fit", broken)
+    with pytest.raises(SystemExit) as exited:
+        main_audit(["DPPCA", "--n-trials", "5", "--quiet"])
+    assert exited.value.code == 3 and "a fit broke" in capsys.readouterr().err

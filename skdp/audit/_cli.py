@@ -16,6 +16,7 @@ import math
 import os
 import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -128,7 +129,8 @@ speed). The DP-GD estimators' default canary injects a gradient: it tests the
 noise, not the clipping of records' gradients; add --statistic loss (a record
 canary, GLMCanary) for that.
 
-Exit status: 0 if the claim is not refuted, 1 if it is, 2 for bad arguments."""
+Exit status: 0 if the claim is not refuted, 1 if it is, 2 for bad arguments,
+3 if the audit failed."""
 
 AUDIT_EPILOG = """\
 example:
@@ -219,9 +221,7 @@ def run_audit(args, file=None):
 
     file = sys.stdout if file is None else file
     if args.plot:  # before the fits, not after them
-        folder = os.path.dirname(os.path.abspath(args.plot))
-        if not os.path.isdir(folder):
-            _refuse(f"argument --plot: no directory {folder!r} to save into")
+        _check_plot_path(args.plot)
     estimator, X, y, canary = audit_setup(
         args.estimator,
         epsilon=args.epsilon,
@@ -245,17 +245,22 @@ def run_audit(args, file=None):
                 f"{args.estimator}, has no black-box loss; use --statistic auto"
             )
     start = time.perf_counter()
-    report = audit_estimator(
-        estimator,
-        X,
-        y,
-        canary=canary,
-        statistic=args.statistic,
-        n_trials=args.n_trials,
-        n_jobs=args.n_jobs,
-        random_state=args.seed,
-        verbose=args.verbose,
-    )
+    try:
+        report = audit_estimator(
+            estimator,
+            X,
+            y,
+            canary=canary,
+            statistic=args.statistic,
+            n_trials=args.n_trials,
+            n_jobs=args.n_jobs,
+            random_state=args.seed,
+            verbose=args.verbose,
+        )
+    except Exception:  # not "refuted" (1) nor a bad argument (2)
+        traceback.print_exc()
+        print("python -m skdp audit: the audit failed (exit status 3)", file=sys.stderr)
+        raise SystemExit(3) from None
     print(report, file=file)
     print(
         f"  {'time'.ljust(19)} : {time.perf_counter() - start:.1f} s for "
@@ -267,10 +272,33 @@ def run_audit(args, file=None):
         import matplotlib
 
         matplotlib.use("Agg")
-        ax = report.plot()
-        ax.figure.savefig(args.plot, dpi=120, bbox_inches="tight")
+        try:
+            ax = report.plot()
+            ax.figure.savefig(args.plot, dpi=120, bbox_inches="tight")
+        except Exception:  # the report is printed; the status says it failed
+            traceback.print_exc()
+            print(f"python -m skdp audit: could not save {args.plot}", file=sys.stderr)
+            raise SystemExit(3) from None
         print(f"  saved {args.plot}", file=file)
     return 1 if report.refuted else 0
+
+
+def _check_plot_path(path):
+    """Refuse, before any fit, a plot the audit could not save."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        _refuse(f"argument --plot: no directory {folder!r} to save into")
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        _refuse("argument --plot: needs matplotlib")
+    extension = os.path.splitext(path)[1].lstrip(".").lower()
+    formats = Figure().canvas.get_supported_filetypes()
+    if extension and extension not in formats:
+        _refuse(
+            f"argument --plot: matplotlib cannot save .{extension} files "
+            f"(it can: {', '.join(sorted(formats))})"
+        )
 
 
 def _refuse(message):
