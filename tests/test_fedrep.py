@@ -1464,3 +1464,18 @@ def test_unit_rows_of_subnormal_rows_have_norm_at_most_one():
     unit = fu._unit_rows(rows, fu.row_norms(rows))
     norms = np.array([math.hypot(*r) for r in unit])
     assert np.all(norms <= 1 + 1e-12) and norms[-1] == pytest.approx(1.0)
+
+
+def test_personalize_and_predict_with_ids_of_other_integer_and_text_types():
+    X, y, _, _, _ = make_users(3, 10, 5, 2, seed=4)
+    big = np.repeat(np.array([2**63 + 1, 2**63 + 2, 5], dtype=np.uint64), 10)
+    est = DPFedRep(2, random_state=0).fit(X, y, big)
+    est.personalize(X[:4], y[:4], np.array([7, 7, 8, 8], dtype=np.uint64))
+    assert est.users_.dtype == np.uint64 and len(est.users_) == 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a float beyond int range: no cast warning
+        cold = est.predict(X[:2], np.array([1e30, -1e30]))
+    np.testing.assert_allclose(cold, X[:2] @ est.cold_start_coef_)
+    as_bytes = DPFedRep(2, random_state=0).fit(X, y, np.repeat([b"a", b"b", b"c"], 10))
+    with pytest.raises(ValueError, match="without changing some"):
+        as_bytes.personalize(X[:2], y[:2], np.array(["a", "a"]))  # 'a' is not b'a'
