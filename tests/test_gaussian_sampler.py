@@ -2195,14 +2195,18 @@ def test_a_feature_drowned_by_the_round_ball_warns():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((20000, 2))
     frame = pd.DataFrame({"returns": 0.005 * X[:, 0], "volume": X[:, 1]})
+    # Seeded: the released variance is the data's plus noise, and it lands
+    # beyond two noise sds about once in 60 fits (measured; that unseeded
+    # draw failed a CI run).
     with pytest.warns(UserWarning, match=r"0 \('returns'\) is within the noise") as w:
-        DPGaussianSampler(epsilon=1.0).fit(frame)
-    assert points_at(w[0], __file__)
-    assert "1 ('volume')" not in str(w[0].message)
+        DPGaussianSampler(epsilon=1.0, random_state=0).fit(frame)
+    drowned = [x for x in w if "within the noise" in str(x.message)]
+    assert len(drowned) == 1 and points_at(drowned[0], __file__)
+    assert "1 ('volume')" not in str(drowned[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         warnings.simplefilter("ignore", PrivacyLeakWarning)  # the seeds below
-        DPGaussianSampler(epsilon=1.0).fit(X)  # one scale: silent
+        DPGaussianSampler(epsilon=1.0, random_state=1).fit(X)  # one scale: silent
         # Few rows: every variance is rough (noise std 0.3 on unit variances),
         # a matter of n, not of scales: silent too.
         for seed in range(20):
