@@ -680,81 +680,57 @@ def _adassp_ridge(noisy, n, d, constant, sigma, lower):
         # largest clips the constraints accept)
         c_est = math.sqrt(max(0.0, column - e_typ) * (column + e_typ))
         bound += (e_typ / constant) * ((2.0 * c_est + e_typ) / constant) / n
-        lower = max(
-            _centred_lower_bound(lower, c_est, n, constant),
-            _released_centred_lower_bound(noisy, n, d, constant, sigma),
-            _released_centring_drop(lower, noisy, n, d, constant),
-        )
+        lower = _centred_curvature(lower, noisy, n, d, constant, sigma, c_est)
     return max(0.0, bound - lower)
 
 
-def _centred_lower_bound(lower, c_est, n, constant):
-    """A lower bound on the centred ``λ_min(XᵀX - ssᵀ/n)`` (post-processing).
+def _centred_curvature(lower, noisy, n, d, constant, sigma, c_est):
+    """An estimate of the centred ``λ_min(XᵀX - ssᵀ/n)`` the solve depends on
+    (post-processing of the releases), at least 0.
 
-    ``lower`` bounds the uncentred ``λ_min(XᵀX)`` (the eigenvalue's
-    release); by Weyl, centring lowers it by at most ``||s||²/n``, ``s`` the
-    column sums, estimated as the ridge's centring term estimates it:
-    ``||c·s|| ≈ c_est`` from the noisy column (its expected square less the
-    noise's). Without it the ridge was read from the uncentred matrix: a
-    feature of mean 0.65 and sd 0.01 has a large uncentred eigenvalue and a
-    tiny centred one, and ``alpha_`` was 0 while the solved matrix was
-    indefinite in half the fits (review). A high-probability bound on
-    ``||s||`` instead (the noisy norm plus the noise's bound) cost centred
-    data at small ε (R² 0.566 → 0.530 at ε = 0.3, d = 5).
-    """
-    s_est = c_est / constant
-    return max(0.0, lower - s_est * (s_est / n))
+    ``lower`` bounds the uncentred ``λ_min(XᵀX)`` (the eigenvalue's scalar
+    release); ``Ĝ`` and ``ŝ`` are the released feature block and column
+    sums, ``Ĝ - ŝŝᵀ/n`` the matrix the solve centres. The largest of:
 
-
-def _released_centring_drop(lower, noisy, n, d, constant):
-    """The released eigenvalue less the drop the centring brings to the
-    released matrix's smallest eigenvalue (post-processing, an estimate).
-
-    Weyl's ``||s||²/n`` is the drop where the mean points along the
-    smallest axis; where it points elsewhere (features merely off-centre)
-    the smallest eigenvalue barely moves. Read from the released feature
-    block ``Ĝ`` and column sums ``ŝ``: ``λ_min(Ĝ) - λ_min(Ĝ - ŝŝᵀ/n)``, a
-    difference in which most of the noise cancels, while ``lower`` has the
-    small noise of a scalar release. Features of mean 0.5 at ε = 0.3:
-    R² 0.711 with the two bounds alone, 0.859 with this (0.874 before the
-    centring was read at all); a feature of mean 0.65 and sd 0.01 still
-    gets its ridge (review of the day's diff).
-    """
-    block = noisy[:d, :d]
-    sums = noisy[:d, d] / constant
-    drop = float(
-        scipy.linalg.eigvalsh(block, subset_by_index=[0, 0])[0]
-        - scipy.linalg.eigvalsh(
-            block - np.outer(sums, sums) / n, subset_by_index=[0, 0]
-        )[0]
-    )
-    return max(0.0, lower - max(0.0, drop))
-
-
-def _released_centred_lower_bound(noisy, n, d, constant, sigma):
-    """A lower bound on the centred ``λ_min(XᵀX - ssᵀ/n)`` read from the
-    released, centred matrix (post-processing).
-
-    The matrix the solve uses, ``Ĝ - ŝŝᵀ/n`` (``ŝ = s + ε`` the noisy column
-    sums), is the true centred one plus the noise ``E`` of the feature block
-    and ``-(sεᵀ + εsᵀ + εεᵀ)/n``; with probability about ``1 - 2ρ``,
-    ``||E|| <= B`` (:func:`skdp._gram.gram_noise_norm_bound`) and
-    ``||ε|| <= e``, so by Weyl the true smallest eigenvalue is at least the
-    released one less ``B + (2·||s||·e + e²)/n``. Where the features' own
-    curvature is large, this is tight where :func:`_centred_lower_bound`
-    (Weyl on the centring) is not: two features of mean 0.5 lowered that
-    one to 0 and forced the full ridge (R² 0.963 → 0.904 at ε = 1; review).
+    * ``lower - ||s||²/n``, Weyl on the centring, with ``||c·s|| ≈ c_est``
+      (the noisy column's expected square less the noise's). Without a
+      centred estimate the ridge was read from the uncentred matrix: a
+      feature of mean 0.65 and sd 0.01 (a large uncentred eigenvalue, a
+      tiny centred one) got ``alpha_ = 0`` and an indefinite solved matrix
+      in half the fits (review). A high-probability bound on ``||s||``
+      instead cost centred data at small ε (R² 0.566 → 0.530 at ε = 0.3).
+    * ``λ_min(Ĝ - ŝŝᵀ/n)`` less ``B + e·(2·||s|| + e)/n``, Weyl on the
+      noise: with probability about ``1 - 2ρ`` the feature block's noise has
+      norm at most B (:func:`skdp._gram.gram_noise_norm_bound`) and the
+      sums' noise at most e, which bound the solved matrix's distance from
+      the true centred one. Weyl on the centring alone forced the full
+      ridge on merely off-centre features (R² 0.963 → 0.904 at ε = 1).
+    * ``lower`` less the drop ``λ_min(Ĝ) - λ_min(Ĝ - ŝŝᵀ/n)`` that centring
+      brings to the released matrix (an estimate: most of the noise cancels
+      in the difference, and ``lower`` has a scalar's small noise). Where
+      the mean points away from the smallest axis it barely moves: features
+      of mean 0.5 at ε = 0.3, R² 0.711 with the two bounds alone, 0.859 with
+      it (0.874 before the centring was read at all).
     """
     tail = math.sqrt(2.0 * math.log(1.0 / _RHO))
-    e_bound = sigma / math.sqrt(2.0) * (math.sqrt(d) + tail) / constant
+    block = noisy[:d, :d]
     sums = noisy[:d, d] / constant
+    centred = float(
+        scipy.linalg.eigvalsh(block - np.outer(sums, sums) / n, subset_by_index=[0, 0])[
+            0
+        ]
+    )
+    uncentred = float(scipy.linalg.eigvalsh(block, subset_by_index=[0, 0])[0])
+    s_est = c_est / constant
+    weyl_on_centring = lower - s_est * (s_est / n)
+    e_bound = sigma / math.sqrt(2.0) * (math.sqrt(d) + tail) / constant
     s_bound = float(np.linalg.norm(sums)) + e_bound  # >= ||s||
-    centred = noisy[:d, :d] - np.outer(sums, sums) / n
-    released = float(scipy.linalg.eigvalsh(centred, subset_by_index=[0, 0])[0])
-    error = (
+    noise = (
         gram_noise_norm_bound(sigma, d, _RHO) + e_bound * (2.0 * s_bound + e_bound) / n
     )
-    return max(0.0, released - error)
+    weyl_on_noise = centred - noise
+    after_drop = lower - max(0.0, uncentred - centred)
+    return max(0.0, weyl_on_centring, weyl_on_noise, after_drop)
 
 
 def _solve(gram, n, d, constant, weight, alpha):
