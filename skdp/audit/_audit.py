@@ -29,6 +29,9 @@ from ._stats import (
 __all__ = ["audit_estimator"]
 
 _LOW_FPRS = (0.1, 0.01, 0.001)
+#: Fewest fits per data set: the paired test chooses its thresholds on a
+#: fifth of the pairs.
+MIN_TRIALS = 5
 
 
 def _fit(estimator, world, seed, *, quiet=False):
@@ -222,9 +225,10 @@ def audit_estimator(
     >>> round(report.expected_mu / report.claimed_mu, 3)
     1.0
     """
-    # 5: the paired test chooses its thresholds on a fifth of the pairs.
-    if not isinstance(n_trials, numbers.Integral) or n_trials < 5:
-        raise ValueError(f"n_trials must be an integer >= 5; got {n_trials!r}.")
+    if not isinstance(n_trials, numbers.Integral) or n_trials < MIN_TRIALS:
+        raise ValueError(
+            f"n_trials must be an integer >= {MIN_TRIALS}; got {n_trials!r}."
+        )
     # Checked before the 2·n_trials fits: alpha = 1.5 printed a verdict "at
     # -50% confidence", and alpha <= 0 failed after all of them (review).
     for name, value in (("alpha", alpha), ("selection_split", selection_split)):

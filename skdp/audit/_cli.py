@@ -20,6 +20,8 @@ import traceback
 
 import numpy as np
 
+from ._audit import MIN_TRIALS
+
 #: Estimators the command knows how to audit.
 ESTIMATORS = (
     "DPLogisticRegression",
@@ -175,7 +177,7 @@ def add_audit_arguments(parser):
     )
     parser.add_argument(
         "--n-trials",
-        type=_checked(int, lambda n: n >= 5, "an integer >= 5"),
+        type=_checked(int, lambda n: n >= MIN_TRIALS, f"an integer >= {MIN_TRIALS}"),
         default=500,
         help="fits per data set (default 500)",
     )
