@@ -435,3 +435,13 @@ def test_axes_the_noise_hides_are_flagged_from_the_release():
         # all 64 axes: nothing chosen
         DPPCA(epsilon=1.0, delta=1e-6, random_state=0).fit(digits)
     assert np.degrees(subspace_angles(model.components_.T, U)).max() < 15
+
+
+def test_the_unresolved_warning_reads_the_gap_after_the_last_kept_axis():
+    # White box: λ_k - λ_{k+1} (1-based) against the bound, strictly below.
+    with pytest.warns(UserWarning, match="top 2 axes are not resolved"):
+        _pca._warn_if_unresolved(np.array([10.0, 1.5, 1.0]), 2, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _pca._warn_if_unresolved(np.array([10.0, 2.0, 1.0]), 2, 1.0)  # gap = bound
+        _pca._warn_if_unresolved(np.array([10.0, 5.0, 1.0]), 1, 4.0)
