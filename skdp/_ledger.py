@@ -1279,8 +1279,9 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
         leaks[
             f"{path} ({type(obj).__name__}) raises on a record outside its "
             "declared categories, quoting it (handle_unknown='error'), or warns "
-            "on one (a OneHotEncoder with drop): one record decides whether "
-            "the fit succeeds, which no DP guarantee covers. Use "
+            "on one (handle_unknown='warn', or a OneHotEncoder with drop): one "
+            "record decides whether the fit succeeds, which no DP guarantee "
+            "covers. Use "
             "handle_unknown='ignore' without drop (OneHotEncoder) or "
             "handle_unknown='use_encoded_value' with a number as unknown_value "
             "(OrdinalEncoder)."
