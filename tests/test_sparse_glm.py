@@ -13,6 +13,7 @@ from dp_accounting.rdp import RdpAccountant
 from scipy import integrate, stats
 from scipy.optimize import check_grad
 from scipy.special import expit, softmax
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
@@ -1154,6 +1155,55 @@ def test_every_accepted_bound_fits(bound, accounting):
     ).fit(X, X[:, 0])
     assert np.all(np.isfinite(model.coef_))
     assert model.privacy_spent_.epsilon <= model.epsilon * (1 + 1e-9)
+
+
+def test_a_sensitivity_whose_square_underflows_is_charged_in_full():
+    # λ = 2·η·r·x_bound/n is a product of public constants: at bounds of
+    # 2e-80 it is 9e-163 and λ² underflowed to 0, so the report (and a
+    # ledger's total) said (0, δ) for a fit whose noise made it (1, δ) (review).
+    import mpmath
+
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    model = DPSparseGLM(
+        learning_rate=0.5, max_iter=1, x_bound=2e-80, residual_bound=2e-80
+    ).fit(X, X[:, 0])
+    assert model.sensitivity_ < 1e-160
+    # ρ of the noise used, in exact arithmetic from the released scales
+    # (every feature kept: no peel, k = d + 1 Gaussian values).
+    k = model.sparsity_ + 1
+    ratio = mpmath.mpf(model.sensitivity_) / mpmath.mpf(model.release_noise_scale_)
+    assert model.rho_ == pytest.approx(float(k * ratio**2 / 2), rel=1e-12)
+    assert model.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-8)
+
+
+@pytest.mark.parametrize("learning_rate", [1e-310, 1e300])
+def test_a_step_sensitivity_out_of_float_range_is_refused(learning_rate):
+    # A learning rate of 1e-310 gave λ in the subnormals and a
+    # ZeroDivisionError, 1e300 an OverflowError, after the data were read.
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    model = DPSparseGLM(learning_rate=learning_rate, max_iter=2)
+    with pytest.raises(ValueError, match="step's sensitivity"):
+        model.fit(X, X[:, 0])
+    assert not hasattr(model, "coef_")
+
+
+@pytest.mark.parametrize("learning_rate", ["auto", 0.5])
+def test_exact_accounting_composes_in_zcdp_in_a_ledger(learning_rate):
+    # The fit is rho_-zCDP (released or fixed steps), so two of them compose
+    # to 2·rho_ (tighter than adding their epsilons).
+    from skdp import PrivacyLedger
+
+    X = np.random.default_rng(0).normal(size=(500, 5))
+    model = DPSparseGLM(sparsity=2, learning_rate=learning_rate)
+    fits = [clone(model).fit(X, X[:, 0]) for _ in range(2)]
+    ledger = PrivacyLedger()
+    for fit in fits:
+        ledger.record(fit)
+    rho = sum(fit.rho_ for fit in fits)
+    assert ledger.total().epsilon == pytest.approx(
+        epsilon_from_zcdp_tight(rho, 2 * fits[0].delta), rel=1e-9
+    )
+    assert ledger.total().epsilon < 2 * fits[0].epsilon * 0.9
 
 
 def test_poisson_curvature_weight_bounds_a_steps_move():

@@ -92,6 +92,12 @@ _DEFAULT_SPARSITY = 10
 # Scales are multiplied by this before use, so that the rounding of the
 # calibration can never leave the reported ε above the target.
 _SAFETY = 1.0 + 1e-9
+#: The step sensitivities λ a fixed-step fit takes: from 1e-300 (λ and its
+#: noise normal floats, a step's rounding in the subnormals 1e-23 of λ at
+#: most) to 1e250 (its noise, λ times at most ~1e11 for any accepted ε, T
+#: and k, finite with room for the iterates). The clip constants' own range
+#: gives λ from 1e-200/n to 2e200·η.
+_SENSITIVITY_RANGE = (1e-300, 1e250)
 
 
 # ---------------------------------------------------------------------------
@@ -187,8 +193,9 @@ def _privacy_of(
     selects = sparsity < n_features
     if accounting == "exact":
         rho_peel = (2.0 * sensitivity / selection) ** 2 / 8.0 if selects else 0.0
+        # Ratios before squares: λ may be 1e-160, whose square underflows.
         rho = n_iter * (
-            sparsity * rho_peel + n_released * sensitivity**2 / (2.0 * release**2)
+            sparsity * rho_peel + n_released * (sensitivity / release) ** 2 / 2.0
         )
         return rho, epsilon_from_zcdp_tight(rho, delta)
     if secure:
@@ -1246,6 +1253,12 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         sizes = self._sizes(n, d, sparsity, n_iter, learning_rate, residual_bound)
         sensitivity = sizes["sensitivity"]
         scales = self._noise_scales(**sizes)
+        if not np.all(np.isfinite(scales)):
+            raise ValueError(
+                "The noise scales of this fit overflow (a sensitivity of "
+                f"{sensitivity:.3g} at epsilon={self.epsilon:g} over {n_iter} "
+                "steps): choose a smaller learning_rate, residual_bound or x_bound."
+            )
         rho, epsilon = _privacy_of(
             *scales,
             accounting=self.accounting,
@@ -1259,6 +1272,10 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
             None,
             REPLACE_ONE,
             self._describe(rho, *scales, **sizes),
+            # "exact": the fit is rho-zCDP and epsilon that point of it, so a
+            # ledger composes it in zCDP (tighter than adding epsilons).
+            # "paper": epsilon may come from the paper's own route instead.
+            zcdp=rho if self.accounting == "exact" else None,
         )
         progress = _Progress("DPSparseGLM noisy IHT", n_iter, self.verbose)
         progress.phase(
@@ -1388,6 +1405,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
                 f"values]; rho={rho:.6g}-zCDP in total (fully adaptive "
                 "composition); zCDP converted by Canonne-Kamath-Steinke"
             ),
+            zcdp=rho,
         )
         progress.done(cost)
         self._warn_if_unreliable(
@@ -1476,9 +1494,26 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         return y, residual_bound
 
     def _sizes(self, n, d, sparsity, n_iter, learning_rate, residual_bound):
-        """The public sizes the calibration reads (``λ = 2·η·r·x_bound/n``)."""
+        """The public sizes the calibration reads (``λ = 2·η·r·x_bound/n``).
+
+        λ is a product of three public constants and 1/n, which their own
+        ranges do not keep finite or normal (a learning rate of 1e300 or
+        1e-310): λ is refused outside ``_SENSITIVITY_RANGE``, where it and its
+        noise scales are normal, finite floats and the rounding of a step is
+        negligible next to λ.
+        """
+        sensitivity = 2.0 * learning_rate * residual_bound * self.x_bound / n
+        low, high = _SENSITIVITY_RANGE
+        if not low <= sensitivity <= high:
+            raise ValueError(
+                f"The step's sensitivity 2*learning_rate*residual_bound*x_bound/n "
+                f"= {sensitivity:.3g} (n = {n}) is outside [{low:g}, {high:g}], "
+                "where it and its noise are finite, normal floats: choose a "
+                "learning_rate, residual_bound and x_bound whose product over n "
+                "lies in that range."
+            )
         return dict(
-            sensitivity=2.0 * learning_rate * residual_bound * self.x_bound / n,
+            sensitivity=sensitivity,
             sparsity=sparsity,
             n_released=sparsity + int(self.fit_intercept),
             n_features=d,
