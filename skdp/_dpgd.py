@@ -394,8 +394,10 @@ def dpgd(
     Raises
     ------
     ValueError
-        For an adjacency the engine does not implement, a diverging step size
-        or a sparse X whose duplicate entries sum to a non-finite value.
+        For an adjacency the engine does not implement or a diverging step
+        size. (A sparse X whose duplicate entries sum past float64 is
+        clipped like any other large value, see
+        ``skdp._clipping.canonical_design``.)
     MechanismFailedError
         If the released iterate is not finite (checked on the private output
         only, so raising is post-processing).
@@ -455,7 +457,9 @@ def dpgd(
         intercept = mean_intercept / (1 - average**n_iter)
     if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
         raise MechanismFailedError(
-            f"{mechanism} produced a non-finite model; lower the learning rate."
+            f"{mechanism} produced a non-finite model; lower the learning rate. "
+            "The noisy steps ran: the budget of this fit is spent, and a "
+            "refit on the same data spends it again."
         )
     progress.done(cost)
     return coef, intercept, cost
@@ -474,11 +478,15 @@ class _Progress:
 
     def __init__(self, mechanism, n_iter, verbose):
         self.name = mechanism.split(" ")[0]
-        self.n_iter = n_iter
         self.verbose = verbose
-        every = 1 if verbose >= 2 else max(1, n_iter // 10)
-        self.report_at = set(range(every - 1, n_iter, every)) | {n_iter - 1}
+        self.set_steps(n_iter)
         self.started = time.perf_counter()
+
+    def set_steps(self, n_iter):
+        """The number of steps, once known (a released schedule's T)."""
+        self.n_iter = n_iter
+        every = 1 if self.verbose >= 2 else max(1, n_iter // 10)
+        self.report_at = set(range(every - 1, n_iter, every)) | {n_iter - 1}
 
     def _print(self, message):
         print(f"[{self.name}] {message}", flush=True)

@@ -670,6 +670,40 @@ def test_unbounded_api_semantics(small_constants):
     assert np.all(np.abs(est.samples_ - [100.0, -5.0]) < 10)
 
 
+def test_unbounded_verbose_prints_each_draws_status_only(small_constants, capsys):
+    # A draw's running time depends on the data (the stable estimators'
+    # peeling): one record changed it 0.2 s -> 1.8 s where both neighbours
+    # Fail, and verbose printed it (review). Each line is the status alone.
+    import re
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 2))
+    X[:1000] = 1.0  # the first chunk singular: a Fail beside a release
+    est = DPGaussianSampler(
+        method="unbounded", n_draws=3, on_fail="ignore", delta=1e-6, verbose=1
+    )
+    est.fit(X)
+    lines = [
+        line
+        for line in capsys.readouterr().out.splitlines()
+        if re.match(r"\[DPGaussianSampler\] draw ", line)
+    ]
+    assert len(lines) == 3
+    for line in lines:
+        assert re.fullmatch(
+            r"\[DPGaussianSampler\] draw [123]/3: (released|Fail)", line
+        )
+
+
+@pytest.mark.parametrize("radius", [1e-200, 1e200])
+def test_a_given_radius_out_of_range_is_refused_before_the_center_search(radius):
+    # With center="auto" the radius check ran only after the center's noisy
+    # histograms had been released on X (review).
+    est = DPGaussianSampler(radius=radius, center="auto")
+    with pytest.raises(ValueError, match="radius"):
+        est.fit(Untouchable())
+
+
 def test_unbounded_fail_is_an_output_never_retried(small_constants):
     X = np.ones((1000, 2))  # all rows equal: singular covariance
     est = DPGaussianSampler(method="unbounded", random_state=0)

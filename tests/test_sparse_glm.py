@@ -1206,6 +1206,20 @@ def test_exact_accounting_composes_in_zcdp_in_a_ledger(learning_rate):
     assert ledger.total().epsilon < 2 * fits[0].epsilon * 0.9
 
 
+def test_verbose_counts_the_steps_of_an_automatic_schedule(capsys):
+    # With max_iter="auto" the released schedule's T is known after the
+    # pre-pass; verbose said "step 60/100 ... done: 100 steps" for a fit of
+    # n_iter_ = 66 (review).
+    import re
+
+    X, y = make_sparse_glm(2000, 20, 3, random_state=0)[:2]
+    model = DPSparseGLM(sparsity=3, epsilon=50.0, verbose=1).fit(X, y)
+    out = capsys.readouterr().out
+    totals = {int(t) for t in re.findall(r"step \d+/(\d+)", out)}
+    assert totals == {model.n_iter_}
+    assert f"done: {model.n_iter_} steps" in out
+
+
 def test_poisson_curvature_weight_bounds_a_steps_move():
     # A step 1/(w·γ) moves the linear predictor by at most r/w (the clipped
     # residuals over w): at most 1.5 for every residual bound, and the old

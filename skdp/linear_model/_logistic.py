@@ -244,8 +244,9 @@ class DPLogisticRegression(
     :class:`~skdp.preprocessing.DPStandardScaler` in front
     (:func:`~skdp.pipeline.make_private_pipeline`).
 
-    **Caveats.** Noise is drawn with numpy floating point, which is not
-    hardened against the attacks of Mironov (2012). Fitting the same data
+    **Caveats.** With ``noise="fast"`` (the default) noise is drawn with
+    numpy floating point, which is not hardened against the attacks of
+    Mironov (2012); ``noise="secure"`` is. Fitting the same data
     several times (e.g. in ``GridSearchCV``) spends the budget each time, and
     choosing among the fits by their scores on the private data is not
     covered: compose with :class:`skdp.PrivacyLedger`.

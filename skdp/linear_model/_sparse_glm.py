@@ -652,6 +652,8 @@ def private_schedule_iht(
             n_released,
             lambda t: adaptive_budget(rho, t, sparsity, d)[2:],
         )
+    if progress is not None:
+        progress.set_steps(n_iter)
     _, _, unit, shares = adaptive_budget(rho, n_iter, sparsity, d)
     value_unit = (
         _SAFETY * unit_lambda * math.sqrt(n_released / (2.0 * shares["values"] * unit))
@@ -1077,9 +1079,10 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
     release's noise alone gives (``s·σ² + 2σ²·sqrt(2s)``: too few records
     for the budget, the fit is mostly noise).
 
-    **Caveats.** Noise is drawn with numpy floating point, not hardened
-    against Mironov (2012). Each fit spends the budget; compose several with
-    :class:`skdp.PrivacyLedger`.
+    **Caveats.** With ``noise="fast"`` (the default) noise is drawn with
+    numpy floating point, not hardened against Mironov (2012);
+    ``noise="secure"`` (with ``accounting="paper"``) is. Each fit spends
+    the budget; compose several with :class:`skdp.PrivacyLedger`.
 
     **Dask.** ``fit`` also takes a ``dask.array.Array`` (dense or CSR
     chunks along rows): the clipped residual sum of each step is one

@@ -267,7 +267,9 @@ def kernel_dpgd(
     theta += noise_std * root_t * xi
     if not np.isfinite(theta).all():  # checked on the private output only
         raise MechanismFailedError(
-            f"{mechanism} produced a non-finite model; lower the learning rate."
+            f"{mechanism} produced a non-finite model; lower the learning rate. "
+            "The noisy steps ran: the budget of this fit is spent, and a "
+            "refit on the same data spends it again."
         )
     progress.done(cost)
     return theta

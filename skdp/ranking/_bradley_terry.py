@@ -361,8 +361,9 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
     scores are then those of a logistic regression without intercept on the
     clipped rows, centred.
 
-    **Caveats.** Noise is drawn with numpy floating point, which is not
-    hardened against the attacks of Mironov (2012). Every fit on the same
+    **Caveats.** With ``noise="fast"`` (the default) noise is drawn with
+    numpy floating point, which is not hardened against the attacks of
+    Mironov (2012); ``noise="secure"`` is. Every fit on the same
     data spends the budget again (compose with :class:`skdp.PrivacyLedger`;
     note that costs under different adjacencies do not compose).
 
