@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 from numpy.exceptions import ComplexWarning
+from sklearn import config_context
 from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError,
@@ -291,11 +292,17 @@ class DPEstimatorMixin:
     the private search and the audit look for :meth:`privacy_budget`, never
     at module names), so a user's subclass is recognised too. Subclasses say
     how their guarantee is shaped by overriding ``_budget_is_gdp`` (False
-    when some part of a fit is not Gaussian) and ``_budget_adjacency``.
+    when some part of a fit is not Gaussian), ``_budget_is_zcdp`` (True when
+    such a fit is accounted in zCDP) and ``_budget_adjacency``.
     """
 
     def _budget_is_gdp(self):
         return True
+
+    def _budget_is_zcdp(self):
+        """Whether a fit that is not Gaussian (``_budget_is_gdp`` False) is
+        still accounted in zCDP, so that its budget composes in zCDP."""
+        return False
 
     def _budget_adjacency(self):
         return REPLACE_ONE
@@ -341,8 +348,10 @@ class DPEstimatorMixin:
         caveats = self._budget_caveats()
         adjacency = self._budget_adjacency()
         secure = getattr(self, "noise", "fast") == "secure"
-        if self._budget_is_gdp() and delta > 0 and secure:
-            # Discrete Gaussian noise is accounted in zCDP (not GDP).
+        zcdp = self._budget_is_zcdp() or (self._budget_is_gdp() and secure)
+        if zcdp and delta > 0:
+            # Discrete Gaussian noise is accounted in zCDP (not GDP), and so
+            # are fits whose releases are not all Gaussian but all zCDP.
             return PrivacyCost(
                 epsilon,
                 delta,
@@ -639,12 +648,13 @@ def private_transform(transform):
 def always_validated(release):
     """Decorate a release function (above scikit-learn's ``validate_params``)
     so that its parameters are checked even under
-    ``skip_parameter_validation=True``: they guard the guarantee."""
-    from sklearn import config_context
+    ``skip_parameter_validation=True``: they guard the guarantee. The data
+    are checked for NaN and infinity even under ``assume_finite=True`` (one
+    NaN record would make the release NaN)."""
 
     @functools.wraps(release)
     def wrapper(*args, **kwargs):
-        with config_context(skip_parameter_validation=False):
+        with config_context(skip_parameter_validation=False, assume_finite=False):
             return release(*args, **kwargs)
 
     return wrapper
@@ -816,6 +826,8 @@ def private_fit(fit):
       total fits that share their noise.
     * Assumptions are visible: a fit that read its label set from y says so
       in ``privacy_spent_.caveats``.
+    * Finite data: NaN and infinity are refused even under scikit-learn's
+      ``assume_finite=True`` (one such record would decide the release).
     * ``sample_weight`` is refused with a TypeError that says why (a weight
       scales a record's sensitivity), before any work.
     * Silent on the data (:func:`silent_on_data`): numpy's floating-point
@@ -853,7 +865,14 @@ def private_fit(fit):
             _warn_seeded(self)
         source = _produced_by(args[0] if args else kwargs.get("X"))
         try:
-            with silent_on_data(), _collected_into(_FIT_WARNINGS.get()):
+            # assume_finite=False: scikit-learn's global assume_finite=True
+            # would let one NaN record through the input check, and make the
+            # release NaN (or fail) where its neighbour's is fine.
+            with (
+                silent_on_data(),
+                _collected_into(_FIT_WARNINGS.get()),
+                config_context(assume_finite=False),
+            ):
                 result = fit(self, *args, **kwargs)
             budget = self.privacy_budget()
             spent = self.privacy_spent_

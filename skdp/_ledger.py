@@ -185,8 +185,9 @@ class PrivacyLedger:
         candidate is ``clone(search.estimator).set_params(**params)`` for
         ``params`` in ``cv_results_["params"]``, and each DP step in it is
         charged ``privacy_budget()``, the most a fit with those parameters
-        spends (μ-GDP when all its releases are Gaussian, else the pair
-        (epsilon, delta) under basic composition). Every skdp fit checks
+        spends (μ-GDP when all its releases are Gaussian, zCDP when they are
+        accounted in zCDP, else the pair (epsilon, delta) under basic
+        composition). Every skdp fit checks
         that it spends no more than that and refuses to release otherwise,
         so the charge bounds each fit; the refit's report is checked again
         here. A step whose budget is user-level (``DPFedRep``) is charged at
@@ -1248,11 +1249,19 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
         _not_private_attributes(obj, path, leaks)
         winner = getattr(obj, "best_estimator_", None)
         if winner is not None:
+            where = f"{path}/best_estimator_"
+            if getattr(winner, SEARCH_RELEASE, None) is None:
+                # Replaced since (not the model the search released): the
+                # search predicts with it, so all of its fits are charged.
+                _collect(winner, where, costs, leaks, fitted=True)
+                return
             # A private search whose released model was fitted again since:
-            # the model it now predicts with spent its new fits too.
-            since, _ = _fits_since_release(winner, f"{path}/best_estimator_")
+            # the model it now predicts with spent its new fits too, and a
+            # step swapped for one that reads the data is named.
+            since, own_leaks = _fits_since_release(winner, where)
             for refit in since:
                 _add_cost(refit, path, costs, leaks)
+            leaks.update(own_leaks)
         return
     if not fitted and is_dp_estimator(obj):
         _add_cost(declared(path, obj), path, costs, leaks)

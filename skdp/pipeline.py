@@ -168,11 +168,12 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     the share ``ε·W_c/W`` of ε (``W_c``: their weights): if all are GDP,
     ``μ = mu_from_epsilon(ε·W_c/W, δ·k_c/k)`` and step ``i`` gets
     ``μ_i = μ·sqrt(w_i/W_c)``, so that ``Σ μ_i² = μ²``; if any is zCDP
-    (``noise="secure"``), the same with ``ρ`` and ``ρ_i = ρ·w_i/W_c`` (a
+    (``noise="secure"``, or :class:`~skdp.DPSparseGLM`'s exact accounting),
+    the same with ``ρ`` and ``ρ_i = ρ·w_i/W_c`` (a
     μ-GDP step counts as ``μ²/2``-zCDP). Each step's ``epsilon`` is the
     one that gives it that μ_i or ρ_i at its δ. Any other step (a budget
-    stated only as an (ε, δ) pair, e.g. :class:`~skdp.DPSparseGLM`) adds by
-    basic composition and gets ``ε·w_i/W``.
+    stated only as an (ε, δ) pair, e.g. :class:`~skdp.DPSparseGLM` with
+    ``accounting="paper"``) adds by basic composition and gets ``ε·w_i/W``.
 
     The total is exact for one fit of the composite. Fitting it more than
     once on the same data (cross-validation, a search) spends it more than

@@ -231,6 +231,9 @@ def test_every_estimator_in_a_search_over_epsilon_is_totalled_exactly(cls):
     if refit.mu is not None:
         expected = math.sqrt(2 * sum(b.mu**2 for b in budgets) + refit.mu**2)
         assert total.mu == pytest.approx(expected, rel=1e-12)
+    elif refit.rho is not None:  # zCDP (DPSparseGLM): the ρ add up
+        expected = 2 * sum(b.rho for b in budgets) + refit.rho
+        assert total.rho == pytest.approx(expected, rel=1e-9)
     else:
         expected = 2 * sum(b.epsilon for b in budgets) + refit.epsilon
         assert total.epsilon == pytest.approx(expected, rel=1e-12)
@@ -257,6 +260,7 @@ def test_a_fit_that_overspends_releases_nothing(cls, monkeypatch):
         budget,
         epsilon=3 * budget.epsilon,
         mu=None if budget.mu is None else 3 * budget.mu,
+        zcdp=None if budget.zcdp is None else 9 * budget.zcdp,
     )
     monkeypatch.setattr(cls, "privacy_budget", lambda self: replace(budget))
     original = cls.fit.__wrapped__
@@ -278,7 +282,12 @@ def test_a_fit_that_overspends_releases_nothing(cls, monkeypatch):
 
 
 def _spend(cost):
-    return {"epsilon": cost.epsilon, "delta": cost.delta, "mu": cost.mu}
+    return {
+        "epsilon": cost.epsilon,
+        "delta": cost.delta,
+        "mu": cost.mu,
+        "zcdp": cost.zcdp,
+    }
 
 
 @pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
@@ -590,6 +599,41 @@ def test_parameters_are_checked_even_when_scikit_learn_skips_validation(cls):
             clone(estimator).set_params(epsilon=-1.0).fit(X, y)
         with pytest.raises(InvalidParameterError, match="epsilon=float"):
             clone(estimator).set_params(epsilon=np.float16(1.0)).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_non_finite_records_are_refused_even_when_scikit_learn_assumes_finite(cls):
+    """Under scikit-learn's assume_finite=True one NaN record passed the input
+    check: DPStandardScaler released a NaN mean_, DPGaussianNB a NaN theta_,
+    where the neighbour's release was finite (review)."""
+    import scipy.sparse as sp
+    import sklearn
+
+    estimator = cls()
+    X, y = small_fit_data(estimator)
+    for bad in (np.nan, np.inf):
+        X_bad = X.astype(np.float64)  # a copy (a sparse design for DPBradleyTerry)
+        if sp.issparse(X_bad):
+            X_bad.data[0] = bad
+        else:
+            X_bad[0, 0] = bad
+        with sklearn.config_context(assume_finite=True):
+            with pytest.raises(ValueError, match=r"NaN|infinity"):
+                clone(estimator).fit(X_bad, y)
+
+
+def test_release_functions_refuse_non_finite_data_when_scikit_learn_assumes_finite():
+    import sklearn
+
+    from skdp.preprocessing import dp_histogram, dp_quantiles
+
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    X[3, 1] = np.nan
+    with sklearn.config_context(assume_finite=True):
+        with pytest.raises(ValueError, match="NaN"):
+            dp_quantiles(X, 0.5)
+        with pytest.raises(ValueError, match="NaN"):
+            dp_histogram(X, 10, bounds=(-3, 3))
 
 
 def test_release_functions_check_parameters_even_when_validation_is_skipped():

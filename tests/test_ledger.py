@@ -603,16 +603,17 @@ def test_a_column_part_that_selects_nothing_is_no_change(data):
 
 
 def test_search_without_refit_of_non_gaussian_fits_names_the_delta_to_pass():
-    # A sparse GLM's guarantee is an (epsilon, delta) pair: composing four of
-    # them spends 4 deltas, which a ledger at delta=1e-6 cannot hold. The
-    # error names the delta to pass instead of failing from deep inside.
+    # A sparse GLM's guarantee with accounting="paper" is an (epsilon, delta)
+    # pair: composing four of them spends 4 deltas, which a ledger at
+    # delta=1e-6 cannot hold. The error names the delta to pass instead of
+    # failing from deep inside.
     from sklearn.datasets import make_regression
 
     from skdp import DPSparseGLM
 
     X, y = make_regression(300, 10, random_state=0)
     search = GridSearchCV(
-        DPSparseGLM(delta=1e-5),
+        DPSparseGLM(delta=1e-5, accounting="paper"),
         {"epsilon": [0.5, 1.0]},
         cv=KFold(3, shuffle=True, random_state=0),
         refit=False,
@@ -1201,8 +1202,12 @@ def test_privacy_budget_is_gdp_zcdp_or_a_pair_from_the_parameters():
     zcdp = secure.privacy_budget()
     assert zcdp.mu is None
     assert zcdp.zcdp == zcdp_from_epsilon_tight(0.7, DELTA)
-    pair = DPSparseGLM(epsilon=0.7, delta=1e-5).privacy_budget()
+    pair = DPSparseGLM(epsilon=0.7, delta=1e-5, accounting="paper").privacy_budget()
     assert (pair.epsilon, pair.delta, pair.mu, pair.zcdp) == (0.7, 1e-5, None, None)
+    # Not Gaussian but accounted in zCDP (Gumbel peels and Gaussian values).
+    peeled = DPSparseGLM(epsilon=0.7, delta=1e-5).privacy_budget()
+    assert peeled.mu is None
+    assert peeled.zcdp == zcdp_from_epsilon_tight(0.7, 1e-5)
     no_delta = DPSparseGLM(epsilon=0.7, delta=0.0).privacy_budget()
     assert (no_delta.mu, no_delta.zcdp) == (None, None)
     secure.set_params(delta=0.0)  # no Gaussian guarantee at δ = 0: the pair
@@ -2185,6 +2190,42 @@ def test_a_released_winner_is_charged_the_search_wherever_it_is_recorded(data):
     messages = record_quietly(ledger, search.best_estimator_)
     assert ledger.costs == (search.privacy_spent_,)
     assert messages == [f"DPLogisticRegression: the guarantee assumes {PUBLIC_LABELS}."]
+
+
+def test_a_search_recorded_names_its_winners_new_steps_and_charges_a_new_winner(
+    data,
+):
+    # Recorded through the search (not its winner), a non-private step swapped
+    # into the winner was not named, and a winner replaced by another fitted
+    # model (which the search then predicts with) was not charged (review).
+    from skdp.model_selection import DPRandomSearchCV
+
+    X, y = data
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    pipe = Pipeline(
+        [("scale", _quiet_scaler()), ("prep", Normalizer()), ("clf", dp_model())]
+    )
+    search = DPRandomSearchCV(
+        pipe, {"clf__clip_norm": [0.5, 1.0]}, n_iter=2, epsilon=1.0, delta=DELTA
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        search.fit(X, y)
+    cost = search.privacy_spent_
+    swapped = pickle.loads(pickle.dumps(search))
+    swapped.best_estimator_.steps[1] = ("prep", StandardScaler().fit(X))
+    ledger = PrivacyLedger(delta=DELTA)
+    messages = record_quietly(ledger, swapped)
+    assert ledger.costs == (cost,)
+    assert len(messages) == 1 and "(StandardScaler) reads the training" in messages[0]
+    replaced = pickle.loads(pickle.dumps(search))
+    new = clone(search.best_estimator_).set_params(clf__epsilon=5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        replaced.best_estimator_ = new.fit(X, y)
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, replaced)
+    assert ledger.costs == (cost, *(step.privacy_spent_ for step in (new[0], new[2])))
 
 
 def test_warnings_and_refusals_name_the_step_by_its_path(data):

@@ -741,6 +741,56 @@ def test_a_pipelines_runs_are_silent_at_every_level(data, runs, capsys, nested):
     assert all(run.verbose is False and run[-1].verbose == 0 for run in inner)
 
 
+@pytest.mark.parametrize("nested", [False, True])
+def test_fit_callbacks_are_refused_before_any_run(data, nested):
+    # scikit-learn 1.9's callbacks survive clone: one set on the pipeline saw
+    # every run's parameters and fitted model, and the number of runs, which
+    # the search keeps secret (review).
+    pytest.importorskip("sklearn.callback")
+
+    class Spy:
+        seen = 0
+
+        def __getattr__(self, name):  # any hook: count the call
+            def hook(*args, **kwargs):
+                Spy.seen += 1
+
+            return hook
+
+    X, y = data
+    pipe = make_pipeline(
+        DPStandardScaler(bounds=(-5.0, 5.0)), DPLogisticRegression(classes=[0, 1])
+    )
+    pipe.set_callbacks(Spy())
+    prefix = "inner__" if nested else ""
+    searcher = DPRandomSearchCV(
+        Pipeline([("inner", pipe)]) if nested else pipe,
+        {f"{prefix}dplogisticregression__clip_norm": [0.5, 1.0]},
+        n_iter=3,
+    )
+    with pytest.raises(TypeError, match="fit callbacks"):
+        searcher.fit(X, y)
+    assert Spy.seen == 0 and not hasattr(searcher, "best_estimator_")
+
+
+@pytest.mark.parametrize("noise", ["fast", "secure"])
+def test_a_step_accounted_in_zcdp_but_not_gaussian_is_refused(noise):
+    # DPSparseGLM's budget is zCDP (Gumbel peels and Gaussian values), not
+    # μ-GDP: calibrated as a μ-GDP step, its ε would let it spend more than
+    # its share of the run's μ.
+    from skdp import DPSparseGLM
+
+    X = np.random.default_rng(0).normal(size=(200, 4))
+    searcher = DPRandomSearchCV(
+        DPSparseGLM(sparsity=2, noise=noise),
+        {"x_bound": [1.0, 2.0]},
+        n_iter=3,
+        score_bound=10.0,
+    )
+    with pytest.raises(TypeError, match="not all-Gaussian"):
+        searcher.fit(X, X[:, 0])
+
+
 def test_verbose_speaks_of_the_search_only(data, runs, capsys):
     """Issue 32, item 5: two lines whatever the number of runs, none of them
     about a candidate (no count, no per-run progress, no time), and the

@@ -204,7 +204,10 @@ def test_zcdp_shares_follow_the_weights():
 
 
 def test_a_pair_budget_adds_by_basic_composition():
-    pipe = make_pipeline(DPStandardScaler(), DPSparseGLM(sparsity=2))
+    # DPSparseGLM's accounting="paper" guarantee is an (ε, δ) pair.
+    pipe = make_pipeline(
+        DPStandardScaler(), DPSparseGLM(sparsity=2, accounting="paper")
+    )
     set_privacy_budget(pipe, epsilon=2.0, delta=1e-5, weights={"dpsparseglm": 3})
     assert pipe[1].epsilon == pytest.approx(1.5, rel=1e-8)
     assert pipe[0].privacy_budget().epsilon == pytest.approx(0.5, rel=1e-8)

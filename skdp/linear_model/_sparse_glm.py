@@ -1187,6 +1187,11 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         # (epsilon, delta) pair from the zCDP composition.
         return False
 
+    def _budget_is_zcdp(self):
+        # accounting="exact" composes every release in zCDP (the budget is
+        # rho(epsilon, delta)); "paper" may take the paper's own route.
+        return self.accounting == "exact"
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True

@@ -91,6 +91,23 @@ def _delegate(method):
     return check
 
 
+def _refuse_callbacks(parts):
+    """Refuse fit callbacks (scikit-learn's ``set_callbacks``) anywhere in the
+    estimator: ``clone`` keeps them, so every run would call them, with its
+    parameters and its fitted model, and the number of runs and the losers
+    that the search keeps secret would reach the callback (and the released
+    winner would still hold it)."""
+    for prefix, part in parts:
+        if getattr(part, "_skl_callbacks", None):
+            where = f"{type(part).__name__} ({prefix.rstrip('_') or 'estimator'})"
+            raise TypeError(
+                f"{where} has fit callbacks (set_callbacks): every run of the "
+                "search would call them with its parameters and fitted model, "
+                "which the search keeps secret (as it silences verbose). Remove "
+                "them from the estimator given to DPRandomSearchCV."
+            )
+
+
 class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     """Random search whose whole run, selection included, is (ε, δ)-DP.
 
@@ -435,6 +452,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         for prefix, composite in _composites_of(estimator):
             _check_composite(prefix, composite)
         steps = _steps_of(estimator)
+        _refuse_callbacks([("", estimator), *_composites_of(estimator), *steps])
         for prefix, step in steps:
             where = f"{type(step).__name__} ({prefix.rstrip('_') or 'estimator'})"
             if isinstance(step, str) or step is None:
@@ -471,11 +489,16 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                     "cannot set its sampler."
                 )
             budget = clone(step).set_params(noise=self.noise).privacy_budget()
-            if budget.rho is None:
+            # The runs are calibrated as μ-GDP (zCDP with secure noise): a
+            # step accounted in zCDP alone (DPSparseGLM's peeling) would
+            # spend more than its μ at the ε the calibration gives it.
+            gaussian = budget.mu if self.noise == "fast" else budget.rho
+            declared = getattr(step, "_budget_is_gdp", lambda: True)()
+            if gaussian is None or not declared:
                 raise TypeError(
                     f"{type(step).__name__} is not all-Gaussian (its budget is "
-                    "not μ-GDP or zCDP); the private search composes Gaussian "
-                    "candidates."
+                    "not μ-GDP, or zCDP from discrete Gaussian noise); the "
+                    "private search composes Gaussian candidates."
                 )
             if budget.adjacency not in (REPLACE_ONE, REPLACE_ONE_OUTCOME):
                 raise TypeError(
