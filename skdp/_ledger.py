@@ -575,11 +575,12 @@ def composite_parts(obj, fitted=False):
     the rows they are given, or None for anything else.
 
     A Pipeline's steps, a FeatureUnion's transformers, a ColumnTransformer's
-    transformers and remainder, a TransformedTargetRegressor's regressor
-    (scikit-learn's LinearRegression when None) and transformer (the
-    FunctionTransformer of ``func``/``inverse_func`` when None). ``fitted``:
-    the fitted copies a ColumnTransformer (``transformers_``) and a
-    TransformedTargetRegressor (``regressor_``, ``transformer_``) keep.
+    transformers and remainder, a TransformedTargetRegressor's transformer
+    (the FunctionTransformer of ``func``/``inverse_func`` when None) and
+    regressor (scikit-learn's LinearRegression when None), in the order it
+    fits them. ``fitted``: the fitted copies a ColumnTransformer
+    (``transformers_``) and a TransformedTargetRegressor (``transformer_``,
+    ``regressor_``) keep.
     Shared by the ledger, the budget helpers and the private search.
     """
     from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
@@ -601,8 +602,9 @@ def composite_parts(obj, fitted=False):
             ("remainder", obj.remainder)
         ]
     if isinstance(obj, TransformedTargetRegressor):
+        # In the order of its fit: the transformer (on y), then the regressor.
         if fitted:
-            return [("regressor", obj.regressor_), ("transformer", obj.transformer_)]
+            return [("transformer", obj.transformer_), ("regressor", obj.regressor_)]
         from sklearn.linear_model import LinearRegression
         from sklearn.preprocessing import FunctionTransformer
 
@@ -614,7 +616,7 @@ def composite_parts(obj, fitted=False):
                 inverse_func=obj.inverse_func,
                 check_inverse=obj.check_inverse,
             )
-        return [("regressor", regressor), ("transformer", transformer)]
+        return [("transformer", transformer), ("regressor", regressor)]
     return None
 
 
@@ -656,10 +658,17 @@ def _fit_stamps(obj, path, apart=False):
     such), so its stamp says nothing of the order of the pipeline's fits;
     where its input came from still counts.
     """
+    from sklearn.model_selection._search import BaseSearchCV
+
     apart = apart or _used_prefit(obj)
     stamp = getattr(obj, FIT_STAMP, None)
     stamps = [(stamp, apart)] if isinstance(stamp, FitStamp) else []
-    for name, child in _children(obj, True, path) or []:
+    children = _children(obj, True, path) or []
+    if isinstance(obj, BaseSearchCV) and hasattr(obj, "best_estimator_"):
+        # A scikit-learn search's refit: fitted, with every candidate, on
+        # the search's input (its other fits are not kept).
+        children = [*children, ("best_estimator_", obj.best_estimator_)]
+    for name, child in children:
         if not isinstance(child, str) and child is not None:
             stamps += _fit_stamps(child, f"{path}/{name}", apart)
     return stamps
@@ -676,8 +685,9 @@ def check_fit_order(obj, path, leaks):
       place, through a slice ``pipe[:-1]``, which shares the steps, or in
       another pipeline that holds the same object): the release the later
       step depends on is no longer in the pipeline. Fits are ordered within
-      one process (a ColumnTransformer's parts fitted by joblib workers are
-      not compared with the steps around them);
+      one process (the fits joblib workers made, e.g. of a ColumnTransformer,
+      VotingClassifier or OneVsRestClassifier with n_jobs, are not compared
+      with the steps around them);
     * a DP step fitted on the output of another DP release than the steps
       before it hold (a step shared with another pipeline and fitted there
       last, or an older fitted step put in by ``set_params``): the release
@@ -691,13 +701,24 @@ def check_fit_order(obj, path, leaks):
     the pipeline depends on a release it does not hold, which must be
     recorded too. Either refusal means the fits the pipeline holds do not
     add up to what it spent.
+
+    A fitted TransformedTargetRegressor is checked for order alone: its
+    regressor is fitted on the targets its transformer returned, so a
+    transformer fitted again after the regressor is refused (the regressor's
+    X comes from elsewhere).
     """
+    from sklearn.compose import TransformedTargetRegressor
     from sklearn.pipeline import Pipeline
 
-    if not isinstance(obj, Pipeline):
+    if isinstance(obj, Pipeline):
+        steps, inputs = obj.steps, True
+    elif isinstance(obj, TransformedTargetRegressor):
+        steps = [("transformer_", obj.transformer_), ("regressor_", obj.regressor_)]
+        inputs = False
+    else:
         return
     earlier = []  # (stamp, step name) of every DP fit in the steps so far
-    for name, step in obj.steps:
+    for name, step in steps:
         if isinstance(step, str) or step is None:
             continue
         found = _fit_stamps(step, f"{path}/{name}")
@@ -718,6 +739,8 @@ def check_fit_order(obj, path, leaks):
                     )
         own = {stamp.when for stamp in stamps}
         sources = {s.input_from for s in stamps if s.input_from is not None} - own
+        if not inputs:
+            sources = set()
         held = {previous.when for previous, _ in earlier}
         if sources and not earlier:
             leaks[

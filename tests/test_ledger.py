@@ -2540,6 +2540,48 @@ def test_cross_validate_scores_are_named_as_not_covered(data):
     assert "(test_score, train_score)" in named and "not the scores" in named
 
 
+def test_a_step_refitted_under_a_search_or_a_target_regressor_is_refused(data):
+    # Missed (review): a scikit-learn search as a later step (its refit was
+    # not read), and a TransformedTargetRegressor whose target scaler was
+    # fitted again after its regressor (not a Pipeline: never checked).
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.model_selection import GridSearchCV
+
+    from skdp import DPLinearRegression
+
+    X, y = data
+    search = GridSearchCV(
+        DPLogisticRegression(delta=DELTA, classes=[0, 1]),
+        {"clip_norm": [0.5, 1.0]},
+        cv=KFold(2),
+    )
+    pipe = make_pipeline(DPStandardScaler(delta=DELTA, bounds=(-5, 5)), search)
+    pipe.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        PrivacyLedger(delta=1e-3).record(pipe)  # as fitted: accepted
+        pipe[:-1].fit_transform(X)
+        with pytest.raises(ValueError, match="was fitted again after step"):
+            PrivacyLedger(delta=1e-3).record(pipe)
+    target = TransformedTargetRegressor(
+        regressor=DPLinearRegression(delta=DELTA),
+        transformer=DPStandardScaler(delta=DELTA, bounds=(-5, 5)),
+        check_inverse=False,
+    )
+    y_real = X[:, 0] + 0.1 * np.arange(len(X)) / len(X)
+    target.fit(X, y_real)
+    assert len(PrivacyLedger(delta=DELTA).record(target)) == 2
+    # Behind a DP scaler the regressor's X is that scaler's output, which
+    # the target regressor does not hold: only the order is its to check.
+    behind = make_pipeline(DPStandardScaler(delta=DELTA, bounds=(-5, 5)), target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(PrivacyLedger(delta=1e-3).record(behind.fit(X, y_real))) == 3
+    target.transformer_.fit(y_real.reshape(-1, 1))
+    with pytest.raises(ValueError, match="'transformer_' was fitted again after"):
+        PrivacyLedger(delta=DELTA).record(target)
+
+
 def test_a_step_fitted_again_after_the_steps_fitted_on_its_output_is_refused(data):
     # The model was fitted on the first scaler release; a refit of the scaler
     # (through a slice, which shares the steps, or in a second pipeline that

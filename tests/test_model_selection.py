@@ -1687,16 +1687,16 @@ def test_a_private_target_scaler_is_searched_and_its_round_trip_refused(runs):
         for p, s in _search._steps_of(fitted.best_estimator_, fitted=True)
         if _search.is_dp_estimator(s)
     ]
-    assert prefixes == [
+    assert prefixes == [  # in the order of their fits
         "dpstandardscaler__",
-        "transformedtargetregressor__regressor__",
         "transformedtargetregressor__transformer__",
+        "transformedtargetregressor__regressor__",
     ]
     # The target's scaler at half weight, as make_private_pipeline weighs it:
-    # μ² shares 1 : 1 : 1/2 of the run's.
+    # μ² shares 1 : 1/2 : 1 of the run's.
     steps = dict(_search._steps_of(fitted.best_estimator_, fitted=True))
     mu_c = fitted.candidate_budget_.mu
-    for prefix, weight in zip(prefixes, (1.0, 1.0, 0.5), strict=True):
+    for prefix, weight in zip(prefixes, (1.0, 0.5, 1.0), strict=True):
         assert steps[prefix].privacy_spent_.mu == pytest.approx(
             mu_c * math.sqrt(weight / 2.5), rel=1e-6
         )
