@@ -372,7 +372,10 @@ def _check_weights(weights, paths, defaults):
     for path, w in zip(paths, out, strict=True):
         if not isinstance(w, Real) or not (0 < w < math.inf):
             raise ValueError(f"The weight of {path!r} must be > 0; got {w!r}.")
-    return [float(w) for w in out]
+    # Only their ratios count: relative to the largest, their sum cannot
+    # overflow (weights of 1e308 each summed to inf).
+    largest = max(float(w) for w in out)
+    return [float(w) / largest for w in out]
 
 
 def _kind(budget):
@@ -417,6 +420,11 @@ def _split(steps, weights, epsilon, delta):
     """``{path: {"epsilon": ε_i, "delta": δ_i}}`` (see set_privacy_budget)."""
     k = len(steps)
     step_delta = delta / k
+    if delta > 0 and not step_delta > 0:
+        raise ValueError(
+            f"delta={delta!r} split over {k} DP steps gives each step a delta "
+            f"of {step_delta!r}, which is 0 in floating point: raise delta."
+        )
     kinds = [_kind(b) for b in _declared_budgets(steps, step_delta)]
     total_weight = sum(weights)
     concentrated = [i for i, kind in enumerate(kinds) if kind != "pair"]

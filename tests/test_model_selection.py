@@ -791,6 +791,16 @@ def test_a_step_accounted_in_zcdp_but_not_gaussian_is_refused(noise):
         searcher.fit(X, X[:, 0])
 
 
+def test_a_delta_that_covers_a_step_alone_is_refused(data, runs):
+    # At delta=0.9999 each step's epsilon rounded to 0 and the inner step's
+    # parameter check refused it, naming a parameter the user never set.
+    X, y = data
+    searcher = search(param_distributions={"clip_norm": [0.5, 1.0]}, delta=0.9999)
+    with pytest.raises(ValueError, match="Choose a smaller delta"):
+        searcher.fit(X, y)
+    assert runs == []
+
+
 def test_verbose_speaks_of_the_search_only(data, runs, capsys):
     """Issue 32, item 5: two lines whatever the number of runs, none of them
     about a candidate (no count, no per-run progress, no time), and the

@@ -215,6 +215,20 @@ def test_a_pair_budget_adds_by_basic_composition():
     assert pipe[1].epsilon < 1.5 and pipe[0].privacy_budget().epsilon < 0.5
 
 
+def test_huge_weights_and_a_delta_too_small_to_split():
+    # Weights of 1e308 each summed to inf ("epsilon must be >= 0; got nan");
+    # a delta of 5e-324 split over two steps gave each 0 (review).
+    pipe = make_pipeline(DPStandardScaler(), _lr())
+    weights = {"dpstandardscaler": 1e308, "dplogisticregression": 1e308}
+    set_privacy_budget(pipe, epsilon=1.0, delta=1e-5, weights=weights)
+    assert pipe[0].epsilon == pytest.approx(pipe[1].epsilon, rel=1e-12)
+    assert pipe[0].privacy_budget().mu == pytest.approx(
+        mu_from_epsilon(1.0, 1e-5) / math.sqrt(2.0), rel=1e-8
+    )
+    with pytest.raises(ValueError, match="0 in floating point: raise delta"):
+        set_privacy_budget(pipe, epsilon=1.0, delta=5e-324)
+
+
 def test_make_private_pipeline_forwards_the_total_and_the_weights():
     # Its defaults are (1, 1e-5); a given delta and weights reach every step.
     pipe = make_private_pipeline(DPStandardScaler(), _lr())

@@ -692,6 +692,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 epsilons.append(epsilon_from_zcdp_tight(step_mu**2 / 2.0, self.delta))
             else:
                 epsilons.append(epsilon_from_mu(step_mu, self.delta))
+        if not min(epsilons) > 0:
+            raise ValueError(
+                f"At delta={self.delta:g} a DP step's share of the budget is "
+                f"epsilon={min(epsilons):g}: delta is so large that it alone "
+                "covers the step. Choose a smaller delta (well below 1/n)."
+            )
         return mu, epsilons
 
     # -- fit ---------------------------------------------------------------
