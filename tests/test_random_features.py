@@ -204,7 +204,7 @@ def _whitened_walks(X, weights, n_iter, n_draws, square_root):
     rows = _kernel.normalised_features(X, weights, np.tanh, slice(None), norms)
     gram = rows @ rows.T
     if square_root is None:  # as kernel_dpgd calls it
-        root = _kernel.gram_square_root(gram, may_be_definite=p > n)
+        root = _kernel.gram_square_root(gram, _kernel.gram_jitter(n, p))
     else:
         root = square_root(gram)
     rng = np.random.default_rng(7)
@@ -241,7 +241,10 @@ def _walk_law_deviation(square_root, n_components=40, delta=None):
     X, weights = _near_duplicate_task(n_components, delta)
     n_draws = 20_000
     white, outside = _whitened_walks(X, weights, 4, n_draws, square_root)
-    assert outside < 1e-6  # K̃'s null space (p < n) gets no noise
+    # K̃'s null space (p < n) gets the jitter's noise alone: a bridge of λI,
+    # variance at most λ·T/4 per coordinate; 6 of its standard deviations.
+    jitter = _kernel.gram_jitter(X.shape[0], n_components)
+    assert outside < 6 * np.sqrt(jitter)  # λ·T/4 = λ at T = 4
     # Each entry of the sample covariance of N(0, I) has standard error at
     # most sqrt(2/n_draws); the largest is measured in those.
     return np.abs(np.cov(white.T) - np.eye(white.shape[1])).max() / np.sqrt(2 / n_draws)
@@ -280,7 +283,7 @@ def test_the_square_root_falls_back_to_the_qr_eigensolver(monkeypatch):
     import scipy.linalg as la
 
     rows = np.random.default_rng(0).standard_normal((6, 4))
-    gram = rows @ rows.T  # rank 4: singular, the eigh path
+    gram = rows @ rows.T  # rank 4: singular
     original = la.eigh
 
     def failing_default(a, **kwargs):
@@ -288,9 +291,50 @@ def test_the_square_root_falls_back_to_the_qr_eigensolver(monkeypatch):
             raise la.LinAlgError("did not converge")
         return original(a, **kwargs)
 
+    def failing_cholesky(*args, **kwargs):
+        raise la.LinAlgError("not positive definite")
+
+    monkeypatch.setattr(_kernel.la, "cholesky", failing_cholesky)
     monkeypatch.setattr(_kernel.la, "eigh", failing_default)
-    root = _kernel.gram_square_root(gram, may_be_definite=False)
+    root = _kernel.gram_square_root(gram, 1e-13)
     np.testing.assert_allclose(root @ root.T, gram, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_components", [3, 8, 40])  # p < n, p = n, p > n
+def test_the_square_root_costs_the_same_with_duplicated_records(
+    n_components, monkeypatch
+):
+    # Cholesky of K̃ failed where two records were equal (or p <= n), and the
+    # eigendecomposition that took over ran 3-4 times as long: a duplicated
+    # record showed in the running time, and in verbose's times (review).
+    # With the public jitter the factorisation completes on any input.
+    import scipy.linalg as la
+
+    def no_eigh(*args, **kwargs):
+        raise AssertionError("the eigendecomposition ran")
+
+    monkeypatch.setattr(_kernel.la, "eigh", no_eigh)
+    rng = np.random.default_rng(0)
+    n = 8
+    for X in (
+        rng.standard_normal((n, 3)),
+        np.repeat(rng.standard_normal((n // 2, 3)), 2, axis=0),  # duplicates
+        np.zeros((n, 3)),  # every row the same
+    ):
+        weights = draw_weights(rng, 3, n_components)
+        _, _, norms = _kernel.gram_pass(X, weights, np.tanh, np.zeros(n_components))
+        rows = _kernel.normalised_features(X, weights, np.tanh, slice(None), norms)
+        gram = rows @ rows.T
+        jitter = _kernel.gram_jitter(n, n_components)
+        root = _kernel.gram_square_root(gram, jitter)
+        np.testing.assert_allclose(root @ root.T, gram + jitter * np.eye(n), atol=1e-12)
+    with pytest.raises(la.LinAlgError):  # without the jitter: the slow path
+        la.cholesky(np.ones((n, n)), lower=True)
+    # The fit takes the jitter: duplicated records, no eigendecomposition.
+    X = np.repeat(rng.standard_normal((n, 3)), 2, axis=0)
+    DPRandomFeaturesRegressor(
+        n_components=n_components, solver="kernel", max_iter=3
+    ).fit(X, X[:, 0])
 
 
 def _truncated_root(gram):
@@ -691,7 +735,7 @@ def _final_predictions_and_theta(X, y, weights, activation, noise_std, n_iter):
     rng = np.random.default_rng(0)
     xi = rng.standard_normal(p)
     gram, h, norms = _kernel.gram_pass(X, weights, activation, xi)
-    root = _kernel.gram_square_root(gram, may_be_definite=p > n)
+    root = _kernel.gram_square_root(gram, _kernel.gram_jitter(n, p))
     dual, preds = _kernel.dual_iterates(
         gram,
         norms,
