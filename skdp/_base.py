@@ -419,6 +419,26 @@ def _check_within_budget(spent, budget, name):
         )
 
 
+#: The DP estimator whose fit runs in this context (set by private_fit):
+#: :func:`check_cost_before_steps` reads its declared budget.
+_RUNNING_FIT = contextvars.ContextVar("skdp_running_fit", default=None)
+
+
+def check_cost_before_steps(cost):
+    """Refuse, before any noisy step runs or is printed, a cost (all of the
+    running fit's, or a part of it) above the fit's declared budget.
+
+    :func:`private_fit` checks the whole cost after the fit, before anything
+    is stored; but ``verbose`` prints private iterates while the fit runs,
+    and an accounting bug would have shown them first. The engines call this
+    once their cost is known, before their first step. Outside a
+    ``private_fit`` (an engine called directly) it does nothing.
+    """
+    estimator = _RUNNING_FIT.get()
+    if estimator is not None:
+        _check_within_budget(cost, estimator.privacy_budget(), type(estimator).__name__)
+
+
 #: What numpy's and scikit-learn's input errors that quote the data say
 #: (their start), and what skdp says instead.
 _VALUE_QUOTING_ERRORS = {
@@ -868,12 +888,16 @@ def private_fit(fit):
             # assume_finite=False: scikit-learn's global assume_finite=True
             # would let one NaN record through the input check, and make the
             # release NaN (or fail) where its neighbour's is fine.
-            with (
-                silent_on_data(),
-                _collected_into(_FIT_WARNINGS.get()),
-                config_context(assume_finite=False),
-            ):
-                result = fit(self, *args, **kwargs)
+            running = _RUNNING_FIT.set(self)
+            try:
+                with (
+                    silent_on_data(),
+                    _collected_into(_FIT_WARNINGS.get()),
+                    config_context(assume_finite=False),
+                ):
+                    result = fit(self, *args, **kwargs)
+            finally:
+                _RUNNING_FIT.reset(running)
             budget = self.privacy_budget()
             spent = self.privacy_spent_
             _check_within_budget(spent, budget, type(self).__name__)

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._base import check_cost_before_steps
 from ._clipping import (  # noqa: F401  (re-exported: the engine's kernels)
     InjectedGradient,
     InMemoryDesign,
@@ -427,6 +428,7 @@ def dpgd(
         ),
         noise="secure" if isinstance(rng, SecureNoise) else "fast",
     )
+    check_cost_before_steps(cost)
     progress = _Progress(mechanism, n_iter, verbose)
     progress.start(cost, noise_std, n, d)
     step = _make_step_rule(solver, learning_rate, noise_std / n)

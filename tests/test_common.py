@@ -281,6 +281,40 @@ def test_a_fit_that_overspends_releases_nothing(cls, monkeypatch):
     assert [k for k in vars(estimator) if k.endswith("_")] == []
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: __import__("skdp").DPLogisticRegression(classes=[0, 1]),
+        lambda: __import__("skdp").DPRandomFeaturesRegressor(
+            n_components=100, solver="kernel"
+        ),
+        lambda: __import__("skdp").DPSparseGLM(learning_rate=0.5),
+    ],
+    ids=["engine", "kernel", "sparse_glm"],
+)
+def test_an_overspending_run_prints_no_step(make, monkeypatch, capsys):
+    """verbose printed every private iterate, and "released a model that is
+    (1.1, δ)-DP", before the budget check after the fit refused it (review):
+    each engine checks its cost before its first step."""
+    from dataclasses import replace
+
+    from skdp import MechanismFailedError
+
+    estimator = make().set_params(epsilon=2.0, delta=1e-6, verbose=2)
+    X, y = small_fit_data(estimator)
+    smaller = replace(estimator.privacy_budget())
+    smaller = replace(
+        smaller,
+        epsilon=smaller.epsilon / 2,
+        mu=None if smaller.mu is None else smaller.mu / 2,
+        zcdp=None if smaller.zcdp is None else smaller.zcdp / 4,
+    )
+    monkeypatch.setattr(type(estimator), "privacy_budget", lambda self: smaller)
+    with pytest.raises(MechanismFailedError, match="more than its declared"):
+        estimator.fit(X, y)
+    assert "step" not in capsys.readouterr().out
+
+
 def _spend(cost):
     return {
         "epsilon": cost.epsilon,

@@ -46,6 +46,7 @@ from .._base import (
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
+    check_cost_before_steps,
     dense_float_rows,
     is_dask_array,
     private_fit,
@@ -1285,6 +1286,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
             # "paper": epsilon may come from the paper's own route instead.
             zcdp=rho if self.accounting == "exact" else None,
         )
+        check_cost_before_steps(cost)
         progress = _Progress("DPSparseGLM noisy IHT", n_iter, self.verbose)
         progress.phase(
             f"spending ({cost.epsilon:.4g}, {cost.delta:.3g})-DP ({REPLACE_ONE}) "

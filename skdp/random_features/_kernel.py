@@ -89,6 +89,7 @@ matrix Φ.
 import numpy as np
 import scipy.linalg as la
 
+from .._base import check_cost_before_steps
 from .._clipping import row_norms
 from .._dpgd import _Progress
 from ..exceptions import MechanismFailedError
@@ -271,6 +272,7 @@ def kernel_dpgd(
     n, p = X.shape[0], weights.shape[1]
     sum_noise_std = noise_multiplier * 2.0 * clip_norm
     noise_std = learning_rate * sum_noise_std / n  # s: on θ, per step
+    check_cost_before_steps(cost)
     progress = _Progress(mechanism, n_iter, verbose)
     progress.start(cost, sum_noise_std, n, p)
     xi = rng.standard_normal(p)  # Z = √T·ξ, the steps' noise summed
