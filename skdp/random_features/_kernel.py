@@ -59,7 +59,12 @@ own coordinates a record whose features are tiny (``x = 1e-200``: norm
 1e-200, whose squares underflow in K) had ``K_ii = 0``, hence no clip,
 and a dual coefficient of size ``|ℓ'|`` moved θ by 1e98 for a clip of 1.
 Here ``r`` is computed free of underflow and every dual coefficient is at
-most ``T·η·C/n``.
+most ``T·η·C/n``. A row of norm below ``_SMALLEST_NORM`` = 1e-140 (whose
+squares may have underflowed in K) is run as a zero row: a fixed map of the
+record's own features, like a clip, so the guarantee is unchanged; its
+gradient, at most ``|ℓ'|·1e-140``, is below what θ holds next to any other
+record's. (Recomputing those rows exactly took one more pass over the
+features, which one such record triggered: a timing channel.)
 
 **Released.** Only θ_T. ``a_T``, ``u``, ``W``, ``ξ`` and K are indexed by
 training rows or read the features of the data; none leaves this module.
@@ -99,7 +104,7 @@ from ._features import column_blocks, features
 _CHUNK_VALUES = 1 << 22
 
 # Below this row norm, some squares of the row's features may have underflowed
-# in the Gram matrix: those rows of K̃ are recomputed from normalised features.
+# in the Gram matrix: such a row is run as a zero row (module docstring).
 _SMALLEST_NORM = 1e-140
 
 
@@ -148,8 +153,8 @@ def gram_pass(X, weights, activation, xi):
     K and h are summed from Φ and divided by the norms afterwards, which are
     exact for every row (per block free of over/underflow, combined with
     hypot). Rows of norm below ``_SMALLEST_NORM`` (whose squares may have
-    underflowed) are recomputed from normalised features, in one more pass
-    that runs only when there are such rows.
+    underflowed) are zero rows, with norm 0 (module docstring, Normalised
+    rows): the pass costs the same whatever the rows.
     """
     n = X.shape[0]
     gram, h, norms = np.zeros((n, n)), np.zeros(n), np.zeros(n)
@@ -158,33 +163,19 @@ def gram_pass(X, weights, activation, xi):
         gram += A @ A.T
         h += A @ xi[cols]
         norms = np.hypot(norms, row_norms(A))
-    usual = norms >= _SMALLEST_NORM
-    inverse = np.divide(1.0, norms, out=np.zeros(n), where=usual)
+    norms[norms < _SMALLEST_NORM] = 0.0  # zero rows (see the module docstring)
+    inverse = np.divide(1.0, norms, out=np.zeros(n), where=norms > 0)
     gram *= inverse[:, None]
     gram *= inverse
     h *= inverse
-    tiny = np.flatnonzero(~usual & (norms > 0))
-    if tiny.size:
-        _normalised_rows(X, weights, activation, xi, norms, tiny, gram, h)
     return gram, h, norms
 
 
-def _normalised_rows(X, weights, activation, xi, norms, rows, gram, h):
-    """Rows and columns ``rows`` of K̃, and entries of h̃, from Φ̃ itself."""
-    part, h_part = np.zeros((rows.size, X.shape[0])), np.zeros(rows.size)
-    for cols in column_blocks(X.shape[0], weights.shape[1]):
-        A = normalised_features(X, weights, activation, cols, norms)
-        part += A[rows] @ A.T
-        h_part += A[rows] @ xi[cols]
-    gram[rows, :] = part
-    gram[:, rows] = part.T
-    h[rows] = h_part
-
-
 def normalised_features(X, weights, activation, cols, norms):
-    """Columns ``cols`` of Φ̃: each row of features divided by its norm."""
+    """Columns ``cols`` of Φ̃: each row of features divided by its norm (a
+    row of norm 0, see :func:`gram_pass`, is 0)."""
     A = features(X, weights, activation, cols)
-    return np.divide(A, norms[:, None], out=A, where=norms[:, None] > 0)
+    return np.divide(A, norms[:, None], out=np.zeros_like(A), where=norms[:, None] > 0)
 
 
 def transpose_pass(X, weights, activation, b, norms):

@@ -577,31 +577,29 @@ def _feature_matrix(X, weights, activation):
 # n·p·d per second for X @ V, entries per second for the activation, n²·p per
 # second for the Gram product and other BLAS-3 products, entries per second
 # for a memory-bound matrix-vector pass (over Φ, or over the n × n K), n³ per
-# second for the Cholesky factorisation and for eigh of K.
+# second for the Cholesky factorisation of K.
 _RATE_PROJECT = 5.3e10
 _RATE_ACTIVATION = 2.37e8
 _RATE_GEMM = 1.53e11
 _RATE_MATVEC = 4.2e9
 _RATE_CHOLESKY = 1.14e11
-_RATE_EIGH = 9e9
 
 
 def _solver_seconds(n, d, p, n_iter):
     """Predicted fit times ``(primal, kernel)`` from public sizes only.
 
     Primal: one feature pass, then two passes over Φ per step. Kernel: two
-    feature passes, the Gram product, one square root of K (eigh when p ≤ n,
-    where K is singular or nearly so; Cholesky otherwise), one product with the n × n
-    Gram matrix per step, and the noise ``F g_t`` (BLAS-3).
+    feature passes, the Gram product, one square root of K (the Cholesky
+    factor of K + λI, whatever p), one product with the n × n Gram matrix per
+    step, and the noise ``F g_t`` (BLAS-3, F of n × n).
     """
     feature_pass = n * p * d / _RATE_PROJECT + n * p / _RATE_ACTIVATION
     primal = feature_pass + 2 * n_iter * n * p / _RATE_MATVEC
-    factorisation = n**3 / (_RATE_EIGH if p <= n else _RATE_CHOLESKY)
     kernel = (
         2 * feature_pass
         + n * n * p / _RATE_GEMM
-        + factorisation
+        + n**3 / _RATE_CHOLESKY
         + n_iter * n * n / _RATE_MATVEC
-        + n_iter * n * min(n, p) / _RATE_GEMM
+        + n_iter * n * n / _RATE_GEMM
     )
     return primal, kernel
