@@ -664,9 +664,11 @@ def _fit_stamps(obj, path, apart=False):
     stamp = getattr(obj, FIT_STAMP, None)
     stamps = [(stamp, apart)] if isinstance(stamp, FitStamp) else []
     children = _children(obj, True, path) or []
-    if isinstance(obj, BaseSearchCV) and hasattr(obj, "best_estimator_"):
-        # A scikit-learn search's refit: fitted, with every candidate, on
-        # the search's input (its other fits are not kept).
+    searched = isinstance(obj, BaseSearchCV) or is_dp_estimator(obj)
+    if searched and hasattr(obj, "best_estimator_"):
+        # A search's model (scikit-learn's refit, or the model a private
+        # search released, stamped then): fitted on the search's input, and
+        # refitted since, maybe on another.
         children = [*children, ("best_estimator_", obj.best_estimator_)]
     for name, child in children:
         if not isinstance(child, str) and child is not None:
@@ -1273,9 +1275,11 @@ def _collect(obj, path, costs, leaks, *, fitted, declared=None, releases=True):
         winner = getattr(obj, "best_estimator_", None)
         if winner is not None:
             where = f"{path}/best_estimator_"
-            if getattr(winner, SEARCH_RELEASE, None) is None:
-                # Replaced since (not the model the search released): the
-                # search predicts with it, so all of its fits are charged.
+            release = getattr(winner, SEARCH_RELEASE, None)
+            if release is None or release[0] is not obj.privacy_spent_:
+                # Replaced since (not the model this search released; maybe
+                # another search's): the search predicts with it, so all of
+                # its fits are charged, and the search that released it.
                 _collect(winner, where, costs, leaks, fitted=True)
                 return
             # A private search whose released model was fitted again since:

@@ -289,8 +289,9 @@ def test_a_fit_that_overspends_releases_nothing(cls, monkeypatch):
             n_components=100, solver="kernel"
         ),
         lambda: __import__("skdp").DPSparseGLM(learning_rate=0.5),
+        lambda: __import__("skdp").DPSparseGLM(),  # released step sizes
     ],
-    ids=["engine", "kernel", "sparse_glm"],
+    ids=["engine", "kernel", "sparse_glm", "sparse_glm_auto"],
 )
 def test_an_overspending_run_prints_no_step(make, monkeypatch, capsys):
     """verbose printed every private iterate, and "released a model that is

@@ -2226,6 +2226,17 @@ def test_a_search_recorded_names_its_winners_new_steps_and_charges_a_new_winner(
     ledger = PrivacyLedger(delta=DELTA)
     record_quietly(ledger, replaced)
     assert ledger.costs == (cost, *(step.privacy_spent_ for step in (new[0], new[2])))
+    # Another private search's winner put in: that search is charged too
+    # (it carries that search's mark, which hid it).
+    other = clone(search).set_params(epsilon=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        other.fit(X, y)
+    holding = pickle.loads(pickle.dumps(search))
+    holding.best_estimator_ = other.best_estimator_
+    ledger = PrivacyLedger(delta=DELTA)
+    record_quietly(ledger, holding)
+    assert ledger.costs == (cost, other.privacy_spent_)
 
 
 def test_warnings_and_refusals_name_the_step_by_its_path(data):
@@ -2563,6 +2574,23 @@ def test_a_step_refitted_under_a_search_or_a_target_regressor_is_refused(data):
         pipe[:-1].fit_transform(X)
         with pytest.raises(ValueError, match="was fitted again after step"):
             PrivacyLedger(delta=1e-3).record(pipe)
+    # A private search's released model refitted in place on another DP
+    # release's output (its stamps were not read through the search).
+    from skdp.model_selection import DPRandomSearchCV
+
+    private = DPRandomSearchCV(
+        DPLogisticRegression(classes=[0, 1]),
+        {"clip_norm": [0.5, 1.0]},
+        n_iter=2,
+        delta=DELTA,
+    )
+    pipe = make_pipeline(DPStandardScaler(delta=DELTA, bounds=(-5, 5)), private)
+    pipe.fit(X, y)
+    assert len(PrivacyLedger(delta=1e-3).record(pipe)) == 2
+    other = DPStandardScaler(delta=DELTA, epsilon=5.0, bounds=(-5, 5)).fit(X)
+    private.best_estimator_.fit(other.transform(X), y)
+    with pytest.raises(ValueError, match="output of another DP release"):
+        PrivacyLedger(delta=1e-3).record(pipe)
     target = TransformedTargetRegressor(
         regressor=DPLinearRegression(delta=DELTA),
         transformer=DPStandardScaler(delta=DELTA, bounds=(-5, 5)),

@@ -1373,6 +1373,18 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         n_iter = None if self.max_iter == "auto" else int(self.max_iter)
         n_released = sparsity + int(self.fit_intercept)
         rho_target = zcdp_from_epsilon_tight(self.epsilon, self.delta)
+        # The schedule spends rho_target by construction (adaptive_budget);
+        # the fit's actual ρ is checked again after the run.
+        check_cost_before_steps(
+            PrivacyCost(
+                epsilon_from_zcdp_tight(rho_target, self.delta),
+                float(self.delta),
+                None,
+                REPLACE_ONE,
+                "DPSparseGLM: the planned schedule",
+                zcdp=rho_target,
+            )
+        )
         progress = _Progress(
             "DPSparseGLM noisy IHT", n_iter or _MAX_ADAPTIVE_ITER, self.verbose
         )
