@@ -1286,7 +1286,11 @@ def compose(costs: Iterable[PrivacyCost], *, delta=None):
       parts compose in zCDP, ``ρ = Σ μ_i²/2 + Σ ρ_j`` (a μ-GDP release is
       exactly (μ²/2)-zCDP; Bun & Steinke 2016, Lemma 2.3), reported by
       :func:`epsilon_from_zcdp_tight` at the sum of their δ's; any other
-      parts are added by basic composition as below.
+      parts are added by basic composition as below. Where GDP parts are
+      present, the total of the next item (the zCDP parts then counted at
+      their own (ε, δ)) is computed too, and the smaller ε is reported (both
+      hold at the same total δ; GDP parts that dominate lose in their zCDP
+      conversion).
     * Otherwise the GDP parts are composed exactly and reported at the sum of
       their δ's; the other parts add up by basic composition
       (Dwork & Roth 2014, Thm. 3.16); the two totals add up again by basic
@@ -1325,7 +1329,24 @@ def compose(costs: Iterable[PrivacyCost], *, delta=None):
         sampler="; ".join(dict.fromkeys(c.sampler for c in costs if c.sampler)),
     )
     if any(c.mu is None and c.zcdp is not None for c in costs):
-        return _compose_zcdp(costs, delta, adjacency, mechanism, extras)
+        total = _compose_zcdp(costs, delta, adjacency, mechanism, extras)
+        if any(c.mu is not None for c in costs):
+            # GDP parts lose to their zCDP conversion when they dominate:
+            # the GDP route (the zCDP parts at their own (ε, δ)) may be
+            # tighter, at the same total δ. Both are valid; report the less.
+            try:
+                gdp_route = _compose_gdp(costs, delta, adjacency, mechanism, extras)
+            except ValueError:
+                return total
+            if gdp_route.epsilon < total.epsilon:
+                return gdp_route
+        return total
+    return _compose_gdp(costs, delta, adjacency, mechanism, extras)
+
+
+def _compose_gdp(costs, delta, adjacency, mechanism, extras):
+    """:func:`compose` of the GDP parts exactly, the others by basic
+    composition: see its docstring."""
     gdp = [c for c in costs if c.mu is not None]
     other = [c for c in costs if c.mu is None]
     mu = math.sqrt(sum(c.mu**2 for c in gdp))

@@ -410,9 +410,9 @@ def _refuse_empty_shares(steps, eps, weights):
     for (path, _), e, w in zip(steps, eps, weights, strict=True):
         if not (0.0 < e < math.inf):
             raise ValueError(
-                f"The weight of {path or 'the estimator'!r} ({w!r}) is too small "
-                f"beside the others: its share of epsilon is {e!r}, not a positive "
-                "number. Raise that weight."
+                f"The weight of {path or 'the estimator'!r} is too small beside "
+                f"the others ({w:.3g} of the largest): its share of epsilon is "
+                f"{e!r}, not a positive number. Raise that weight."
             )
 
 

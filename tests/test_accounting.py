@@ -992,6 +992,28 @@ def test_ledger_rejects_junk_and_never_composes_unrelated_adjacencies():
     }
 
 
+@pytest.mark.parametrize("n_zcdp, rho", [(1, 2e-5), (6, 0.002)])
+def test_compose_reports_the_tighter_of_the_zcdp_and_the_gdp_route(n_zcdp, rho):
+    # GDP parts beside a zCDP one compose in zCDP, which loses when the GDP
+    # parts dominate (three GDP fits at ε = 2 beside a small zCDP one: 3.675
+    # against 3.535, review); with many zCDP parts the zCDP route wins.
+    mu = mu_from_epsilon(2.0, 1e-7)
+    gdp = [PrivacyCost.from_gdp(mu, delta=1e-7) for _ in range(3)]
+    eps = epsilon_from_zcdp_tight(rho, 1e-7)
+    zcdp = [PrivacyCost(eps, 1e-7, None, REPLACE_ONE, "z", zcdp=rho)] * n_zcdp
+    total = compose(gdp + zcdp)
+    delta = (3 + n_zcdp) * 1e-7
+    zcdp_route = epsilon_from_zcdp_tight(3 * mu**2 / 2 + n_zcdp * rho, delta)
+    gdp_route = epsilon_from_mu(math.sqrt(3) * mu, 3e-7) + n_zcdp * eps
+    assert total.delta == pytest.approx(delta, rel=1e-12)
+    assert total.epsilon == pytest.approx(min(zcdp_route, gdp_route), rel=1e-12)
+    if n_zcdp == 1:
+        assert gdp_route < zcdp_route and total.rho is None
+    else:
+        assert zcdp_route < gdp_route
+        assert total.rho == pytest.approx(3 * mu**2 / 2 + n_zcdp * rho)
+
+
 def test_compose_refuses_costs_that_share_a_noise_seed():
     a = PrivacyCost.from_gdp(0.5, delta=1e-6, mechanism="a")
     b = PrivacyCost.from_gdp(0.5, delta=1e-6, mechanism="b")
