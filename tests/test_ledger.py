@@ -2149,9 +2149,9 @@ def test_a_skipped_step_hides_no_dp_step_after_it(data):
         assert ledger.costs == (scaler.privacy_spent_,)
 
 
-def test_a_released_winner_is_charged_the_search_wherever_it_is_recorded(data):
-    # Issue 29, item 3: inside a composite too; and a non-private step
-    # swapped into the winner since its release is still named.
+def _fitted_private_search(data):
+    """(X scaled to [0, 1], y, a DPRandomSearchCV fitted on a pipeline of a
+    scaler, a Normalizer and a DP model)."""
     from skdp.model_selection import DPRandomSearchCV
 
     X, y = data
@@ -2165,6 +2165,14 @@ def test_a_released_winner_is_charged_the_search_wherever_it_is_recorded(data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         search.fit(X, y)
+    return X, y, search
+
+
+def test_a_released_winner_is_charged_the_search_wherever_it_is_recorded(data):
+    # Issue 29, item 3: inside a composite too; and a non-private step
+    # swapped into the winner since its release is still named.
+
+    X, y, search = _fitted_private_search(data)
     cost = search.privacy_spent_
     outer = Pipeline(
         [("id", FunctionTransformer().fit(X)), ("model", search.best_estimator_)]
@@ -2198,19 +2206,8 @@ def test_a_search_recorded_names_its_winners_new_steps_and_charges_a_new_winner(
     # Recorded through the search (not its winner), a non-private step swapped
     # into the winner was not named, and a winner replaced by another fitted
     # model (which the search then predicts with) was not charged (review).
-    from skdp.model_selection import DPRandomSearchCV
 
-    X, y = data
-    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
-    pipe = Pipeline(
-        [("scale", _quiet_scaler()), ("prep", Normalizer()), ("clf", dp_model())]
-    )
-    search = DPRandomSearchCV(
-        pipe, {"clf__clip_norm": [0.5, 1.0]}, n_iter=2, epsilon=1.0, delta=DELTA
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        search.fit(X, y)
+    X, y, search = _fitted_private_search(data)
     cost = search.privacy_spent_
     swapped = pickle.loads(pickle.dumps(search))
     swapped.best_estimator_.steps[1] = ("prep", StandardScaler().fit(X))
