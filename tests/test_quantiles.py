@@ -885,6 +885,33 @@ def test_quantile_transformer_matches_sklearn_at_large_budget():
     assert ours.quantiles_.shape == (1000, 2) and ours.references_[-1] == 1.0
 
 
+@pytest.mark.parametrize("given", [False, True])
+def test_robust_scaler_gives_a_spikes_zero_range_scikit_learns_one(given):
+    # A binary or integer-coded column's quartiles sit in one bin of the
+    # grid, interpolated a fraction of it apart: scale_ 0.009 for a binary
+    # column at ε = 1 (its 1s became 100, and a linear model downstream
+    # scored R² −121; review). scikit-learn's range there is 0, its scale 1.
+    # A continuous column beside them keeps its scale.
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = np.column_stack(
+        [
+            rng.random(n) < 0.2,  # binary
+            rng.choice([0.0, 1.0, 2.0], n, p=[0.8, 0.1, 0.1]),  # integer-coded
+            1.0 + 0.2 * rng.random(n),  # continuous, range 0.1 between quartiles
+        ]
+    ).astype(float)
+    theirs = RobustScaler().fit(X)
+    bounds = ([0.0, 0.0, 0.5], [1.0, 2.0, 1.5]) if given else None
+    for _ in range(5):  # fresh noise
+        ours = DPRobustScaler(epsilon=1.0, delta=DELTA, bounds=bounds)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            ours.fit(X)
+        np.testing.assert_array_equal(ours.scale_[:2], theirs.scale_[:2])
+        assert ours.scale_[2] == pytest.approx(theirs.scale_[2], rel=0.2)
+
+
 def test_robust_scaler_matches_sklearn_at_large_budget():
     rng = np.random.default_rng(13)
     X = rng.normal([1.0, -50.0, 1e3], [0.5, 3.0, 100.0], size=(20000, 3))

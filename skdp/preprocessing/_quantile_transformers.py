@@ -511,7 +511,9 @@ class DPRobustScaler(_DPHistogramQuantiles):
         Private median (None when ``with_centering=False``).
     scale_ : ndarray of shape (n_features,) or None
         Private quantile range, always > 0 (None when
-        ``with_scaling=False``).
+        ``with_scaling=False``); 1 where the range is not resolved (both of
+        its ends in one equal-width bin of the released grid: a spike, whose
+        range scikit-learn finds 0).
     {attributes}
 
     See Also
@@ -629,7 +631,15 @@ class DPRobustScaler(_DPHistogramQuantiles):
         median, low, high = values
         self.center_ = median if self.with_centering else None
         if self.with_scaling:
-            scale = _floor_scale(high - low, release.resolution)
+            # Both ends of the range inside one equal-width bin: a spike (a
+            # binary, integer-coded or zero-inflated column) whose range is
+            # 0 for scikit-learn, interpolated a fraction of the bin apart (a
+            # scale of 0.009 for a binary column made its 1s 100). It gets
+            # scikit-learn's range of 1. (On the coarse logarithmic bins a
+            # narrow continuous column's range is also inside one bin, and
+            # the interpolation is the better estimate there.)
+            spike = release.in_one_fine_bin(q_min / 100.0, q_max / 100.0)
+            scale = _floor_scale(np.where(spike, 0.0, high - low), release.resolution)
             if self.unit_variance:
                 resolved = scale != 1.0
                 scale = np.where(resolved, scale / normal_range, 1.0)

@@ -942,6 +942,18 @@ def cdf_from_counts(noisy_counts, edges, sizes, threshold):
     return np.where(np.arange(k + 1)[None, :] > last[:, None], 1.0, cdf), seen
 
 
+def quantile_bins(cdf, q):
+    """The bin holding each quantile ``q`` of each piecewise-linear CDF
+    (the bin :func:`inverse_cdf` interpolates in), shape (len(q), d)."""
+    q = np.clip(np.asarray(q, dtype=float), 0.0, 1.0)
+    target = np.maximum(q, np.finfo(float).tiny)  # q = 0: first bin with weight
+    bins = np.empty((q.size, cdf.shape[0]), dtype=np.intp)
+    for j in range(cdf.shape[0]):  # a loop over features, never over samples
+        c = cdf[j]
+        bins[:, j] = np.clip(np.searchsorted(c[1:], target, side="left"), 0, c.size - 2)
+    return bins
+
+
 def inverse_cdf(edges, cdf, q):
     """Quantiles ``F_j^-1(q)`` of the piecewise-linear CDFs, and their bins' widths.
 
@@ -958,10 +970,10 @@ def inverse_cdf(edges, cdf, q):
     d = edges.shape[0]
     values = np.empty((q.size, d))
     widths = np.empty((q.size, d))
-    target = np.maximum(q, np.finfo(float).tiny)  # q = 0: first bin with weight
+    bins = quantile_bins(cdf, q)
     for j in range(d):  # a loop over features, never over samples
         c = cdf[j]
-        k = np.clip(np.searchsorted(c[1:], target, side="left"), 0, c.size - 2)
+        k = bins[:, j]
         lo, hi = c[k], c[k + 1]
         step = hi - lo
         frac = np.clip(

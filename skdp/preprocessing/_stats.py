@@ -66,6 +66,7 @@ from ._quantiles import (
     n_equal_bins,
     private_bounds,
     private_signed_histogram,
+    quantile_bins,
     search_grid,
     signed_grid,
 )
@@ -102,7 +103,9 @@ class CDFRelease:
     is the public scale up to which a spread is indistinguishable from 0:
     the width ``2·data_range·1e-12`` of the signed grid's zero bin when the
     grid was searched (two quantiles inside a spike in that bin are apart by
-    at most that), 0 with given bounds.
+    at most that), 0 with given bounds. ``fine`` marks the equal-width bins
+    (all of them with given bounds, the bins on the found bounds after a
+    search, none on the logarithmic grid).
     """
 
     edges: np.ndarray
@@ -115,10 +118,19 @@ class CDFRelease:
     noise_multiplier: float
     cost: PrivacyCost
     resolution: float
+    fine: np.ndarray
 
     def quantiles(self, q):
         """``(values, widths)`` of shape (len(q), d): see ``inverse_cdf``."""
         return inverse_cdf(self.edges, self.cdf, q)
+
+    def in_one_fine_bin(self, q_low, q_high):
+        """Per feature, whether the quantiles ``q_low`` and ``q_high`` lie in
+        one equal-width bin: their distance is then not resolved (inside a
+        bin the CDF is interpolated linearly, so a spike there, a binary or
+        integer-coded column's, gets a fraction of the bin's width)."""
+        low, high = quantile_bins(self.cdf, [q_low, q_high])
+        return (low == high) & np.take_along_axis(self.fine, low[:, None], 1)[:, 0]
 
 
 def _zero_bin_width(data_range):
@@ -271,6 +283,7 @@ def release_cdf(
         thresholds = np.full((d, n_bins), _EQUAL_SIGNAL_SDS)
         clip = (lower, upper)
         resolution = 0.0
+        fine = np.ones((d, n_bins), dtype=bool)
         mechanism = f"{name}: one noisy histogram per feature on the given bounds"
     elif schedule in ("search", "located"):
         if schedule == "search":
@@ -284,6 +297,7 @@ def release_cdf(
             first = "one noisy histogram (location)"
         n_bins = n_equal_bins(n, d, z_final)
         edges, sizes, equal = search_grid(lower, upper, n_bins, data_range)
+        fine = equal.copy()
         # An equal bin is read at 2 noise sds: the bulk is known to be there.
         # Inside the zero bin of a feature not located, it is not: noise
         # read there (2.3% of bins) put a column's quartiles 1e-6 apart
@@ -301,6 +315,7 @@ def release_cdf(
         thresholds = np.full((d, grid.size - 1), _COARSE_SIGNAL_SDS)
         clip = (-data_range, data_range)
         resolution = _zero_bin_width(data_range)
+        fine = np.zeros((d, grid.size - 1), dtype=bool)
         mechanism = f"{name}: one noisy histogram per feature (logarithmic grid)"
     counts = sum_over_rows(
         grid_counts,
@@ -350,6 +365,7 @@ def release_cdf(
         noise_multiplier=noise_multiplier,
         cost=cost,
         resolution=resolution,
+        fine=fine,
     )
 
 
