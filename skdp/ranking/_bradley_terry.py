@@ -151,9 +151,13 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         What one neighbouring data set changes. ``"outcome"``: the outcome of
         one comparison; which pairs were compared (X) is public. This is the
         paper's setting (public comparison graph) at the level of one
-        comparison. ``"comparison"``: one whole comparison, pair and outcome,
-        is private; fitted by noisy gradient descent (the shared DP-GD
-        engine), at a utility cost (see Notes).
+        comparison. The row's orientation (``e_i − e_j`` or ``e_j − e_i``)
+        is part of the public X: write each pair in an order that does not
+        depend on who won (not winner first with y always 1, which puts the
+        outcome in X and leaves it unprotected; use ``"comparison"`` then).
+        ``"comparison"``: one whole comparison, pair and outcome, is
+        private; fitted by noisy gradient descent (the shared DP-GD engine),
+        at a utility cost (see Notes).
     alpha : float or "auto", default="auto"
         L2 penalty ``(1/2)·Σ_i alpha_i·θ_i²`` added to the *summed* negative
         log-likelihood (γ of (4.4), one value per item). It keeps the
