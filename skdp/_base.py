@@ -885,11 +885,11 @@ def private_fit(fit):
             _warn_seeded(self)
         source = _produced_by(args[0] if args else kwargs.get("X"))
         try:
-            # assume_finite=False: scikit-learn's global assume_finite=True
-            # would let one NaN record through the input check, and make the
-            # release NaN (or fail) where its neighbour's is fine.
-            running = _RUNNING_FIT.set(self)
+            running = _RUNNING_FIT.set(self)  # for check_cost_before_steps
             try:
+                # assume_finite=False: scikit-learn's global assume_finite=True
+                # would let one NaN record through the input check, and make
+                # the release NaN (or fail) where its neighbour's is fine.
                 with (
                     silent_on_data(),
                     _collected_into(_FIT_WARNINGS.get()),
