@@ -1281,10 +1281,9 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
             None,
             REPLACE_ONE,
             self._describe(rho, *scales, **sizes),
-            # "exact": the fit is rho-zCDP and epsilon that point of it, so a
-            # ledger composes it in zCDP (tighter than adding epsilons).
-            # "paper": epsilon may come from the paper's own route instead.
-            zcdp=rho if self.accounting == "exact" else None,
+            # Accounted in zCDP (see _budget_is_zcdp): epsilon is that point
+            # of rho, and a ledger composes the fit in zCDP.
+            zcdp=rho if self._budget_is_zcdp() else None,
         )
         check_cost_before_steps(cost)
         progress = _Progress("DPSparseGLM noisy IHT", n_iter, self.verbose)
