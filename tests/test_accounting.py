@@ -1007,6 +1007,15 @@ def test_compose_reports_the_tighter_of_the_zcdp_and_the_gdp_route(n_zcdp, rho):
     gdp_route = epsilon_from_mu(math.sqrt(3) * mu, 3e-7) + n_zcdp * eps
     assert total.delta == pytest.approx(delta, rel=1e-12)
     assert total.epsilon == pytest.approx(min(zcdp_route, gdp_route), rel=1e-12)
+    assert total.adjacency == REPLACE_ONE
+    assert total.mechanism == f"composition of {3 + n_zcdp} releases"
+    # At a given total δ both routes are taken at it (the zCDP parts' own δ
+    # come off the GDP parts' share on the GDP route).
+    at = compose(gdp + zcdp, delta=1e-5)
+    zcdp_route = epsilon_from_zcdp_tight(3 * mu**2 / 2 + n_zcdp * rho, 1e-5)
+    gdp_route = epsilon_from_mu(math.sqrt(3) * mu, 1e-5 - n_zcdp * 1e-7) + n_zcdp * eps
+    assert at.delta == pytest.approx(1e-5, rel=1e-12)
+    assert at.epsilon == pytest.approx(min(zcdp_route, gdp_route), rel=1e-12)
     if n_zcdp == 1:
         assert gdp_route < zcdp_route and total.rho is None
     else:
