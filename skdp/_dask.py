@@ -360,30 +360,48 @@ def map_rows(method, estimator, X, *, accept_sparse=False):
 def score(estimator, X, y, sample_weight=None):
     """``estimator.score`` on a Dask X in one pass: accuracy or R².
 
-    Each chunk is predicted where it lives and reduced to four floats
-    (weight, weighted mean of y, weighted sum of squares about that mean,
-    weighted squared error; for a classifier, weight and weighted hits); the
-    client combines the chunks' moments pairwise (Chan, Golub & LeVeque
-    1979), which loses no precision to a large offset in y. The same values
-    as scikit-learn's ``accuracy_score`` and ``r2_score`` (one output) to
-    rounding. A score is an evaluation, not a private release.
+    Each chunk is predicted where it lives and reduced, per output, to four
+    floats (weight, weighted mean of y, weighted sum of squares about that
+    mean, weighted squared error; for a classifier, weight and weighted
+    hits); the client combines the chunks' moments pairwise (Chan, Golub &
+    LeVeque 1979), which loses no precision to a large offset in y. The same
+    values as scikit-learn's ``accuracy_score`` and ``r2_score`` (several
+    outputs: their R² averaged uniformly) to rounding. A score is an
+    evaluation, not a private release.
     """
     from sklearn.base import is_classifier
 
     X = row_chunks(X, accept_sparse=True)
     _check_n_features(estimator, X, reset=False)
-    y = _as_rows(y, X)
-    rows = [y] if sample_weight is None else [y, _as_rows(sample_weight, X, "w")]
+    weights = [] if sample_weight is None else [_as_rows(sample_weight, X, "w")]
     if is_classifier(estimator):
         hits, weight = block_sum(
-            _chunk_hits, X, *rows, size=2, estimator=estimator
+            _chunk_hits, X, _as_rows(y, X), *weights, size=2, estimator=estimator
         ).compute()
         return float(hits / weight)
-    parts = block_parts(_chunk_moments, X, *rows, size=4, estimator=estimator)
-    _, _, ss_tot, sse = _combine_moments(parts.compute())
-    if ss_tot == 0.0:  # scikit-learn's convention for a constant y
-        return 1.0 if sse == 0.0 else 0.0
-    return float(1.0 - sse / ss_tot)
+    y = y if is_dask_array(y) else np.asarray(y)
+    if y.ndim == 2:
+        columns = [_as_rows(y[:, j], X) for j in range(y.shape[1])]
+    else:
+        columns = [_as_rows(y, X)]
+    k = len(columns)
+    parts = block_parts(
+        _chunk_moments,
+        X,
+        *columns,
+        *weights,
+        size=4 * k,
+        estimator=estimator,
+        n_outputs=k,
+    ).compute()
+    scores = []
+    for j in range(k):
+        _, _, ss_tot, sse = _combine_moments(parts[:, 4 * j : 4 * j + 4])
+        if ss_tot == 0.0:  # scikit-learn's convention for a constant y
+            scores.append(1.0 if sse == 0.0 else 0.0)
+        else:
+            scores.append(1.0 - sse / ss_tot)
+    return float(np.mean(scores))
 
 
 def _chunk_hits(X, y, w=None, *, estimator):
@@ -391,13 +409,27 @@ def _chunk_hits(X, y, w=None, *, estimator):
     return np.array([np.sum(w * (estimator.predict(X) == y)), np.sum(w)])
 
 
-def _chunk_moments(X, y, w=None, *, estimator):
-    y = np.asarray(y, dtype=np.float64)
-    w = np.ones(y.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+def _chunk_moments(X, *rows, estimator, n_outputs):
+    """Per output: (weight, mean, Σw(y − mean)², SSE); ``rows`` are the
+    ``n_outputs`` columns of y, then the weights if given."""
+    predicted = np.asarray(estimator.predict(X), dtype=np.float64)
+    k = n_outputs
+    if predicted.size != X.shape[0] * k:
+        raise ValueError(
+            f"y has {k} output(s) but the model predicts "
+            f"{predicted.size // max(X.shape[0], 1)}."
+        )
+    predicted = predicted.reshape(X.shape[0], k)
+    w = rows[k] if len(rows) > k else np.ones(X.shape[0])
+    w = np.asarray(w, dtype=np.float64)
     weight = np.sum(w)
-    mean = np.sum(w * y) / weight if weight > 0 else 0.0
-    error = np.asarray(estimator.predict(X), dtype=np.float64) - y
-    return np.array([weight, mean, np.sum(w * (y - mean) ** 2), np.sum(w * error**2)])
+    out = []
+    for j in range(k):
+        y = np.asarray(rows[j], dtype=np.float64)
+        mean = np.sum(w * y) / weight if weight > 0 else 0.0
+        error = predicted[:, j] - y
+        out += [weight, mean, np.sum(w * (y - mean) ** 2), np.sum(w * error**2)]
+    return np.array(out)
 
 
 def _combine_moments(parts):

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 from scipy.linalg.blas import dsyrk
 
-from ._clipping import _dense_row_norms, clip_factors
+from ._clipping import _dense_row_norms, clip_factors, flush_subnormal
 from ._inputs import is_dask_array
 
 __all__ = [
@@ -117,7 +117,9 @@ def _fill_rows(W, X, Y, x_clip, constant, y_clip, y_weight):
             W[:, d] = constant
             d += 1
         if Y is not None:
-            factor = y_weight * _clip_factors(Y, y_clip)
+            # The product, not just the clip factor, may be subnormal (a
+            # small weight), where rounding can double it (flush_subnormal).
+            factor = flush_subnormal(y_weight * _clip_factors(Y, y_clip))
             np.multiply(Y, factor[:, None], out=W[:, d:])
 
 

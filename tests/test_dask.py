@@ -973,6 +973,28 @@ def test_score_on_dask_is_one_compute_and_equals_sklearn(estimator, labels, weig
     assert got == pytest.approx(expected, rel=1e-10)
 
 
+@pytest.mark.parametrize("outputs", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_score_of_a_two_dimensional_target_on_dask_equals_sklearn(outputs, weighted):
+    # A (n, 1) target was squeezed to (n,) against (n, 1) predictions, which
+    # broadcast to an (n_chunk, n_chunk) error (R² -1980 for 0.957), and
+    # several outputs were refused though fit takes them (review).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 3))
+    Y = np.c_[X @ [1.0, 1.0, 0.0], X[:, 2] + 5.0][:, :outputs]
+    Y = Y + 0.3 * rng.standard_normal(Y.shape)
+    model = DPLinearRegression(epsilon=5.0, random_state=0).fit(X, Y)
+    w = rng.uniform(0.5, 2.0, size=3000) if weighted else None
+    expected = model.score(X, Y, sample_weight=w)
+    Xd = da.from_array(X, chunks=(1000, 3))
+    wd = None if w is None else da.from_array(w, chunks=1000)
+    for target in (Y, da.from_array(Y, chunks=(1000, outputs))):
+        got = model.score(Xd, target, sample_weight=wd)
+        assert got == pytest.approx(expected, rel=1e-10)
+    with pytest.raises(ValueError, match="output"):
+        model.score(Xd, np.c_[Y, Y])
+
+
 def test_complex_dask_input_is_refused_as_in_memory():
     # astype(float64) would drop the imaginary part: refused from the dtype.
     X = da.from_array(np.ones((40, 2)) + 1j, chunks=(20, 2))

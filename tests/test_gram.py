@@ -311,3 +311,23 @@ def test_a_row_whose_clip_factor_is_subnormal_stays_within_the_clip():
     assert np.linalg.norm(out, axis=1).max() <= C * (1 + 1e-12)
     G = clipped_gram(X[:1], x_clip=C)
     assert np.abs(G).max() <= C**2 * (1 + 1e-12)
+
+
+def test_a_target_whose_weighted_factor_is_subnormal_stays_within_the_clip():
+    # The target's factor is y_weight·min(1, C_y/||y||): each factor normal,
+    # their product subnormal (y_weight ~1e-16, ||y|| ~1e308) and rounded up
+    # to 1.9993·y_weight·C_y; one record then moved DPLinearRegression's
+    # Gram matrix by 2.79 times its sensitivity (ε ≈ 3 for a claimed 1;
+    # review).
+    y_weight, C_y = math.sqrt(1.9e-32 / 3.0), 3.0
+    for target in np.geomspace(1e300, 1.7e308, 400):
+        Y = np.array([[target], [-target]])
+        G = clipped_gram(
+            np.zeros((2, 1)),
+            Y,
+            x_clip=1.0,
+            constant=None,
+            y_clip=C_y,
+            y_weight=y_weight,
+        )
+        assert G[1, 1] <= 2 * (y_weight * C_y) ** 2 * (1 + 1e-12)

@@ -763,3 +763,13 @@ def test_every_accepted_clip_fits(clip, target_clip, fit_intercept):
     assert np.all(np.isfinite(reg.coef_))
     with pytest.raises(InvalidParameterError, match="clip_norm"):
         DPLinearRegression(clip_norm=1e51).fit(X, X[:, 0])
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_report_names_the_rows_released(fit_intercept):
+    # Without an intercept no constant column is released; the report said
+    # "(x, 1, y) rows" either way (review).
+    X = np.random.default_rng(0).standard_normal((200, 3))
+    model = DPLinearRegression(fit_intercept=fit_intercept).fit(X, X[:, 0])
+    rows = "(x, 1, y)" if fit_intercept else "(x, y)"
+    assert f"clipped {rows} rows" in model.privacy_spent_.mechanism

@@ -1025,7 +1025,7 @@ def test_a_fit_that_is_mostly_noise_says_so(monkeypatch):
 @pytest.mark.parametrize("family", ["gaussian", "poisson"])
 def test_private_schedule_accounting_against_dp_accounting(family):
     """Every release of the private schedule, from the fitted record alone:
-    Poisson's start (16 bisection steps, each a mean clipped residual of
+    Poisson's start (12 bisection steps, each a mean clipped residual of
     sensitivity 2r/n), pre-pass (s peels, 2 eigenvalues), step 1 (k
     values), later steps (s peels, 1 curvature, k values). dp-accounting
     composes them; the total is the declared ε (the shares add up to ρ
@@ -1051,7 +1051,7 @@ def test_private_schedule_accounting_against_dp_accounting(family):
             ((math.sqrt(2) * (s * 9 + 1) / n / rec["pre_eigen_std"]) ** 2 / 2, 1),
         ]
         if family == "poisson":
-            events.append(((2 * 3.0 / n / rec["start_std"]) ** 2 / 2, 16))
+            events.append(((2 * 3.0 / n / rec["start_std"]) ** 2 / 2, 12))
         for t in range(T):
             events.append(
                 (k * (etas[t] * lam1) ** 2 / (2 * rec["release_scales"][t] ** 2), 1)
@@ -1264,8 +1264,8 @@ def test_poisson_starts_from_a_released_log_mean_count():
 
 def test_poisson_start_is_the_root_of_the_clipped_score(monkeypatch):
     """Noise off (ρ = ∞): the bisection's b₀ is the root of the intercept's
-    clipped score (1/n)·Σ clip_r(y − e^b) to the last interval (30/2^16);
-    the record says 16 releases at sensitivity 2r/n; with the noise on,
+    clipped score (1/n)·Σ clip_r(y − e^b) to the last interval (30/2^12);
+    the record says 12 releases at sensitivity 2r/n; with the noise on,
     every release draws Gaussian noise of the recorded σ (a spy on the
     sampler)."""
     from scipy.optimize import brentq
@@ -1279,8 +1279,8 @@ def test_poisson_start_is_the_root_of_the_clipped_score(monkeypatch):
         start, record = module.poisson_start(
             np.zeros((2000, 1)), y, r, math.inf, np.random.default_rng(0)
         )
-        assert abs(start - root) <= 30 / 2**16
-        assert record["start_steps"] == 16
+        assert abs(start - root) <= 30 / 2**12
+        assert record["start_steps"] == 12
         assert record["start_sensitivity"] == 2 * r / 2000
         assert record["start_std"] == 0.0
     drawn = []
@@ -1294,17 +1294,73 @@ def test_poisson_start_is_the_root_of_the_clipped_score(monkeypatch):
     start, record = module.poisson_start(
         np.zeros((2000, 1)), y, 3.0, 0.01, np.random.default_rng(0)
     )
-    # ρ/16 per release: σ = Δ/sqrt(2ρ/16) (and the calibration's safety factor)
-    expected = (6.0 / 2000) / math.sqrt(2 * 0.01 / 16)
-    assert drawn == [record["start_std"]] * 16
+    # ρ/12 per release: σ = Δ/sqrt(2ρ/12) (and the calibration's safety factor)
+    expected = (6.0 / 2000) / math.sqrt(2 * 0.01 / 12)
+    assert drawn == [record["start_std"]] * 12
     assert record["start_std"] == pytest.approx(expected, rel=1e-8)
     assert record["start_std"] >= expected
+
+
+def test_divergence_is_measured_from_the_start(monkeypatch):
+    """A Poisson fit starts at its released intercept: the first move is
+    measured from there (from 0 it counted the start, log 150 = 5, and hid
+    a last move twice the first); the fit hands its start to the check."""
+    import skdp.linear_model._sparse_glm as module
+
+    start = np.array([0.0, 0.0, 5.0])
+    iterates = [start + np.array([0.1, 0.0, 0.0]), start + np.array([0.1, 0.5, 0.0])]
+    assert module.diverged(iterates, 0.01, 3, start)
+    assert not module.diverged(iterates, 0.01, 3)
+    seen = []
+    real = module.diverged
+
+    def spy(iterates, noise_std, n_released, start=0.0):
+        seen.append(np.array(start, dtype=float))
+        return real(iterates, noise_std, n_released, start)
+
+    monkeypatch.setattr(module, "diverged", spy)
+    X, y = _counts(150.0, n=2000)
+    model = DPSparseGLM(
+        family="poisson", sparsity=3, residual_bound=30.0, x_bound=0.5, random_state=0
+    ).fit(X, y)
+    [given] = seen
+    log_mean = model.schedule_record_["start_log_mean"]
+    assert given[-1] == pytest.approx(log_mean / 0.5) and not given[:-1].any()
+
+
+def test_poisson_first_step_is_a_gradient_step_from_the_start():
+    """Noise off: the first iterate is the start minus η₀ times the clipped
+    mean gradient at the start (intercept: b₀ − η₀·mean clip_r(e^{b₀} − y);
+    a feature j: −η₀·mean clip_r(e^{b₀} − y)·x_j)."""
+    from skdp._datafits import Poisson as PoissonFit
+    from skdp.linear_model._sparse_glm import private_schedule_iht
+
+    X, y = _counts(30.0, n=3000)
+    X = np.clip(X, -3, 3)
+    coef, intercept, _, record = private_schedule_iht(
+        X,
+        y,
+        PoissonFit(),
+        family="poisson",
+        sparsity=10,
+        n_iter=1,
+        rho=math.inf,
+        x_bound=3.0,
+        residual_bound=8.0,
+        fit_intercept=True,
+        rng=np.random.default_rng(0),
+    )
+    b0, eta = record["start_log_mean"], record["step_sizes"][0]
+    residual = np.clip(np.exp(b0) - y, -8.0, 8.0)
+    assert intercept == pytest.approx(b0 - eta * residual.mean(), rel=1e-12)
+    np.testing.assert_allclose(coef, -eta * (residual @ X) / 3000, rtol=1e-10)
 
 
 def test_poisson_residual_bound_below_the_counts_spread_warns():
     """r = 3 for counts of mean ~150 (sd ~12): most residuals are clipped;
     the fit says so from its released start, pointing at the caller. Counts
-    of mean ~1.6 at the default r stay silent."""
+    of mean ~20 (sd/r = 1.5, a fit as good as scikit-learn's) and ~1.6 at
+    the default r stay silent."""
     import warnings as _w
 
     X, y = _counts(150.0)
@@ -1313,15 +1369,16 @@ def test_poisson_residual_bound_below_the_counts_spread_warns():
         _w.simplefilter("always")
         line = sys._getframe().f_lineno + 1
         model.fit(X, y)
-    [warning] = [w for w in record if "below the spread" in str(w.message)]
+    [warning] = [w for w in record if "small against" in str(w.message)]
     assert points_at(warning, __file__, line)
     spread = math.sqrt(math.exp(model.schedule_record_["start_log_mean"]))
     assert f"standard deviation {spread:.3g}" in str(warning.message)
-    X, y = _counts(1.6)
-    with _w.catch_warnings(record=True) as record:
-        _w.simplefilter("always")
-        model.fit(X, y)
-    assert not [w for w in record if "below the spread" in str(w.message)]
+    for mean in (20.0, 1.6):
+        X, y = _counts(mean)
+        with _w.catch_warnings(record=True) as record:
+            _w.simplefilter("always")
+            model.fit(X, y)
+        assert not [w for w in record if "small against" in str(w.message)]
 
 
 def test_poisson_curvature_weight_bounds_a_steps_move():

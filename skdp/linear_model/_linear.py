@@ -528,7 +528,9 @@ class DPLinearRegression(
             delta=self.delta,
             adjacency=REPLACE_ONE,
             mechanism=(
-                "DPLinearRegression: noisy Gram matrix of clipped (x, 1, y) rows"
+                "DPLinearRegression: noisy Gram matrix of clipped "
+                + ("(x, 1, y)" if self.fit_intercept else "(x, y)")
+                + " rows"
                 + (" and noisy smallest eigenvalue (AdaSSP)" if adaptive else "")
             ),
         )
