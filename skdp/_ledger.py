@@ -1099,8 +1099,9 @@ def _seeds_set_by_wrapper(obj, path, leaks):
 #: What record() can never count, named in its refusals of arrays, tuples
 #: and dicts (the shapes of these functions' results).
 _NOT_RECORDABLE = (
-    "The results of cross_val_predict (an array), learning_curve and "
-    "validation_curve (tuples) and permutation_importance (a Bunch) cannot be "
+    "The results of cross_val_score and cross_val_predict (arrays), "
+    "learning_curve and validation_curve (tuples) and permutation_importance "
+    "(a Bunch) cannot be "
     "recorded: they keep none of the models they fit, and they release, "
     "without noise, predictions or scores computed on the data they are given "
     "(on the training data, not private at all). Use cross_validate(..., "

@@ -144,7 +144,9 @@ def audit_estimator(
         audit of DP-GD use ``solver="gd"`` where there is a choice and a
         small ``learning_rate`` (see :class:`~skdp.audit.GLMCanary`).
     X : array-like of shape (n_samples, n_features)
-        Base data (the canary replaces one of its records).
+        Base data (the canary replaces one of its records): public or
+        synthetic data. The report is not private: it holds a statistic of
+        each of the ``2·n_trials + 2`` fits, with no accounting.
     y : array-like of shape (n_samples,), optional
         Base targets.
     canary : Canary or "auto", default="auto"

@@ -510,7 +510,8 @@ class DPFedRep(
             if not (np.isfinite(U).all() and np.isfinite(self.cold_start_coef_).all()):
                 raise MechanismFailedError(
                     "Private FedRep produced a non-finite model; lower the learning "
-                    "rate."
+                    "rate. The noisy rounds ran: the budget of this fit is spent, "
+                    "and a refit on the same data spends it again."
                 )
             # not DP, not summed: each user's own head on the released U. A
             # fit without groups keeps none: a row's head would only give

@@ -409,7 +409,9 @@ def _report_step(t, theta, iterates, progress):
 def _check_finite(theta):
     if not np.isfinite(theta).all():
         raise MechanismFailedError(
-            "Noisy IHT produced a non-finite model; lower the learning rate."
+            "Noisy IHT produced a non-finite model; lower the learning rate. "
+            "The noisy steps ran: the budget of this fit is spent, and a "
+            "refit on the same data spends it again."
         )
 
 

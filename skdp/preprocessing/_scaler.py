@@ -542,11 +542,16 @@ class DPStandardScaler(
     the values beyond it (digits at ratio 43: 5-10 of 64 scales below 0.1,
     the smallest 4e-6). Its run now skips the empty bins (see
     ``skdp/preprocessing/_quantiles.py``): on digits at ε = 1, 1.9 scales
-    below 0.1 per fit (10 seeds; 7.1 before), median scale/std 1.01. What is
-    left: a column that is one value in about 90% of rows or more (its tail
-    below the noise of one count, 7% of n at ratio 43) keeps bounds on that
-    value, and its scale is that of the clipped data, an indicator: sane
-    with ``clip=True``, large for the tail with ``clip=False``.
+    below 0.1 per fit (10 seeds; 7.1 before), median scale/std 1.01. Values
+    off the spike that the search's first histogram reads (a bin of their
+    own above the noise, holding 0.5% of n or more: an indicator's 1s) widen
+    the final bounds to them. What is left: a column whose other values
+    the first histogram does not read (spread over bins each below the
+    noise, 7% of n at ratio 43, or under 0.5% of n) keeps bounds on the
+    spike; its spread is then below the resolution and its scale is 1
+    (scikit-learn's constant column): ``transform`` maps it to about 0, its
+    rare values clipped to the spike. Give ``bounds`` (``(0, 1)`` for an
+    indicator) where such a column matters.
 
     **Public.** n, d, the given ``bounds`` and ``data_range``. Nothing read
     from the data is kept apart from the noisy statistics: not the number of

@@ -532,7 +532,11 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
                 X, won, rng
             )
         if not np.isfinite(theta).all():
-            raise MechanismFailedError("DPBradleyTerry produced non-finite scores.")
+            raise MechanismFailedError(
+                "DPBradleyTerry produced non-finite scores. The noisy release "
+                "ran: the budget of this fit is spent, and a refit on the same "
+                "data spends it again."
+            )
         self.classes_ = classes
         self.scores_ = project_scores(theta, self.score_bound)
         self.ranking_ = np.argsort(-self.scores_, kind="stable")
