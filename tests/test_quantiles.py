@@ -1084,14 +1084,17 @@ def test_scalers_read_their_statistics_from_the_one_release():
     # The widest ranges are valid.
     DPRobustScaler(delta=DELTA, quantile_range=(0, 100), random_state=0).fit(X)
     DPMinMaxScaler(delta=DELTA, quantile_range=(0, 100), random_state=0).fit(X)
-    # A spread below the release's resolution is scaled by 1 (not 2, ...).
+    # A spread below the release's resolution is scaled by 1 (not 2, ...),
+    # and with unit_variance by 1 over the normal range, as scikit-learn's.
     constant = np.column_stack([X[:, 0], np.full(5000, 7.0)])
-    for est in (
-        DPRobustScaler(delta=DELTA, unit_variance=True, random_state=0),
-        DPMinMaxScaler(delta=DELTA, random_state=0),
+    normal_range = ndtri(0.75) - ndtri(0.25)
+    for est, unit in (
+        (DPRobustScaler(delta=DELTA, unit_variance=True, random_state=0), normal_range),
+        (DPMinMaxScaler(delta=DELTA, random_state=0), 1.0),
     ):
         scale = est.fit(constant).scale_
-        assert scale[1] == 1.0 and scale[0] != 1.0
+        assert scale[1] * unit == pytest.approx(1.0, rel=1e-12)
+        assert scale[0] * unit != pytest.approx(1.0, rel=1e-12)
 
 
 def test_nothing_to_release_is_free():

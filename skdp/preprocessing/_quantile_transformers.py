@@ -8,6 +8,7 @@ quantiles it needs from it; everything after the release is post-processing.
 """
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -32,7 +33,7 @@ from .._base import (
 )
 from ..accounting import REPLACE_ONE, PrivacyCost
 from ..mechanisms import as_generator
-from ._scaler import DATA_RANGE_CONSTRAINT, _check_bounds, warn_dropped
+from ._scaler import DATA_RANGE_CONSTRAINT, _check_bounds, _feature_list, warn_dropped
 from ._stats import release_cdf
 
 #: The output of ``output_distribution="normal"`` is clipped to the normal
@@ -148,6 +149,29 @@ def _check_fraction_pair(pair, name, low, high):
             f"{name} must satisfy {low} <= min < max <= {high}; got {pair!r}."
         )
     return a, b
+
+
+def _warn_unresolved(spike, release, feature_names):
+    """Warn of quantile ranges inside one bin of a grid on given bounds
+    (post-processing of the release).
+
+    On a searched grid the bins lie on the bulk found (±25% of its width),
+    so a range inside one bin is a spike. On given bounds a narrow
+    continuous column's range can be too (N(0.5, 0.01) on (0, 1) with 30
+    bins); its scale is then 1 like a spike's, in the column's own units.
+    """
+    features = _feature_list(np.flatnonzero(spike), feature_names)
+    widths = (release.edges[:, 1] - release.edges[:, 0])[spike]
+    warnings.warn(
+        f"DPRobustScaler: the quantile range of feature(s) {features} lies "
+        f"inside one bin of the released histogram on the given bounds (bin "
+        f"width {np.min(widths):.3g} or more): a spike (its range is 0, as "
+        "scikit-learn finds for a binary column) or a spread narrower than a "
+        "bin. Its scale is 1. Narrower bounds or more budget (more bins) "
+        "resolve a narrow spread.",
+        UserWarning,
+        stacklevel=5,  # the caller of fit (through fit's two decorators)
+    )
 
 
 def _floor_scale(scale, resolution):
@@ -512,8 +536,10 @@ class DPRobustScaler(_DPHistogramQuantiles):
     scale_ : ndarray of shape (n_features,) or None
         Private quantile range, always > 0 (None when
         ``with_scaling=False``); 1 where the range is not resolved (both of
-        its ends in one equal-width bin of the released grid: a spike, whose
-        range scikit-learn finds 0).
+        its ends in one equal-width bin of the released grid: on a searched
+        grid, a spike, whose range scikit-learn finds 0; on given bounds,
+        a spike or a spread narrower than a bin, with a warning), divided by
+        the normal range with ``unit_variance=True`` as in scikit-learn.
     {attributes}
 
     See Also
@@ -526,12 +552,15 @@ class DPRobustScaler(_DPHistogramQuantiles):
     {guarantee}
 
     **Zero range.** Within a bin the CDF is linear, so two quantiles in one
-    bin are apart by a share of its width: the range is never 0 unless the
-    grid's bins collapse. A range not above the public resolution
+    bin would be apart by a share of its width (a scale of 0.009 for a
+    binary column made its 1s 100). A range whose two ends fall in one
+    equal-width bin, or that is not above the public resolution
     ``2·data_range·1e-12`` (searched grids: the width of the signed grid's
-    zero bin, within which a spike at 0 falls; 0 with given bounds) is set
+    zero bin, within which a spike at 0 falls; 0 with given bounds), is set
     to 1, scikit-learn's convention for a zero range (a constant feature,
-    or a spike that holds both quantiles). With neither
+    or a spike that holds both quantiles). On a searched grid the bins lie
+    on the bulk found, so two quartiles in one bin are a spike; on given
+    bounds a narrow continuous column's may be too, and the fit warns. With neither
     centering nor scaling nothing is released and nothing is spent.
 
     **Dask.** ``fit`` takes a ``dask.array.Array`` (dense row chunks); each
@@ -639,10 +668,13 @@ class DPRobustScaler(_DPHistogramQuantiles):
             # narrow continuous column's range is also inside one bin, and
             # the interpolation is the better estimate there.)
             spike = release.in_one_fine_bin(q_min / 100.0, q_max / 100.0)
+            if release.schedule == "given" and spike.any():
+                _warn_unresolved(
+                    spike, release, getattr(self, "feature_names_in_", None)
+                )
             scale = _floor_scale(np.where(spike, 0.0, high - low), release.resolution)
-            if self.unit_variance:
-                resolved = scale != 1.0
-                scale = np.where(resolved, scale / normal_range, 1.0)
+            if self.unit_variance:  # as scikit-learn, after the zero-range rule
+                scale = scale / normal_range
             self.scale_ = scale
         else:
             self.scale_ = None

@@ -678,8 +678,12 @@ def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin, n_samples, read
     all the data, up to the noise.
     """
     left, right = edges[:-1], edges[1:]
-    centre = left / 2.0 + right / 2.0
-    width = right - left
+    # The moments in units of a power of two near the grid's reach (exact
+    # divisions): n·centre² overflowed from n·(1e153)² (data_range near its
+    # largest, 6.7e153), a variance of inf (review).
+    unit = np.ldexp(1.0, int(np.frexp(np.max(np.abs(edges)))[1]))
+    centre = (left / 2.0 + right / 2.0) / unit
+    width = (right - left) / unit
     if read is None:
         read = read_bins(noisy_counts, noise_std, mirrored=True)
     weight = np.where(read, noisy_counts, 0.0)
@@ -690,7 +694,8 @@ def histogram_scale(noisy_counts, edges, noise_std, *, zero_bin, n_samples, read
     var = (weight @ (centre**2 + width**2 / 12.0)) / total - mean**2
     # Rounding may leave a tiny negative variance; the within-bin term keeps
     # it at least (min width)²/12 in exact arithmetic.
-    scale = np.sqrt(np.maximum(var, (width.min() ** 2) / 12.0))
+    scale = np.sqrt(np.maximum(var, (width.min() ** 2) / 12.0)) * unit
+    mean = mean * unit
     significant = weight > 0
     first = np.argmax(significant, axis=1)
     last = significant.shape[1] - 1 - np.argmax(significant[:, ::-1], axis=1)

@@ -398,10 +398,11 @@ class DPStandardScaler(
         The clipping bounds used (given, or private output of the search).
     dropped_features_ : ndarray of shape (n_features,) of bool or None
         Features that the one-histogram schedules did not see (no bin above
-        the noise): mean 0 and scale ``data_range``, so that ``transform``
-        gives about 0, and ``inverse_transform`` gives their mean 0 (it
-        never multiplies a model's output by ``data_range``: a target scaled
-        in a TransformedTargetRegressor). The fit warns when there are any.
+        the noise): mean 0 and scale ``data_range``; ``transform`` gives 0
+        for them and ``inverse_transform`` their mean 0, with or without
+        ``with_std`` (it never multiplies a model's output by
+        ``data_range``: a target scaled in a TransformedTargetRegressor).
+        The fit warns when there are any.
     n_samples_seen_ : int
         Number of records (public).
     n_iter_ : int
@@ -920,6 +921,8 @@ class DPStandardScaler(
             X -= self.mean_
         if self.with_std:
             X /= self.scale_
+        if self.dropped_features_ is not None:
+            X[:, self.dropped_features_] = 0.0  # seen as nothing: 0, any with_std
         return X
 
     @private_transform
@@ -950,7 +953,9 @@ class DPStandardScaler(
             self, X, reset=False, dtype=[np.float64, np.float32], copy=True
         )
         if self.with_std:
-            X *= np.where(self.dropped_features_, 0.0, self.scale_)
+            X *= self.scale_
         if self.with_mean:
             X += self.mean_
+        if self.dropped_features_ is not None:
+            X[:, self.dropped_features_] = 0.0  # their mean, any with_std
         return X
