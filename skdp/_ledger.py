@@ -841,18 +841,15 @@ def _wrapper_children(obj, fitted, path):
 def _label_set_leak(path, obj):
     """The leak of a fitted classifier wrapper that learned its label set from y.
 
-    Only the wrappers: a Pipeline's ``classes_`` is its last step's.
+    Only the wrappers: a Pipeline's ``classes_`` is its last step's, and a
+    MultiOutputClassifier's is the list of its sub-models' (each declared
+    or named by the sub-model's own caveat; the number of outputs is y's
+    shape).
     """
     from sklearn.ensemble import BaggingClassifier, VotingClassifier
     from sklearn.multiclass import OneVsRestClassifier
-    from sklearn.multioutput import MultiOutputClassifier
 
-    wrappers = (
-        BaggingClassifier,
-        MultiOutputClassifier,
-        OneVsRestClassifier,
-        VotingClassifier,
-    )
+    wrappers = (BaggingClassifier, OneVsRestClassifier, VotingClassifier)
     if type(obj) in wrappers and hasattr(obj, "classes_"):
         return (
             f"{path} ({type(obj).__name__}) learned its label set from the "
