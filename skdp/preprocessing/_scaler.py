@@ -118,7 +118,9 @@ def warn_if_near_range(location, data_range, name, stacklevel, feature_names=Non
             f"beyond data_range/2 = {data_range / 2.0:g}. Values beyond the public "
             "range [-data_range, data_range] are clipped to it, so a feature whose "
             "bulk reaches it loses its spread: pass a larger data_range (up to "
-            f"{_MAX_DATA_RANGE:.3g}), or public bounds.",
+            f"{_MAX_DATA_RANGE:.3g}), or public bounds. On a data set too small "
+            "for its features (see any warning about the records per feature) "
+            "it is more likely a bin of noise read as data: give public bounds.",
             UserWarning,
             stacklevel=stacklevel + 1,
         )
