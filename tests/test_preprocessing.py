@@ -768,10 +768,11 @@ def test_a_heavy_tail_widens_the_bounds_to_its_highest_bin(
     bounds of its feature symmetrically to the top of the highest magnitude
     bin of round 1 it fills (the log grid of |x|, 4 bins per decade, for the
     extent search: 1000·10**0.25; the signed grid folded, 2 per decade, for
-    the bulk search: 1000·10**0.5); a 1.5% tail (below the 2% allowed)
-    widens them only in the bulk search, whose round-1 bins read as data
-    count from 0.5% of n (a rare value: an indicator's 1s), and a 0.3% tail
-    in neither."""
+    the bulk search: 1000·10**0.5); a 1.5% or a 0.6% tail (below the 2%
+    allowed) widens them only in the bulk search, whose round-1 bins read
+    as data count from 0.5% of n beside a spike (a rare value: an
+    indicator's 1s), and a 0.4% tail in neither; 1.5% of outliers beside a
+    spread bulk (N(0, 1)) are clipped by both (the bulk keeps its scale)."""
 
     def exact(counts, *, sensitivity, noise_multiplier, rng):
         return counts.astype(float)
@@ -779,19 +780,26 @@ def test_a_heavy_tail_widens_the_bounds_to_its_highest_bin(
     monkeypatch.setattr(_quantiles, "gaussian_mechanism", exact)
     n = 10000
     rng = np.random.default_rng(9)
-    X = np.zeros((n, 3))
-    X[:300, 0] = rng.uniform(900, 1100, 300)
-    X[:150, 1] = rng.uniform(900, 1100, 150)
-    X[:30, 2] = rng.uniform(900, 1100, 30)
+    X = np.zeros((n, 6))
+    for j, count in enumerate((300, 150, 60, 40)):
+        X[:count, j] = rng.uniform(900, 1100, count)
+    X[:, 4] = rng.normal(size=n)
+    X[:150, 4] = rng.uniform(900, 1100, 150)
+    X[:, 5] = 3e4  # a spike away from 0 (a zoomed width of 2e-3), 1% beside it
+    X[:100, 5] = rng.uniform(8e5, 9e5, 100)
     lower, upper = _quantiles.private_bounds(
         X, data_range=1e6, noise_multiplier=1e-6, rng=None, first_round=first_round
     )
     np.testing.assert_allclose([lower[0], upper[0]], [-top, top], rtol=1e-12)
-    if first_round == "bulk":
-        np.testing.assert_allclose([lower[1], upper[1]], [-top, top], rtol=1e-12)
-    else:
-        assert -1.0 < lower[1] < upper[1] < 1.0
-    assert -1.0 < lower[2] < upper[2] < 1.0
+    for j in (1, 2):
+        if first_round == "bulk":
+            np.testing.assert_allclose([lower[j], upper[j]], [-top, top], rtol=1e-12)
+        else:
+            assert -1.0 < lower[j] < upper[j] < 1.0
+    assert -1.0 < lower[3] < upper[3] < 1.0
+    assert -10.0 < lower[4] < -1.0 and 1.0 < upper[4] < 10.0
+    if first_round == "bulk":  # to the top of the folded bin of 8e5-9e5
+        np.testing.assert_allclose([lower[5], upper[5]], [-1e6, 1e6], rtol=1e-12)
 
 
 def test_given_bounds_match_the_non_private_scaler():

@@ -1262,6 +1262,29 @@ def test_poisson_starts_from_a_released_log_mean_count():
         assert model.intercept_ == pytest.approx(np.log(150.0), abs=0.1)
 
 
+def test_poisson_start_only_where_its_noise_is_small():
+    """The start's noise over r is public (n, ε, δ): above 0.1 there is no
+    start (at n = 200, ε = 1 it is 0.99·r and 40% of starts landed more than
+    3 off in log scale, from which the steps 1/(e^{b₀}·γ) never came back:
+    a median deviance of 11.7 against 2.2; review); the fit is then the old
+    schedule, the whole budget on the steps."""
+    from skdp.linear_model._sparse_glm import _START_MAX_NOISE, start_noise
+
+    for n, used in ((200, False), (2000, True)):
+        X, y = _counts(2.0, n=n)
+        model = DPSparseGLM(family="poisson", sparsity=3, random_state=0).fit(X, y)
+        record = model.schedule_record_
+        rho = model.rho_
+        assert (start_noise(n, rho) <= _START_MAX_NOISE) == used
+        assert (record["start_steps"] == 12) == used
+        assert ("start_log_mean" in record) == used
+        if not used:
+            assert record["start_intercept"] == 0.0
+    # n·sqrt(ρ) sets it: ε = 1 (δ = 1e-5) crosses between n = 1000 and 2000.
+    rho = DPSparseGLM(family="poisson").fit(*_counts(2.0, n=2000)).rho_
+    assert start_noise(1000, rho) > _START_MAX_NOISE >= start_noise(2000, rho)
+
+
 def test_poisson_start_is_the_root_of_the_clipped_score(monkeypatch):
     """Noise off (ρ = ∞): the bisection's b₀ is the root of the intercept's
     clipped score (1/n)·Σ clip_r(y − e^b) to the last interval (30/2^12);

@@ -431,6 +431,13 @@ _STEP_SHARES = {"selection": 0.54, "curvature": 0.1, "values": 0.36}
 # start, 0.258 ± 0.011 at 2% and 12 steps, 0.274 ± 0.014 at 5% and 16.
 _START_SHARE = 0.02
 _START_STEPS = 12
+# The start is used only where its releases' noise, relative to r (public:
+# n, ε, δ), is below this: above, a midpoint's score near the root, or below
+# it for counts of mean < r, is read wrong often enough that the start lands
+# decades off, and the steps 1/(e^{b₀}·γ) cannot bring it back (n = 200,
+# ε = 1: noise 0.99·r, 40% of starts off by more than 3 in log scale;
+# n = 2000: 0.1·r, none in 300; review).
+_START_MAX_NOISE = 0.1
 _START_RANGE = (-10.0, 20.0)
 # Released curvatures are raised by this many noise standard deviations
 # (an upper confidence bound), eigenvalue floors lowered by as many.
@@ -583,6 +590,11 @@ def _clipped_count_residuals(X, y, *, mean, bound):
     return np.array([np.clip(residuals, -bound, bound).sum()])
 
 
+def start_noise(n, rho):
+    """Noise std of :func:`poisson_start`'s releases over ``r`` (public)."""
+    return _SAFETY * (2.0 / n) / math.sqrt(2.0 * _START_SHARE * rho / _START_STEPS)
+
+
 def poisson_start(X, y, residual_bound, rho, rng):
     """Poisson's start: a released log mean count ``b₀`` (the intercept-only fit).
 
@@ -680,7 +692,11 @@ def private_schedule_iht(
     unit_lambda = 2.0 * residual_bound * x_bound / n  # λ at η = 1
     n_released = sparsity + int(fit_intercept)
     selects = sparsity < d
-    start_share = _START_SHARE if family == "poisson" else 0.0
+    start_share = (
+        _START_SHARE
+        if family == "poisson" and start_noise(n, rho) <= _START_MAX_NOISE
+        else 0.0
+    )
     theta_start = np.zeros(d + 1)
     if start_share:
         log_mean, start_record = poisson_start(
@@ -1050,13 +1066,16 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         released with Gaussian noise from 10% of the step's budget, never
         below 1; ``w_f`` = 1 (gaussian), 1/4 (logistic), ``max(2, e^{b₀})``
         (poisson, the curvature ``e^z`` at its start ``b₀``, a log mean
-        count released by a bisection from 2% of the budget, which is also
-        the intercept's starting value; see ``poisson_start``). That is the
-        inverse restricted smoothness of Proposition 5.3, for which the
-        contraction (C.16) holds, so the iterates settle on correlated
-        features. A float, or ``"auto"`` with ``accounting="paper"``: the
-        public steps 1 (gaussian), ``1/max(2, r − 1)`` (poisson) or 4
-        (logistic), about the inverse curvature for standardised,
+        count released by a bisection from 2% of the budget, also the
+        intercept's starting value with ``fit_intercept=True``; see
+        ``poisson_start``; where that release's noise exceeds ``0.1·r``,
+        public from n, ε and δ, there is no start and ``w_f = max(2, r −
+        1)``, as with ``accounting="paper"``). That is the inverse
+        restricted smoothness of Proposition 5.3, for which the contraction
+        (C.16) holds, so the iterates settle on correlated features. A
+        float, or ``"auto"`` with ``accounting="paper"``: the public steps
+        1 (gaussian), ``1/max(2, r − 1)`` (poisson) or 4 (logistic), about
+        the inverse curvature for standardised,
         uncorrelated features; the fit warns if the released iterates grow.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise; use None in production (a known seed makes the

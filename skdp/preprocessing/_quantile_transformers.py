@@ -432,12 +432,17 @@ class DPQuantileTransformer(_DPHistogramQuantiles):
         X = self._check_transform_input(X)
         normal = self.output_distribution == "normal"
         refs = self.references_
+        # The normal output's ends (see below), which the inverse maps back
+        # to the support's ends.
+        level = max(_NORMAL_CLIP, 0.5 / self.n_samples_seen_)
         for j in range(X.shape[1]):  # a loop over features, never over samples
             landmarks = self.quantiles_[:, j]
             column = X[:, j]
             if inverse:
                 if normal:
                     column = ndtr(column)
+                    column = np.where(column >= 1 - level, 1.0, column)
+                    column = np.where(column <= level, 0.0, column)
                 X[:, j] = np.interp(column, refs, landmarks)
                 continue
             # Average of the interpolations from the left and from the right,
@@ -461,7 +466,6 @@ class DPQuantileTransformer(_DPHistogramQuantiles):
                 # digits +0.043 / +0.025 accuracy, College +0.015 / +0.007
                 # AUC, Carseats +0.017 / +0.043, breast cancer +0.003 /
                 # +0.001, wine −0.002 / +0.038.
-                level = max(_NORMAL_CLIP, 0.5 / self.n_samples_seen_)
                 out = ndtri(np.clip(out, level, 1 - level))
             X[:, j] = out
         return X

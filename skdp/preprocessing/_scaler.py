@@ -487,7 +487,10 @@ class DPStandardScaler(
       the final interval add up to
       more than 2% of n (a spike at 0 with a heavy tail, which the zoom
       rounds would otherwise cut away), the interval is widened to the top
-      of the highest such bin above the noise (post-processing);
+      of the highest such bin above the noise; where the interval is a
+      spike (the search's resolution: no wider than ten zero bins or a
+      thousandth of its reach), from 0.5% of n in the bins read as data
+      (an indicator's 1s). Post-processing;
     * with ``bounds=None`` and ``n·μ/sqrt(2d) < 8`` (public: ``μ = 1/z``
       of the whole budget), one ``d x 49`` count matrix of x on a public
       signed grid (bins a factor ``sqrt(10)`` wide over
