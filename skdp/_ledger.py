@@ -1136,7 +1136,10 @@ def _leak_message(path, estimator):
     return (
         f"{path} ({type(estimator).__name__}) reads the training data without a "
         "privacy guarantee: what it learned is released with the model and is "
-        "not covered by the ledger's total. Use a private step (e.g. "
+        "not covered by the ledger's total, and a DP step fitted on its output "
+        "sees rows that every record moves (through what it learned), so that "
+        "step's guarantee does not hold for the data set either. Use a private "
+        "step (e.g. "
         f"skdp.preprocessing.{private}), public parameters, or fit it on "
         "public data."
     )

@@ -780,11 +780,11 @@ def test_string_user_ids():
     assert a.users_[0] == "user-0" and len(a.users_) == 100
     assert a.score(X, y, names) > 0.5
     assert np.isfinite(a.predict(X, np.full(len(X), "nobody"))).all()
-    # ids of another type are unknown users: the cold-start model
+    # ids of another kind (text for numbers) are refused: they sent every row
+    # to the cold start, silently (review)
     b = DPFedRep(2, random_state=0).fit(X, y, groups)
-    np.testing.assert_allclose(
-        b.predict(X[:7], names[:7]), X[:7] @ b.cold_start_coef_, rtol=1e-12
-    )
+    with pytest.raises(ValueError, match="another kind"):
+        b.predict(X[:7], names[:7])
 
 
 # --- scikit-learn routing -------------------------------------------------------
@@ -1479,3 +1479,36 @@ def test_personalize_and_predict_with_ids_of_other_integer_and_text_types():
     as_bytes = DPFedRep(2, random_state=0).fit(X, y, np.repeat([b"a", b"b", b"c"], 10))
     with pytest.raises(ValueError, match="without changing some"):
         as_bytes.personalize(X[:2], y[:2], np.array(["a", "a"]))  # 'a' is not b'a'
+
+
+def test_ids_of_another_kind_at_predict_are_refused():
+    # Integer ids at fit, the same ids as text at predict (read back from a
+    # CSV): every row went to the cold start, silently (R² 0.999 -> -0.04;
+    # review). Refused as personalize refuses them; new users of the same
+    # kind still get the cold start.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 3))
+    groups = np.repeat(np.arange(20), 20)
+    y = X @ np.array([1.0, -1.0, 0.5])
+    model = DPFedRep(n_components=1, random_state=0).fit(X, y, groups=groups)
+    with pytest.raises(ValueError, match="another kind than those of fit"):
+        model.predict(X, groups=groups.astype(str))
+    model.predict(X[:5], groups=np.arange(100, 105))  # unseen numbers: fine
+
+
+def test_variable_width_string_ids_are_text():
+    # numpy's StringDType ids were refused as "not numbers or text" (review).
+    dtypes = pytest.importorskip("numpy.dtypes")
+    if not hasattr(dtypes, "StringDType"):
+        pytest.skip("numpy without StringDType")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    names = np.array([f"u{i}" for i in np.repeat(np.arange(10), 20)])
+    variable = names.astype(dtypes.StringDType())
+    y = X @ np.array([1.0, -1.0, 0.5])
+    a = DPFedRep(n_components=1, random_state=0).fit(X, y, groups=names)
+    b = DPFedRep(n_components=1, random_state=0).fit(X, y, groups=variable)
+    np.testing.assert_array_equal(a.users_, b.users_)
+    np.testing.assert_array_equal(
+        a.predict(X, groups=names), b.predict(X, groups=variable)
+    )

@@ -2196,6 +2196,9 @@ def test_a_released_winner_is_charged_the_search_wherever_it_is_recorded(data):
     assert ledger.costs == (cost,)
     assert len(messages) == 1
     assert messages[0].startswith("Pipeline/prep (StandardScaler) reads the training")
+    # ... and says that the DP step after it loses its own guarantee (it said
+    # only that the scaler's statistics were not covered; review).
+    assert "that step's guarantee does not hold for the data set" in messages[0]
     # The search's caveat (a label set read from y) is named at the winner.
     search.set_params(
         estimator=DPLogisticRegression(), param_distributions={"clip_norm": [1.0]}

@@ -572,6 +572,13 @@ class DPFedRep(
         if groups is None:
             return W
         groups = _check_groups(groups, X.shape[0])
+        if len(self.users_) and _is_text(self.users_) != _is_text(groups):
+            # Every row would go to the cold start, silently (ids read back
+            # from a CSV as text: R² 0.999 -> -0.04; review).
+            raise ValueError(
+                "groups holds user ids of another kind than those of fit (text "
+                "and numbers): give them as fit got them."
+            )
         idx, known = _lookup(self.users_, groups)
         W[known] = self.user_coef_[idx[known]] @ self.components_
         return W
@@ -700,6 +707,12 @@ def _check_groups(groups, n_rows):
     became the two users ``"7"`` and ``"7.0"``, review).
     """
     dtype = getattr(groups, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype.kind == "T":
+        # numpy's variable-width strings: text, as fixed-width unicode
+        groups = np.asarray(groups)
+        width = int(np.strings.str_len(groups).max(initial=1))
+        groups = groups.astype(f"U{width}")
+        dtype = groups.dtype
     if isinstance(dtype, np.dtype) and dtype.kind in "biufUS":
         # A pandas column of numbers keeps its dtype: through Python ints,
         # uint64 ids beyond 2**63 became floats, and distinct users merged.
@@ -788,6 +801,10 @@ def _clipped_search(users, ids):
     return np.clip(np.searchsorted(users, ids), 0, len(users) - 1)
 
 
+def _is_text(ids):
+    return ids.dtype.kind in "US"
+
+
 def _merge_users(users, new_users):
     """The sorted union of ``fit``'s ids and ``personalize``'s, every id kept.
 
@@ -799,7 +816,7 @@ def _merge_users(users, new_users):
     """
     if len(users) == 0:
         return new_users
-    if (users.dtype.kind in "US") != (new_users.dtype.kind in "US"):
+    if _is_text(users) != _is_text(new_users):
         raise ValueError(
             "personalize got user ids of another kind than those of fit (text "
             "and numbers): give them as fit got them."

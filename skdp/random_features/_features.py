@@ -101,20 +101,21 @@ def _entry_by_entry(activation, Z):
 
 
 def _finite(A):
-    """Apply the per-entry rule that makes features finite (in place)."""
-    if not np.isfinite(A).all():
-        np.nan_to_num(A, copy=False, nan=0.0)
+    """Apply the per-entry rule that makes features finite (in place).
+
+    Always the same passes, whatever the values: a clean-up run only when
+    some entry is not finite took a pass more when one record made NaNs
+    (``sin`` of 1.7e308: 1.7 times the feature time at n = 2000, p = 8000),
+    a timing channel that verbose output and wall time would show (review).
+    """
+    np.copyto(A, 0.0, where=np.isnan(A))
     return np.clip(A, -_FEATURE_BOUND, _FEATURE_BOUND, out=A)
 
 
 def _zero_nan(A):
-    """The same rule for values already in [−1, 1] or NaN: NaN → 0 (in place).
-
-    A sum is NaN exactly when some entry is (bounded entries cannot overflow
-    it), and takes one pass without a temporary.
-    """
-    if np.isnan(A.sum()):
-        np.nan_to_num(A, copy=False, nan=0.0)
+    """The same rule for values already in [−1, 1] or NaN: NaN → 0 (in place),
+    in the same passes whatever the values (see :func:`_finite`)."""
+    np.copyto(A, 0.0, where=np.isnan(A))
     return A
 
 
