@@ -2436,3 +2436,42 @@ def test_the_number_of_runs_follows_its_law_at_any_shape(shape):
     observed = np.array([(draws == k).mean() for k in range(1, 6)])
     # binomial standard errors below 0.0031 at 20000 draws: 4 of them
     np.testing.assert_allclose(observed, pmf, atol=0.0125)
+
+
+def test_released_best_score_lies_in_the_scores_range():
+    # The largest of noisy scores, with a score noise far above the errors:
+    # a negative mean squared error came out +718 (review). Clipped to
+    # [-score_bound, 0] for a loss, [0, 1] for accuracy (post-processing).
+    from skdp import DPLinearRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 4))
+    y = X @ np.array([1.0, -1.0, 0.5, 0.0]) + rng.standard_normal(300)
+    scores = []
+    for seed in range(8):
+        search = DPRandomSearchCV(
+            DPLinearRegression(),
+            {"alpha": [0.1, 1.0, 10.0]},
+            n_iter=3,
+            epsilon=0.3,
+            score_bound=1e4,
+            random_state=seed,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            search.fit(X, y)
+        scores.append(search.best_score_)
+        assert -1e4 <= search.best_score_ <= 0.0
+        assert search.cv_results_["mean_test_score"][0] == search.best_score_
+    assert max(scores) == 0.0  # the noise (σ in the thousands) went above 0
+    clf = DPRandomSearchCV(
+        DPLogisticRegression(classes=[0, 1]),
+        {"clip_norm": [0.5, 1.0]},
+        n_iter=2,
+        epsilon=0.05,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, (y > 0).astype(int))
+    assert 0.0 <= clf.best_score_ <= 1.0

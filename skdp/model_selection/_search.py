@@ -209,10 +209,11 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     best_params_ : dict
         Its parameters from ``param_distributions``.
     best_score_ : float
-        Its noisy validation score (released). The largest of the runs'
-        noisy scores, so biased upwards: by about ``σ·sqrt(2 log K)`` where
-        the scores' noise σ (``verbose`` prints it; public) is comparable to
-        their spread, and K runs. A regression's σ scales with
+        Its noisy validation score (released), clipped to the score's range
+        (``[0, 1]`` for accuracy, ``[-score_bound, 0]`` for a loss). The
+        largest of the runs' noisy scores, so biased upwards: by about
+        ``σ·sqrt(2 log K)`` where the scores' noise σ (``verbose`` prints it;
+        public) is comparable to their spread, and K runs. A regression's σ scales with
         ``score_bound``: on ISLP's Wage (total ε = 1, ``score_bound`` 200²)
         σ was 682 on mean squared errors near 2000, the choice near random
         and ``best_score_`` (−482) far above the winner's test error (2056).
@@ -901,6 +902,10 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         except BaseException as error:
             raise error.with_traceback(None) from None
         self.best_score_, self.best_params_, self.best_estimator_, caught = best
+        # Into the score's own range (post-processing of the released score):
+        # noise took a mean squared error's negative to +718 (review).
+        low, high = (0.0, 1.0) if scoring == "accuracy" else (-score_range, 0.0)
+        self.best_score_ = float(np.clip(self.best_score_, low, high))
         # The runs were not stamped (a counter or a clock would count them):
         # the released model's DP steps are stamped now, in their order.
         stamp_release(
