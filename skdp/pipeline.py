@@ -13,6 +13,7 @@ from numbers import Real
 from sklearn.base import clone
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 from ._ledger import (
     _common_adjacency,
@@ -186,6 +187,9 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     ``y`` on every tenth training target and warns on a mismatch, which one
     record beyond the bounds a private scaler clips to can cause (a release
     no budget covers; :class:`~skdp.PrivacyLedger` names it where it ran).
+    So does every :class:`~sklearn.preprocessing.FunctionTransformer` with
+    ``func`` and ``inverse_func`` at any depth (a ``log1p`` inside the
+    target's transformer), whose own check warns likewise.
 
     **The container.** A :class:`~sklearn.compose.ColumnTransformer` with
     ``sparse_threshold > 0`` (0.3 by default) stacks its parts as a sparse
@@ -249,7 +253,7 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     estimator.set_params(
         **{f"{path}__{name}": v for path, p in params.items() for name, v in p.items()}
     )
-    for path in _target_round_trips(estimator):
+    for path in _target_round_trips(estimator) + _function_round_trips(estimator):
         estimator.set_params(**{_join(path, "check_inverse"): False})
     for path in _containers_from_density(estimator):
         estimator.set_params(**{_join(path, "sparse_threshold"): 0.0})
@@ -284,6 +288,28 @@ def _target_round_trips(estimator):
             isinstance(c, TransformedTargetRegressor) and bool(_dp_steps(c.transformer))
         ),
     )
+
+
+def _function_round_trips(estimator, path=""):
+    """Paths of the FunctionTransformers, at any depth, that check their
+    round trip (``func`` and ``inverse_func`` with ``check_inverse=True``):
+    the check warns on a mismatch in training rows, which one record can
+    cause (a ``log1p`` in a target's transformer; the ledger names it)."""
+    if isinstance(estimator, FunctionTransformer):
+        checks = (
+            estimator.check_inverse
+            and estimator.func is not None
+            and estimator.inverse_func is not None
+        )
+        return [path] if checks else []
+    if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
+        return []
+    children = composite_parts(estimator) or []
+    return [
+        found
+        for name, child in children
+        for found in _function_round_trips(child, _join(path, name))
+    ]
 
 
 def _containers_from_density(estimator):

@@ -376,6 +376,29 @@ def test_the_targets_round_trip_check_is_turned_off():
     )
     alone = set_privacy_budget(target(DPStandardScaler()))
     assert alone.check_inverse is False
+    # A FunctionTransformer with an inverse, nested in the target's transformer,
+    # checks its own round trip: turned off too (the ledger warned; review).
+    logged = make_private_pipeline(
+        DPStandardScaler(),
+        target(
+            make_pipeline(FunctionTransformer(np.log1p, np.expm1), DPStandardScaler())
+        ),
+    )
+    inner = "transformedtargetregressor__transformer__functiontransformer"
+    assert logged.get_params()[f"{inner}__check_inverse"] is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        logged.fit(X, np.abs(y_real))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        PrivacyLedger().record(logged)
+    assert not [w for w in record if "check_inverse" in str(w.message)]
+    # One without an inverse checks nothing: left alone.
+    bare = set_privacy_budget(
+        make_pipeline(FunctionTransformer(np.log1p), DPStandardScaler())
+    )
+    assert bare.get_params()["functiontransformer__check_inverse"] is True
     # A target transformed without a DP step keeps the user's setting (the
     # ledger names its non-DP transformer as reading the data anyway).
     plain = set_privacy_budget(make_pipeline(target(StandardScaler())))
