@@ -9,6 +9,7 @@ tests are seeded and state their tolerance.
 
 import itertools
 import math
+import sys
 import traceback
 import warnings
 
@@ -2245,3 +2246,63 @@ def test_a_feature_drowned_by_the_round_ball_warns():
         # a matter of n, not of scales: silent too.
         for seed in range(20):
             DPGaussianSampler(center=0.0, radius=3.0, random_state=seed).fit(X[:200])
+
+
+def test_a_fail_raised_holds_no_generator_in_its_traceback():
+    # The traceback keeps its frames' locals: the generator of the runs was
+    # one of them, and how many coins it drew told whether a run's score hit
+    # k, where both neighbours Fail (review). No frame of the raised error
+    # holds a generator, a bit generator or a seed sequence.
+    from skdp.gaussian import required_n_samples
+
+    n = required_n_samples(1, 1.0, 0.1, 0.1)
+    X = np.ones((n, 1))  # degenerate: the run Fails
+    sampler = DPGaussianSampler(method="unbounded", epsilon=1.0, delta=0.1)
+    with pytest.raises(MechanismFailedError) as info:
+        sampler.fit(X)
+    kinds = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+    frames, tb = [], info.value.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    assert frames
+    for frame in frames:
+        held = [k for k, v in frame.f_locals.items() if isinstance(v, kinds)]
+        assert not held, (frame.f_code.co_name, held)
+
+
+def test_a_centre_found_beyond_half_the_range_warns():
+    # Data at 2e6 with the default data_range 1e6 is clamped to the range's
+    # edge: the sampler released a point mass at 1e6, silently (review).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20000, 2)) + 2e6
+    with pytest.warns(UserWarning, match="beyond data_range/2") as record:
+        line = sys._getframe().f_lineno + 1
+        DPGaussianSampler(epsilon=1.0, random_state=0).fit(X)
+    [far] = [w for w in record if "beyond data_range/2" in str(w.message)]
+    assert points_at(far, __file__, line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        DPGaussianSampler(epsilon=1.0, random_state=0).fit(X - 2e6)
+
+
+def test_sample_after_failed_runs_says_they_failed():
+    # on_fail="ignore" and every run Failed: sample() advised "Refit with
+    # n_draws >= 1", already the setting, and not that a refit spends a new
+    # budget (review).
+    n = required_n_samples(1, 1.0, 0.1, 0.1)
+    sampler = DPGaussianSampler(
+        method="unbounded", epsilon=1.0, delta=0.1, on_fail="ignore"
+    ).fit(np.ones((n, 1)))
+    assert sampler.n_failed_ == 1
+    with pytest.raises(ValueError, match=r"1 of the 1 run\(s\) Failed.*new \(epsilon"):
+        sampler.sample(1)
+
+
+def test_dask_input_of_unknown_chunk_sizes_gets_skdps_message():
+    da = pytest.importorskip("dask.array")
+    X = da.from_array(np.random.default_rng(0).standard_normal((200, 2)), chunks=50)
+    X = X[X[:, 0] > -10]  # unknown chunk sizes
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        DPGaussianSampler(radius=3.0).fit(X)

@@ -36,7 +36,7 @@ from ..preprocessing._quantiles import (
     histogram_sensitivity,
     private_bounds,
 )
-from ..preprocessing._scaler import _feature_list
+from ..preprocessing._scaler import _feature_list, warn_if_near_range
 from ._certify import plan as certified_plan
 from ._subroutines import run_sampler
 
@@ -670,6 +670,7 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
                 )
             from .. import _dask
 
+            _dask.row_chunks(X)  # n known (skdp's message for nan chunks)
             self._check_public_ball(*_shape_of(X))
             X, _ = _dask.validate(self, X, dtype=np.float64)
         elif self.method == "unbounded":
@@ -741,6 +742,16 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
         )
         # Post-processing of the released bounds from here on.
         center = lower / 2.0 + upper / 2.0 if _is_auto(self.center) else self._center(d)
+        if _is_auto(self.center):
+            # Data beyond the public range is clamped to it: a centre found
+            # at its edge released a point mass there, silently (review).
+            warn_if_near_range(
+                center,
+                float(self.data_range),
+                "DPGaussianSampler",
+                stacklevel=6,  # the caller of fit (_ball, _fit_bounded, fit)
+                feature_names=getattr(self, "feature_names_in_", None),
+            )
         if not _is_auto(self.radius):
             return center, float(self.radius)
         reach = np.maximum(np.abs(upper - center), np.abs(center - lower))
@@ -876,42 +887,13 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
         return plan
 
     def _fit_unbounded(self, X, plan):
-        n, d = X.shape
-        chunk = n // self.n_draws
-        rng = as_generator(self.random_state, self.noise)
-        if self.verbose:
-            print(
-                f"[DPGaussianSampler] unbounded: ({self.epsilon:g}, "
-                f"{self.delta:g})-DP per chunk, {self.n_draws} chunk(s) of "
-                f"{plan.n_samples} rows: n1={plan.n1}, n2={plan.n2}, "
-                f"lambda0={plan.lambda0:.4g}, k={plan.k}, |R|={plan.reference_size}, "
-                f"PTR epsilon={plan.epsilon_ptr:.4g}"
-            )
-        order = rng.permutation(n)  # data-independent shuffle
-        draws = []
-        for i in range(self.n_draws):
-            rows = order[i * chunk : i * chunk + plan.n_samples]
-            Z = run_sampler(
-                X,
-                plan.n1,
-                plan.n2,
-                plan.lambda0,
-                plan.k,
-                plan.reference_size,
-                plan.epsilon_ptr,
-                plan.ptr_bound,
-                rng,
-                rows=rows,
-            )
-            if Z is not None:
-                draws.append(Z)
-            if self.verbose:
-                # The status only: a draw's running time depends on the data
-                # (how many rounds the stable estimators peel), and one record
-                # can change it several-fold where both neighbours Fail.
-                status = "released" if Z is not None else "Fail"
-                print(f"[DPGaussianSampler] draw {i + 1}/{self.n_draws}: {status}")
+        d = X.shape[1]
+        draws = [Z for Z in self._run_draws(X, plan) if Z is not None]
         n_failed = self.n_draws - len(draws)
+        # Raised from a frame that holds neither the generator nor the
+        # shuffle: the traceback keeps its frames' locals, and how many coins
+        # a run drew tells whether its score hit k (no coin after the
+        # shuffle where a neighbour drew the PTR's), where both Fail (review).
         if n_failed and self.on_fail == "raise":
             raise MechanismFailedError(
                 _FAIL_MESSAGE.format(n_failed=n_failed, n_draws=self.n_draws)
@@ -930,6 +912,46 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
             ),
         )
         return self
+
+    def _run_draws(self, X, plan):
+        """The ``n_draws`` runs on disjoint chunks: each run's draw, or None
+        where it Failed. The generator and the shuffle live in this frame
+        only (see :meth:`_fit_unbounded`)."""
+        n = X.shape[0]
+        chunk = n // self.n_draws
+        rng = as_generator(self.random_state, self.noise)
+        if self.verbose:
+            print(
+                f"[DPGaussianSampler] unbounded: ({self.epsilon:g}, "
+                f"{self.delta:g})-DP per chunk, {self.n_draws} chunk(s) of "
+                f"{plan.n_samples} rows: n1={plan.n1}, n2={plan.n2}, "
+                f"lambda0={plan.lambda0:.4g}, k={plan.k}, |R|={plan.reference_size}, "
+                f"PTR epsilon={plan.epsilon_ptr:.4g}"
+            )
+        order = rng.permutation(n)  # data-independent shuffle
+        results = []
+        for i in range(self.n_draws):
+            rows = order[i * chunk : i * chunk + plan.n_samples]
+            Z = run_sampler(
+                X,
+                plan.n1,
+                plan.n2,
+                plan.lambda0,
+                plan.k,
+                plan.reference_size,
+                plan.epsilon_ptr,
+                plan.ptr_bound,
+                rng,
+                rows=rows,
+            )
+            results.append(Z)
+            if self.verbose:
+                # The status only: a draw's running time depends on the data
+                # (how many rounds the stable estimators peel), and one record
+                # can change it several-fold where both neighbours Fail.
+                status = "released" if Z is not None else "Fail"
+                print(f"[DPGaussianSampler] draw {i + 1}/{self.n_draws}: {status}")
+        return results
 
     # -- sampling ----------------------------------------------------------
 
@@ -965,11 +987,16 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
             raise ValueError(f"n_samples must be a positive integer; got {n_samples}.")
         if hasattr(self, "samples_"):
             if n_samples > self.samples_.shape[0]:
+                failed = (
+                    f" ({self.n_failed_} of the {self.n_draws} run(s) Failed)"
+                    if self.n_failed_
+                    else ""
+                )
                 raise ValueError(
                     f"Only {self.samples_.shape[0]} draw(s) were released (and "
-                    f"paid for); got n_samples={n_samples}. Refit with "
-                    f"n_draws >= {n_samples} on enough data: each draw needs "
-                    f"{self.plan_.n_required} rows."
+                    f"paid for){failed}; got n_samples={n_samples}. A refit "
+                    f"spends a new (epsilon, delta): with n_draws >= {n_samples} "
+                    f"on enough data, {self.plan_.n_required} rows per draw."
                 )
             return self.samples_[:n_samples].copy()
         rng = _sampling_generator(random_state)
