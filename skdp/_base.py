@@ -915,6 +915,12 @@ def private_fit(fit):
             if FIT_STAMP in vars(self):  # an earlier fit's stamp, if any
                 delattr(self, FIT_STAMP)
             _drop_hidden_context(error)
+            if isinstance(error, MechanismFailedError):
+                # A DP failure is an output, its message the whole of it: its
+                # traceback's frames held the fit's intermediates and the
+                # noise generator, whose state replays the noise drawn (and
+                # its coin count told the sampler's hidden branch; review).
+                raise error.with_traceback(None) from None
             raise
         return result
 

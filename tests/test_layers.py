@@ -210,3 +210,32 @@ def test_the_engine_s_kernels_sit_under_the_engine_and_the_estimators(name):
     allowed = {f"skdp.{m}" for m in (*FOUNDATIONS, "_clipping", "_dask", "_datafits")}
     above = import_graph()[f"skdp.{name}"] - allowed
     assert not above, f"skdp.{name} imports {sorted(above)}"
+
+
+def test_a_mechanism_failure_leaves_no_frame_of_the_fit(monkeypatch):
+    # A MechanismFailedError raised deep in a fit kept every frame on its
+    # way out, with their locals: the noise generator (whose state replays
+    # the noise drawn) and the fit's intermediates (review). The caller gets
+    # the message and no frame below the fit's own entry.
+    import numpy as np
+
+    import skdp.linear_model._sparse_glm as module
+    from skdp import DPSparseGLM
+    from skdp.exceptions import MechanismFailedError
+
+    def fail(theta):
+        raise MechanismFailedError("Noisy IHT produced a non-finite model.")
+
+    monkeypatch.setattr(module, "_check_finite", fail)
+    X = np.random.default_rng(0).standard_normal((300, 4))
+    with pytest.raises(MechanismFailedError, match="non-finite") as info:
+        DPSparseGLM(sparsity=2).fit(X, X[:, 0])
+    kinds = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+    tb = info.value.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        inner = ("private_schedule_iht", "_fit_private_schedule")
+        assert frame.f_code.co_name not in inner
+        assert not [k for k, v in frame.f_locals.items() if isinstance(v, kinds)]
+        tb = tb.tb_next
+    assert info.value.__context__ is None and info.value.__cause__ is None
