@@ -31,6 +31,7 @@ from .accounting import (
     PrivacyCost,
     check_independent_noise,
     compose,
+    format_up,
 )
 from .exceptions import PrivacyLeakWarning
 from .mechanisms import noise_seed_id
@@ -312,9 +313,10 @@ class PrivacyLedger:
             totals = list(self.totals().values())
         parts = []
         for t in totals:
-            mu = "" if t.mu is None else f", mu={t.mu:.6g}"
+            mu = "" if t.mu is None else f", mu={format_up(t.mu, 6)}"
             where = f" under '{t.adjacency}'" if len(totals) > 1 else ""
-            parts.append(f"({t.epsilon:.6g}, {t.delta:.3g})-DP{mu}{where}")
+            eps, delta = format_up(t.epsilon, 6), format_up(t.delta, 3)
+            parts.append(f"({eps}, {delta})-DP{mu}{where}")
         uncovered = (
             f"; {len(self._uncovered)} warnings, see .uncovered"
             if self._uncovered

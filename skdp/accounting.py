@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import decimal
 import functools
 import math
 import numbers
@@ -340,8 +341,15 @@ def delta_from_mu(mu, epsilon):
     >>> from skdp.accounting import delta_from_mu
     >>> round(delta_from_mu(1.0, 1.0), 6)
     0.126937
+
+    Up by 1e-12 relative (the curve's rounding left it up to 3.4e-13 below
+    the exact δ; review), and never below the smallest positive float where
+    the exact δ is positive but underflows.
     """
-    return math.exp(log_delta_from_mu(mu, epsilon))
+    log_delta = log_delta_from_mu(mu, epsilon)
+    if log_delta == -math.inf:
+        return 0.0
+    return min(max(math.exp(log_delta) * (1.0 + 1e-12), 5e-324), 1.0)
 
 
 def _check_delta(delta):
@@ -498,8 +506,8 @@ def mu_from_epsilon(epsilon, delta):
     ------
     MechanismFailedError
         If μ would exceed 1e12 (ε beyond ~5e23) or fall below 1e-300 (ε and
-        δ both so small, e.g. ε = 0 and δ < 4e-301, that float64 cannot
-        calibrate them).
+        δ both so small, e.g. ε = 0 and δ below about 5e-301, that float64
+        cannot calibrate them).
 
     Examples
     --------
@@ -807,8 +815,10 @@ def secure_laplace_epsilon(sensitivity, scale):
     rounding to the grid ``g <= scale·2^-16/dim`` adds at most
     ``g·dim <= scale·2^-16`` to the L1 sensitivity (see
     :func:`skdp.mechanisms.add_laplace_noise`). For a report-noisy-max round
-    pass ``sensitivity = 2Δ`` (the bound is then ``2Δ/scale + 2^-16``, below
-    the ``2(Δ + g)/(t·g)`` of :func:`skdp.mechanisms.peel_top_k`'s Notes).
+    pass ``sensitivity = 2Δ``: the charge ``2Δ/scale + 2^-16`` is at least
+    the round's ``2(Δ + g)/(t·g) <= 2Δ/scale + 2^-15/(k·d)``
+    (:func:`skdp.mechanisms.peel_top_k`'s Notes) whenever ``k·d >= 2``; a
+    round with ``k = d = 1`` selects the only index and releases nothing.
     """
     if scale == 0:
         return math.inf
@@ -902,7 +912,7 @@ def epsilon_from_rdp(rdp, delta, *, centre):
     (α, τ)-RDP implies (ε, δ)-DP with ``ε = τ + log(1 - 1/α) - (log δ +
     log α)/(α - 1)`` (Canonne, Kamath & Steinke 2020; Balle et al. 2020, the
     conversion dp-accounting's RDP accountant uses), for every α > 1. This
-    minimises over α on a log grid around ``α - 1 = centre`` (16 e-folds
+    minimises over α on a log grid around ``α - 1 = centre`` (8 e-folds
     either side), then refines; every α gives a valid ε, so an imperfect
     minimisation only loses tightness.
 
@@ -949,7 +959,11 @@ def epsilon_from_zcdp_tight(rho, delta):
         return 0.0
     centre = math.sqrt(-math.log(delta) / rho)  # α - 1 ≈ sqrt(log(1/δ)/ρ)
     eps = epsilon_from_rdp(lambda alpha: alpha * rho, delta, centre=centre)
-    return max(0.0, min(eps, epsilon_from_zcdp(rho, delta)))
+    # Up by 1e-12 relative: the minimisation's rounding left the result 1-2
+    # ulp below the exact conversion at some (ρ, δ), and a calibration to a
+    # target ε then spent a hair above it (review). Never below, as the GDP
+    # path's margin.
+    return max(0.0, min(eps, epsilon_from_zcdp(rho, delta))) * (1.0 + 1e-12)
 
 
 # ---------------------------------------------------------------------------
@@ -1225,13 +1239,13 @@ class PrivacyCost:
         return compose([self, other])
 
     def __str__(self):
-        mu = "" if self.mu is None else f", mu={self.mu:.6g}"
+        mu = "" if self.mu is None else f", mu={format_up(self.mu, 6)}"
         if self.mu is None and self.zcdp is not None:
-            mu = f", rho={self.zcdp:.6g} (zCDP)"
+            mu = f", rho={format_up(self.zcdp, 6)} (zCDP)"
         caveats = "".join(f"; assuming {c}" for c in self.caveats)
         sampler = f"; noise: {self.sampler}" if self.sampler else ""
         return (
-            f"({self.epsilon:.6g}, {self.delta:.3g})-DP{mu} under "
+            f"({format_up(self.epsilon, 6)}, {format_up(self.delta, 3)})-DP{mu} under "
             f"'{self.adjacency}' adjacency: {self.mechanism}{caveats}{sampler}"
         )
 
@@ -1269,9 +1283,24 @@ def gaussian_cost(
     )
 
 
+def format_up(value, digits):
+    """``value`` to ``digits`` significant digits, rounded up (a printed
+    guarantee is never below the one computed: ε = 4.877178 printed as
+    4.87718, δ = 1.0049e-05 as 1e-05, to nearest; review)."""
+    value = float(value)
+    text = f"{value:.{digits}g}"
+    if not math.isfinite(value) or float(text) >= value:
+        return text  # to nearest is not below (1e-05 stays 1e-05)
+    exact = decimal.Decimal(value)  # the float's exact binary value
+    step = decimal.Decimal(1).scaleb(exact.adjusted() - digits + 1)
+    return f"{float(exact.quantize(step, rounding=decimal.ROUND_CEILING)):.{digits}g}"
+
+
 def _suggested_delta(spent):
     """A round δ above ``spent`` that leaves the Gaussian parts room: 10×
-    ``spent``, rounded up to one significant digit."""
+    ``spent``, rounded up to one significant digit (1e-10 for a δ of 0)."""
+    if not spent > 0.0:
+        return 1e-10
     target = 10.0 * spent
     scale = 10.0 ** math.floor(math.log10(target))
     return math.ceil(target / scale - 1e-9) * scale

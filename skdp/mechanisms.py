@@ -446,8 +446,10 @@ def peel_top_k(scores, k, *, noise, scale, rng):
     index j wins exactly when its noise ``Y_j >= c``, an integer threshold
     that moves by at most ``2·(Δ/g + 1)`` between neighbours, and the
     discrete Laplace tail has ``P(Y >= c + m) >= e^(-m/t)·P(Y >= c)``. So
-    each round is ``ε_p = 2(Δ + g)/(t·g) <= 2Δ/scale + 2^-15``-DP, which
-    :func:`skdp.accounting.secure_laplace_epsilon` charges.
+    each round is ``ε_p = 2(Δ + g)/(t·g) <= 2Δ/scale + 2^-15/(k·d)``-DP
+    (``t >= scale/g``, ``g <= scale·2^-16/(k·d)``), at most the ``2Δ/scale +
+    2^-16`` that :func:`skdp.accounting.secure_laplace_epsilon` charges when
+    ``k·d >= 2`` (``k = d = 1`` selects the only index: nothing released).
     """
     scores = np.asarray(scores, dtype=float)
     d = scores.shape[0]

@@ -1573,3 +1573,56 @@ def test_compose_at_a_delta_below_the_pure_parts_refuses_even_beside_a_free_part
         compose([pure, nothing], delta=1e-9)
     total = compose([pure, nothing], delta=1e-5)
     assert (total.epsilon, total.delta) == pytest.approx((1.0, 1e-5))
+
+
+def test_printed_guarantees_are_rounded_up():
+    # To nearest, ε = 4.877178096 printed as 4.87718 and δ = 1.0049e-05 as
+    # 1e-05: a printed guarantee below the computed one (review). Values a
+    # float already prints exactly stay as they are.
+    from skdp.accounting import format_up
+
+    assert format_up(4.877178096, 6) == "4.87718"
+    assert format_up(4.877184, 6) == "4.87719"
+    assert format_up(1.0049e-05, 3) == "1.01e-05"
+    assert format_up(1e-05, 3) == "1e-05" and format_up(0.05, 6) == "0.05"
+    assert format_up(1.0, 6) == "1" and format_up(0.0, 6) == "0"
+    assert format_up(math.inf, 6) == "inf"
+    for value in np.geomspace(1e-300, 1e300, 2001):
+        assert float(format_up(value, 3)) >= value
+    text = str(PrivacyCost(4.877184, 1.0049e-05, None, "replace one record", "m"))
+    assert text.startswith("(4.87719, 1.01e-05)-DP")
+
+
+def test_delta_from_mu_is_never_below_the_exact_delta():
+    # The curve's rounding left δ up to 3.4e-13 below mpmath's (review): up
+    # by 1e-12 relative, at most 1, and the smallest float where it
+    # underflows.
+    import mpmath
+
+    mpmath.mp.dps = 50
+    for mu, eps in [(0.3, 0.1), (1.0, 1.0), (2.0, 5.0), (5.0, 9.0), (0.5, 2.5)]:
+        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+        exact = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(
+            -e / m - m / 2
+        )
+        assert delta_from_mu(mu, eps) >= exact
+        assert delta_from_mu(mu, eps) <= exact * (1 + 1e-11)
+    assert delta_from_mu(0.01, 50.0) == 5e-324
+    assert delta_from_mu(math.inf, 3.0) == 1.0 and delta_from_mu(0.0, 1.0) == 0.0
+
+
+def test_zcdp_conversion_is_rounded_up():
+    # ε from ρ is raised by 1e-12 relative: the minimisation left it 1-2 ulp
+    # below the exact conversion at some (ρ, δ) (review), so a spend
+    # calibrated to ε could exceed it by a hair.
+    from skdp.accounting import epsilon_from_rdp
+
+    rho, delta = 0.05, 1e-6
+    eps = epsilon_from_zcdp_tight(rho, delta)
+    raw = min(
+        epsilon_from_rdp(
+            lambda a: a * rho, delta, centre=math.sqrt(-math.log(delta) / rho)
+        ),
+        epsilon_from_zcdp(rho, delta),
+    )
+    assert eps == raw * (1 + 1e-12)
