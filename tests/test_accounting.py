@@ -1626,3 +1626,11 @@ def test_zcdp_conversion_is_rounded_up():
         epsilon_from_zcdp(rho, delta),
     )
     assert eps == raw * (1 + 1e-12)
+
+
+def test_a_total_at_delta_zero_is_refused_with_its_message():
+    # δ = 0 leaves a Gaussian part no room: refused, with a suggestion
+    # (log10(0) in the suggestion crashed with "math domain error"; review).
+    cost = PrivacyCost.from_gdp(0.5, delta=1e-5)
+    with pytest.raises(ValueError, match=r"delta=0 is too small.*delta=1e-10"):
+        compose([cost], delta=0.0)
