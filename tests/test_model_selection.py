@@ -8,6 +8,7 @@ import _containers
 import numpy as np
 import pytest
 from _sklearn_compat import parametrize_with_checks
+from _spies import gaussian_noise_stds
 from _warning_location import points_at
 from dp_accounting import dp_event, rdp
 from scipy import stats
@@ -1085,14 +1086,7 @@ def test_each_score_gets_noise_of_exactly_its_sensitivity_over_mu(
     factor); secure noise's Δ/(μ_c − 2^-16) is tested above."""
     X, y = data
     m = round(0.2 * X.shape[0])
-    calls = []
-    real = _search.add_gaussian_noise
-
-    def spy(value, std, rng):
-        calls.append(std)
-        return real(value, std, rng)
-
-    monkeypatch.setattr(_search, "add_gaussian_noise", spy)
+    calls = gaussian_noise_stds(monkeypatch, _search)
     if scoring == "accuracy":
         fitted = search().fit(X, y)
     else:

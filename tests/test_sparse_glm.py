@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from _sklearn_compat import parametrize_with_checks
+from _spies import gaussian_noise_stds
 from _warning_location import points_at
 from dp_accounting.rdp import RdpAccountant
 from scipy import integrate, stats
@@ -1306,14 +1307,7 @@ def test_poisson_start_is_the_root_of_the_clipped_score(monkeypatch):
         assert record["start_steps"] == 12
         assert record["start_sensitivity"] == 2 * r / 2000
         assert record["start_std"] == 0.0
-    drawn = []
-    original = module.add_gaussian_noise
-
-    def spy(value, std, rng):
-        drawn.append(std)
-        return original(value, std, rng)
-
-    monkeypatch.setattr(module, "add_gaussian_noise", spy)
+    drawn = gaussian_noise_stds(monkeypatch, module)
     start, record = module.poisson_start(
         np.zeros((2000, 1)), y, 3.0, 0.01, np.random.default_rng(0)
     )

@@ -1,0 +1,15 @@
+"""Spies on the noise calls a module makes (white-box tests)."""
+
+
+def gaussian_noise_stds(monkeypatch, module):
+    """The standard deviation of every ``add_gaussian_noise`` call made
+    through ``module``, in order (the list fills as the calls are made)."""
+    stds = []
+    real = module.add_gaussian_noise
+
+    def spy(value, std, rng):
+        stds.append(std)
+        return real(value, std, rng)
+
+    monkeypatch.setattr(module, "add_gaussian_noise", spy)
+    return stds
