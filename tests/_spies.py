@@ -13,3 +13,18 @@ def gaussian_noise_stds(monkeypatch, module):
 
     monkeypatch.setattr(module, "add_gaussian_noise", spy)
     return stds
+
+
+def gaussian_noise_calls(monkeypatch, module):
+    """``(value, std, noisy)`` of every ``add_gaussian_noise`` call made
+    through ``module``, in order: what was released, and with what."""
+    calls = []
+    real = module.add_gaussian_noise
+
+    def spy(value, std, rng):
+        noisy = real(value, std, rng)
+        calls.append((value, std, noisy))
+        return noisy
+
+    monkeypatch.setattr(module, "add_gaussian_noise", spy)
+    return calls

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from _sklearn_compat import parametrize_with_checks
-from _spies import gaussian_noise_stds
+from _spies import gaussian_noise_calls
 from _warning_location import points_at
 from dp_accounting.rdp import RdpAccountant
 from scipy import integrate, stats
@@ -1279,6 +1279,10 @@ def test_poisson_start_only_where_its_noise_is_small():
         assert (start_noise(n, rho) <= _START_MAX_NOISE) == used
         assert (record["start_steps"] == 12) == used
         assert ("start_log_mean" in record) == used
+        if used:  # the gate reads the noise the start draws, over r
+            assert record["start_std"] / 3.0 == pytest.approx(
+                start_noise(n, rho), rel=1e-6
+            )
         if not used:
             assert record["start_intercept"] == 0.0
     # n·sqrt(ρ) sets it: ε = 1 (δ = 1e-5) crosses between n = 1000 and 2000.
@@ -1307,10 +1311,20 @@ def test_poisson_start_is_the_root_of_the_clipped_score(monkeypatch):
         assert record["start_steps"] == 12
         assert record["start_sensitivity"] == 2 * r / 2000
         assert record["start_std"] == 0.0
-    drawn = gaussian_noise_stds(monkeypatch, module)
+    calls = gaussian_noise_calls(monkeypatch, module)
     start, record = module.poisson_start(
         np.zeros((2000, 1)), y, 3.0, 0.01, np.random.default_rng(0)
     )
+    drawn = [std for _, std, _ in calls]
+    # Each release is the mean clipped residual at the bisection's midpoint
+    # (|value| <= r: the sensitivity 2r/n holds), and the next midpoint
+    # follows the released (noisy) sign.
+    low, high = -10.0, 20.0
+    for value, _, noisy in calls:
+        middle = (low + high) / 2
+        assert value == pytest.approx(np.clip(y - np.exp(middle), -3, 3).mean())
+        low, high = (middle, high) if noisy[0] > 0 else (low, middle)
+    assert start == (low + high) / 2
     # ρ/12 per release: σ = Δ/sqrt(2ρ/12) (and the calibration's safety factor)
     expected = (6.0 / 2000) / math.sqrt(2 * 0.01 / 12)
     assert drawn == [record["start_std"]] * 12
