@@ -157,7 +157,7 @@ def noise_seed_id(random_state):
     None for ``random_state=None``: such a fit draws fresh entropy and shares
     its noise with nothing. Otherwise a short hex digest of the state the
     stream starts from (:func:`as_generator` seeds it with a
-    ``SeedSequence`` of :func:`seed_entropy`), equal for two seeds exactly
+    ``SeedSequence`` of ``seed_entropy``), equal for two seeds exactly
     when they give the same stream:
     the same int, or a ``RandomState`` / ``Generator`` in the same state (as
     ``sklearn.base.clone`` copies it into every fold fit, refit and sibling
