@@ -955,15 +955,20 @@ def epsilon_from_zcdp_tight(rho, delta):
     ``ρ + 2·sqrt(ρ·log(1/δ))`` (the same bound without the two log terms).
     """
     rho, delta = float(rho), float(delta)
+    bound = epsilon_from_zcdp(rho, delta)  # checks ρ >= 0 and δ in [0, 1]
     if rho == 0.0 or delta >= 1.0:  # every mechanism is (0, 1)-DP
         return 0.0
-    centre = math.sqrt(-math.log(delta) / rho)  # α - 1 ≈ sqrt(log(1/δ)/ρ)
+    centre = math.sqrt(-math.log(delta) / rho) if delta > 0.0 else math.inf
+    if not math.isfinite(bound) or not centre < 1e150:
+        # δ = 0 or ρ = ∞ (ε = ∞), or a ρ so small that the Rényi orders
+        # overflow (5e-324): Bun & Steinke's bound (review).
+        return bound
     eps = epsilon_from_rdp(lambda alpha: alpha * rho, delta, centre=centre)
     # Up by 1e-12 relative: the minimisation's rounding left the result 1-2
     # ulp below the exact conversion at some (ρ, δ), and a calibration to a
     # target ε then spent a hair above it (review). Never below, as the GDP
     # path's margin.
-    return max(0.0, min(eps, epsilon_from_zcdp(rho, delta))) * (1.0 + 1e-12)
+    return max(0.0, min(eps, bound)) * (1.0 + 1e-12)
 
 
 # ---------------------------------------------------------------------------

@@ -1634,3 +1634,16 @@ def test_a_total_at_delta_zero_is_refused_with_its_message():
     cost = PrivacyCost.from_gdp(0.5, delta=1e-5)
     with pytest.raises(ValueError, match=r"delta=0 is too small.*delta=1e-10"):
         compose([cost], delta=0.0)
+
+
+def test_zcdp_conversion_at_the_edges():
+    # δ = 0 and ρ = ∞ crashed ("math domain error"), ρ = 5e-324 too
+    # (infinite Rényi orders), δ = 2 returned 0 silently (review).
+    assert epsilon_from_zcdp_tight(0.5, 0.0) == math.inf
+    assert epsilon_from_zcdp_tight(math.inf, 1e-5) == math.inf
+    tiny = epsilon_from_zcdp_tight(5e-324, 1e-5)
+    assert tiny == epsilon_from_zcdp(5e-324, 1e-5) and 0 < tiny < 1e-150
+    assert epsilon_from_zcdp_tight(0.5, 1.0) == 0.0
+    for rho, delta in [(0.5, -1.0), (0.5, 2.0), (-1.0, 1e-5)]:
+        with pytest.raises(ValueError):
+            epsilon_from_zcdp_tight(rho, delta)
