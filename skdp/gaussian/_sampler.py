@@ -323,6 +323,8 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
         ``"bounded"`` with an ``"auto"`` center or radius: the public range
         ``[-data_range, data_range]`` in which the per-feature bounds are
         searched (as in :class:`~skdp.preprocessing.DPStandardScaler`).
+        Values beyond it are clamped to it; the fit warns when the centre it
+        finds lies beyond ``data_range/2``.
     bounds_share : float, default=0.25
         ``"bounded"`` with an ``"auto"`` center or radius: the share of the
         budget, in μ² (``μ_bounds² = bounds_share·μ²``), spent on the bounds;
