@@ -590,9 +590,16 @@ def _clipped_count_residuals(X, y, *, mean, bound):
     return np.array([np.clip(residuals, -bound, bound).sum()])
 
 
+def _start_std_over_r(n, rho_start):
+    """Noise std over ``r`` of each of :func:`poisson_start`'s releases at
+    its budget ``rho_start`` (sensitivity ``2r/n``, ``rho_start/K`` each)."""
+    return _SAFETY * (2.0 / n) / math.sqrt(2.0 * rho_start / _START_STEPS)
+
+
 def start_noise(n, rho):
-    """Noise std of :func:`poisson_start`'s releases over ``r`` (public)."""
-    return _SAFETY * (2.0 / n) / math.sqrt(2.0 * _START_SHARE * rho / _START_STEPS)
+    """Noise std of :func:`poisson_start`'s releases over ``r`` at a fit's
+    budget ``rho`` (public)."""
+    return _start_std_over_r(n, _START_SHARE * rho)
 
 
 def poisson_start(X, y, residual_bound, rho, rng):
@@ -617,7 +624,7 @@ def poisson_start(X, y, residual_bound, rho, rng):
     """
     n = X.shape[0]
     sensitivity = 2.0 * residual_bound / n
-    std = _SAFETY * sensitivity / math.sqrt(2.0 * rho / _START_STEPS)
+    std = residual_bound * _start_std_over_r(n, rho)
     low, high = _START_RANGE
     for _ in range(_START_STEPS):
         middle = 0.5 * (low + high)
