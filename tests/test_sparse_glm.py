@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._datafits import BinomialLogistic, Poisson, Quadratic
-from skdp.accounting import epsilon_from_zcdp_tight
+from skdp.accounting import epsilon_from_zcdp_tight, zcdp_from_epsilon_tight
 from skdp.datasets import make_sparse_glm
 from skdp.linear_model import DPSparseGLM
 from skdp.linear_model._sparse_glm import clip_features, gradient_step
@@ -1460,3 +1460,41 @@ def test_raw_features_are_named_from_the_released_curvature():
         model = DPSparseGLM(epsilon=1.0, random_state=0).fit(Xtr, ytr)
     assert model.schedule_record_["pre_lambda_max"] > 3.0
     assert not [w for w in record if "look raw" in str(w.message)]
+
+
+def test_poisson_start_in_a_search_is_charged_in_full():
+    """The Poisson start is part of every fit's ρ: the clones of a KFold
+    grid search (seeded folds, fresh noise), recorded by the ledger, total
+    the declared budget of every fold fit and the refit, and the refit spent
+    no more than its declared ρ (the start's releases included)."""
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    from skdp import PrivacyLedger
+
+    X, y = _counts(150.0, n=6000)
+    search = GridSearchCV(
+        DPSparseGLM(family="poisson", sparsity=3, residual_bound=30.0),
+        {"epsilon": [0.5, 1.0]},
+        cv=KFold(3, shuffle=True, random_state=0),
+        scoring="neg_mean_poisson_deviance",
+    ).fit(X, y)
+    refit = search.best_estimator_
+    assert refit.schedule_record_["start_steps"] == 12
+    declared = zcdp_from_epsilon_tight(refit.epsilon, refit.delta)
+    assert refit.rho_ <= declared * (1 + 1e-9)
+    import warnings as _w
+
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        total = PrivacyLedger(delta=1e-4).record(search).total()
+    # Each record is in 2 of the 3 training folds of each of the 2 candidates,
+    # and in the refit: 5 fits' declared ρ in zCDP.
+    rho = (
+        2
+        * (
+            zcdp_from_epsilon_tight(0.5, refit.delta)
+            + zcdp_from_epsilon_tight(1.0, refit.delta)
+        )
+        + declared
+    )
+    assert total.epsilon >= epsilon_from_zcdp_tight(rho, 1e-4) * (1 - 1e-9)
