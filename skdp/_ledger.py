@@ -482,11 +482,7 @@ def _reads_only_shape(estimator):
         # With both functions and check_inverse, fit applies them to rows
         # of the data and warns on a mismatch. inverse_func is otherwise
         # applied only to predictions, never to the training data.
-        return _is_rowwise(estimator.func) and not (
-            estimator.check_inverse
-            and estimator.func is not None
-            and estimator.inverse_func is not None
-        )
+        return _is_rowwise(estimator.func) and not checks_round_trip(estimator)
     if vars(type(estimator)).get(READS_ONLY_SHAPE) is True:
         return True
     if type(estimator) in (Normalizer, Binarizer, PolynomialFeatures):
@@ -570,6 +566,18 @@ def _contents(obj):
 # ---------------------------------------------------------------------------
 # Composites and wrappers whose data flow the ledger knows
 # ---------------------------------------------------------------------------
+
+
+def checks_round_trip(function_transformer):
+    """Whether a FunctionTransformer's fit applies ``func`` then
+    ``inverse_func`` to training rows and warns on a mismatch (both
+    functions given and ``check_inverse=True``), a warning one record can
+    turn on."""
+    return bool(
+        function_transformer.check_inverse
+        and function_transformer.func is not None
+        and function_transformer.inverse_func is not None
+    )
 
 
 def composite_parts(obj, fitted=False):

@@ -18,6 +18,7 @@ from sklearn.preprocessing import FunctionTransformer
 from ._ledger import (
     _common_adjacency,
     _dp_inside,
+    checks_round_trip,
     composite_parts,
     container_from_density,
     is_dp_estimator,
@@ -296,12 +297,7 @@ def _function_round_trips(estimator, path=""):
     the check warns on a mismatch in training rows, which one record can
     cause (a ``log1p`` in a target's transformer; the ledger names it)."""
     if isinstance(estimator, FunctionTransformer):
-        checks = (
-            estimator.check_inverse
-            and estimator.func is not None
-            and estimator.inverse_func is not None
-        )
-        return [path] if checks else []
+        return [path] if checks_round_trip(estimator) else []
     if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
         return []
     children = composite_parts(estimator) or []
