@@ -16,6 +16,8 @@ import warnings
 
 import numpy as np
 
+from .accounting import format_up
+
 DEMO_EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
 
 
@@ -36,8 +38,8 @@ def _dp_row(task, eps, est, score, seconds):
         type(est).__name__,
         task,
         f"{eps:g}",
-        f"{spent.epsilon:.4g}",
-        "" if spent.mu is None else f"{spent.mu:.4f}",
+        format_up(spent.epsilon, 4),
+        "" if spent.mu is None else format_up(spent.mu, 4),
         f"{score:.3f}",
         "(secret)" if seconds is None else f"{seconds * 1e3:.0f}",
     )
@@ -448,8 +450,8 @@ def _preprocessing_rows(seed):
                 f"{name} + DPLogisticRegression",
                 task,
                 f"{eps:g}",
-                f"{total.epsilon:.4g}",
-                "" if total.mu is None else f"{total.mu:.4f}",
+                format_up(total.epsilon, 4),
+                "" if total.mu is None else format_up(total.mu, 4),
                 f"{pipe.score(X_test, y_test):.3f}",
                 f"{seconds * 1e3:.0f}",
             )

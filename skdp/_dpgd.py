@@ -81,6 +81,8 @@ from ._inputs import is_dask_array
 from ._secure import SecureNoise
 from .accounting import (
     REPLACE_ONE,
+    format_dp,
+    format_up,
     gaussian_cost,
     gaussian_noise_multiplier,
     sensitivity_factor,
@@ -314,6 +316,8 @@ def dpgd(
     adjacency=REPLACE_ONE,
     sensitivity=None,
     post=None,
+    intercept_start=None,
+    total_cost=None,
     mechanism="full-batch DP gradient descent",
     verbose=0,
 ):
@@ -378,6 +382,13 @@ def dpgd(
     post : callable, optional
         ``post(coef, intercept) -> (coef, intercept)`` applied after each step;
         it must not read the data (e.g. a projection onto a ball).
+    intercept_start : array-like of shape (n_outputs,), optional
+        The intercept the steps start from (default 0; ignored without an
+        intercept). It must be public or released by the caller, who pays
+        for it: the returned cost is that of the steps alone.
+    total_cost : PrivacyCost, optional
+        The cost of the whole fit, when the caller released more than the
+        steps (the start): what the progress output's last line states.
     mechanism : str
         Description stored in the returned cost and used in progress output.
     verbose : int, default=0
@@ -434,6 +445,8 @@ def dpgd(
     step = _make_step_rule(solver, learning_rate, noise_std / n)
     coef = np.zeros((d, n_outputs))
     intercept = np.zeros(n_outputs)
+    if fit_intercept and intercept_start is not None:
+        intercept[:] = intercept_start
     mean_coef, mean_intercept = np.zeros_like(coef), np.zeros_like(intercept)
     for t in range(n_iter):
         grad_sum = design.gradient_sum(datafit, coef, intercept, clip_norm)
@@ -463,7 +476,7 @@ def dpgd(
             "The noisy steps ran: the budget of this fit is spent, and a "
             "refit on the same data spends it again."
         )
-    progress.done(cost)
+    progress.done(cost if total_cost is None else total_cost)
     return coef, intercept, cost
 
 
@@ -495,9 +508,9 @@ class _Progress:
 
     def start(self, cost, noise_std, n, d):
         if self.verbose > 0:
-            mu = "" if cost.mu is None else f"mu = {cost.mu:.4g}, "
+            mu = "" if cost.mu is None else f"mu = {format_up(cost.mu, 4)}, "
             self._print(
-                f"spending ({cost.epsilon:.4g}, {cost.delta:.3g})-DP ({mu}"
+                f"spending {format_dp(cost.epsilon, cost.delta)} ({mu}"
                 f"{cost.adjacency}) on {self.n_iter} noisy steps over n = {n} "
                 f"records of {d} features; noise std {noise_std:.4g} on each "
                 "gradient sum"
@@ -523,5 +536,5 @@ class _Progress:
             self._print(
                 f"done: {work or f'{self.n_iter} steps'} in "
                 f"{time.perf_counter() - self.started:.2f} s; released a model "
-                f"that is ({cost.epsilon:.4g}, {cost.delta:.3g})-DP"
+                f"that is {format_dp(cost.epsilon, cost.delta)}"
             )

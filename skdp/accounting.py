@@ -1301,6 +1301,11 @@ def format_up(value, digits):
     return f"{float(exact.quantize(step, rounding=decimal.ROUND_CEILING)):.{digits}g}"
 
 
+def format_dp(epsilon, delta):
+    """``"(ε, δ)-DP"`` for progress output, both rounded up (:func:`format_up`)."""
+    return f"({format_up(epsilon, 4)}, {format_up(delta, 3)})-DP"
+
+
 def _suggested_delta(spent):
     """A round δ above ``spent`` that leaves the Gaussian parts room: 10×
     ``spent``, rounded up to one significant digit (1e-10 for a δ of 0)."""

@@ -8,6 +8,7 @@ audits fix their seeds (see tests/test_audit.py for the statistics).
 """
 
 import asyncio
+import math
 import subprocess
 import sys
 import warnings
@@ -132,6 +133,19 @@ def test_logistic_matches_in_memory(rows, n_classes, classes):
     _assert_same(memory, fitted, ["coef_", "intercept_"])
     np.testing.assert_array_equal(fitted.classes_, memory.classes_)
     assert fitted.n_features_in_ == 6
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_logistic_intercept_start_matches_in_memory(n_classes):
+    """The class counts of the intercept's start (open at n = 2000 from
+    ε ≈ 2.7) are summed chunk by chunk, with the labels' chunks."""
+    X, y = _classification(n_classes)
+    params = dict(epsilon=5.0, random_state=0, max_iter=10, classes=range(n_classes))
+    memory = DPLogisticRegression(**params).fit(X, y)
+    fitted = DPLogisticRegression(**params).fit(*_dask(X, CHUNKINGS[1], y))
+    assert math.isfinite(memory.start_noise_multiplier_)
+    assert fitted.start_noise_multiplier_ == memory.start_noise_multiplier_
+    _assert_same(memory, fitted, ["coef_", "intercept_"])
 
 
 @pytest.mark.parametrize("rows", CHUNKINGS)

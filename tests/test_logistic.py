@@ -8,6 +8,7 @@ import dp_accounting
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _spies import gaussian_noise_calls, gaussian_noise_stds
 from sklearn.datasets import load_iris, load_wine, make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -678,3 +679,98 @@ def test_one_step_multinomial_audit():
     mu_hat, se = _measured_mu(make, (X, y), (X, y_neighbour), direction)
     claimed = make(0).fit(X, y).privacy_spent_.mu
     _assert_mu(mu_hat, se, math.sqrt(3) / 2 * claimed)
+
+
+# --------------------------------------------------------------------------
+# The intercept's start: noisy class counts, paid from the same budget
+# --------------------------------------------------------------------------
+
+
+def _imbalanced(n, weights, seed=0):
+    X, y = make_classification(
+        n_samples=n,
+        n_features=4,
+        n_informative=2,
+        n_classes=len(weights),
+        n_clusters_per_class=1,
+        weights=weights,
+        flip_y=0.0,
+        random_state=seed,
+    )
+    return StandardScaler().fit_transform(X), y
+
+
+def test_the_intercept_start_releases_the_class_counts_with_its_share(monkeypatch):
+    """White-box: one release of the exact class counts, noise std sqrt(2)·z_s
+    (replacing a record moves two counts by 1), before the steps; the steps'
+    noise and the counts' compose to the fit's ε (dp-accounting's PLD, each
+    release its own event). Fails if the counts' sensitivity, their share or
+    their composition is wrong, or if the steps keep the whole budget."""
+    import skdp._dpgd as dpgd_module
+    import skdp.mechanisms as mechanisms_module
+
+    X, y = _imbalanced(6000, [0.7, 0.2, 0.1])
+    counts = gaussian_noise_calls(monkeypatch, mechanisms_module)
+    steps = gaussian_noise_stds(monkeypatch, dpgd_module)
+    clf = DPLogisticRegression(epsilon=1.0, delta=1e-5, classes=[0, 1, 2]).fit(X, y)
+    z_s, z = clf.start_noise_multiplier_, clf.noise_multiplier_
+    assert len(counts) == 1
+    value, std, _ = counts[0]
+    np.testing.assert_array_equal(value, np.bincount(y, minlength=3))
+    assert std == pytest.approx(math.sqrt(2.0) * z_s, rel=1e-12)
+    assert steps == [pytest.approx(2.0 * clf.clip_norm_ * z, rel=1e-12)] * clf.n_iter_
+    # The share: 2% of μ² on the counts.
+    mu = clf.privacy_spent_.mu
+    assert 1.0 / z_s**2 == pytest.approx(0.02 * mu**2, rel=1e-9)
+    accountant = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
+    event = dp_accounting.ComposedDpEvent(
+        [
+            dp_accounting.GaussianDpEvent(z_s),
+            dp_accounting.SelfComposedDpEvent(
+                dp_accounting.GaussianDpEvent(z), clf.n_iter_
+            ),
+        ]
+    )
+    pld_epsilon = accountant.compose(event).get_epsilon(1e-5)
+    assert clf.privacy_spent_.epsilon <= 1.0 * (1 + 1e-12)
+    assert clf.privacy_spent_.epsilon <= pld_epsilon * (1 + 1e-9)
+    assert pld_epsilon == pytest.approx(1.0, rel=2e-3)
+    assert "class counts" in clf.privacy_spent_.mechanism
+
+
+@pytest.mark.parametrize("weights", [[0.95, 0.05], [0.7, 0.2, 0.1]])
+def test_the_intercept_starts_at_the_log_odds_of_the_classes(weights):
+    """With one tiny step the released intercept is the start: the log odds
+    (binary) or centred log frequencies of the noisy counts, within 5 noise
+    standard deviations of the data's (frequency noise z_s/n = 0.0013)."""
+    X, y = _imbalanced(20000, weights)
+    clf = DPLogisticRegression(
+        max_iter=1, learning_rate=1e-12, classes=np.arange(len(weights))
+    ).fit(X, y)
+    log_p = np.log(np.bincount(y) / y.size)
+    expected = [log_p[1] - log_p[0]] if len(weights) == 2 else log_p - log_p.mean()
+    tolerance = 5 * clf.start_noise_multiplier_ / y.size / np.min(weights)
+    np.testing.assert_allclose(clf.intercept_, expected, rtol=0, atol=tolerance)
+
+
+def test_no_intercept_start_below_the_gate_or_without_an_intercept(monkeypatch):
+    """Public rules: no count release where its frequency noise z_s/n would
+    exceed 0.01 (n = 2000 at ε = 1: z_s = 26.4), without an intercept, or
+    with the paper's accounting; the steps then spend the whole budget."""
+    import skdp.mechanisms as mechanisms_module
+
+    X, y = _imbalanced(6000, [0.9, 0.1])
+    calls = gaussian_noise_calls(monkeypatch, mechanisms_module)
+    for params, n in [
+        (dict(), 2000),
+        (dict(fit_intercept=False), 6000),
+        (dict(accounting="paper"), 6000),
+    ]:
+        clf = DPLogisticRegression(classes=[0, 1], max_iter=5, **params)
+        clf.fit(X[:n], y[:n])
+        assert clf.start_noise_multiplier_ == math.inf
+        mu = math.sqrt(clf.n_iter_) / clf.noise_multiplier_
+        assert clf.privacy_spent_.mu == pytest.approx(mu, rel=1e-12)
+    assert calls == []
+    clf = DPLogisticRegression(classes=[0, 1], max_iter=5).fit(X[:3000], y[:3000])
+    assert math.isfinite(clf.start_noise_multiplier_) and len(calls) == 1

@@ -49,6 +49,8 @@ from .._inputs import finite_targets
 from ..accounting import (
     REPLACE_ONE,
     REPLACE_ONE_USER,
+    format_dp,
+    format_up,
     gaussian_cost,
 )
 from ..exceptions import MechanismFailedError, PrivacyLeakWarning
@@ -468,11 +470,11 @@ class DPFedRep(
         progress = _Progress("DPFedRep", self.n_rounds, self.verbose)
         if self.verbose > 0:
             progress._print(
-                f"spending ({cost.epsilon:.4g}, {cost.delta:.3g})-DP ("
+                f"spending {format_dp(cost.epsilon, cost.delta)} ("
                 + (
-                    f"rho = {cost.rho:.4g}"
+                    f"rho = {format_up(cost.rho, 4)}"
                     if cost.mu is None
-                    else f"mu = {cost.mu:.4g}"
+                    else f"mu = {format_up(cost.mu, 4)}"
                 )
                 + f", {cost.adjacency}) on {n_iter} releases over "
                 f"n = {n} users, d = {d}; noise std {z * 2 * clip / n:.4g} on "

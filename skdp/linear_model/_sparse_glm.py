@@ -63,6 +63,8 @@ from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
     epsilon_from_zcdp_tight,
+    format_dp,
+    format_up,
     secure_laplace_epsilon,
     zcdp_from_epsilon_tight,
 )
@@ -1459,7 +1461,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         check_cost_before_steps(cost)
         progress = _Progress("DPSparseGLM noisy IHT", n_iter, self.verbose)
         progress.phase(
-            f"spending ({cost.epsilon:.4g}, {cost.delta:.3g})-DP ({REPLACE_ONE}) "
+            f"spending {format_dp(cost.epsilon, cost.delta)} ({REPLACE_ONE}) "
             f"on {n_iter} steps over n = {n}, d = {d}: {cost.mechanism}"
         )
         exact = self.accounting == "exact"
@@ -1604,7 +1606,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
                 f"then {record['n_iter']} steps x [{sparsity} Gumbel peels "
                 "(eps_p^2/8-zCDP each; none in step 1) + Gaussian release of 1 "
                 f"curvature (none in step 1) + Gaussian release of {n_released} "
-                f"values]; rho={rho:.6g}-zCDP in total (fully adaptive "
+                f"values]; rho={format_up(rho, 6)}-zCDP in total (fully adaptive "
                 "composition); zCDP converted by Canonne-Kamath-Steinke"
             ),
             zcdp=rho,
@@ -1852,7 +1854,8 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
             rule = "min of zCDP composition and advanced-within-step + basic-over-steps"
         return (
             f"DPSparseGLM noisy IHT: {n_iter} steps x [{peel} + {values}], "
-            f"inf-sensitivity {sensitivity:.4g}; rho={rho:.6g}-zCDP in total; {rule}"
+            f"inf-sensitivity {sensitivity:.4g}; "
+            f"rho={format_up(rho, 6)}-zCDP in total; {rule}"
         )
 
     def _linear_predictor(self, X):
