@@ -1591,6 +1591,24 @@ def test_printed_guarantees_are_rounded_up():
         assert float(format_up(value, 3)) >= value
     text = str(PrivacyCost(4.877184, 1.0049e-05, None, "replace one record", "m"))
     assert text.startswith("(4.87719, 1.01e-05)-DP")
+    # Progress output: a spent (1.00004, 1.00049e-05) was printed (1, 1e-05).
+    from skdp.accounting import format_dp
+
+    assert format_dp(1.00004, 1.00049e-05) == "(1.001, 1.01e-05)-DP"
+
+
+def test_verbose_output_rounds_the_guarantee_up(capsys):
+    # ε = 0.12341 to nearest is 0.1234, below what was spent.
+    from skdp import DPLogisticRegression
+    from skdp.accounting import format_dp
+
+    X, y = np.random.default_rng(0).normal(size=(50, 2)), np.arange(50) % 2
+    DPLogisticRegression(epsilon=0.12341, classes=[0, 1], max_iter=3, verbose=1).fit(
+        X, y
+    )
+    printed = capsys.readouterr().out
+    assert format_dp(0.12341, 1e-05) == "(0.1235, 1e-05)-DP"
+    assert printed.count("(0.1235, 1e-05)-DP") == 2  # the header and the end
 
 
 def test_delta_from_mu_is_never_below_the_exact_delta():
