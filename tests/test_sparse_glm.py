@@ -1498,3 +1498,88 @@ def test_poisson_start_in_a_search_is_charged_in_full():
         + declared
     )
     assert total.epsilon >= epsilon_from_zcdp_tight(rho, 1e-4) * (1 - 1e-9)
+
+
+def test_a_large_public_iterate_adds_no_rounding_to_the_released_values(monkeypatch):
+    """Poisson's start at x_bound = 1e-6 is θ[d] = b₀/c ≈ 3e6, and θ + u
+    rounded to float64 moved by an ulp of it (4.7e-10) between neighbours:
+    30× the sensitivity λ (review; ε ≥ 2.9 measured for a claimed 1). The
+    noise now goes on u alone, and θ is added after it: the values noised
+    are at most η·r·x_bound in size, and two neighbours' (y[0] = 0 or 40,
+    the same released start and step) differ by at most λ."""
+    import skdp.linear_model._sparse_glm as module
+
+    n, x_bound = 20000, 1e-6
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3)) * x_bound
+    y = rng.poisson(20.0, size=n).astype(float)
+    y[2:502], y[0] = 1.5385, 0.0
+    y_neighbour = y.copy()
+    y_neighbour[0] = 40.0
+    calls = gaussian_noise_calls(monkeypatch, module)
+    released = []
+    for target in (y, y_neighbour):
+        calls.clear()
+        model = DPSparseGLM(
+            family="poisson", sparsity=2, x_bound=x_bound, max_iter=1, random_state=0
+        ).fit(X, target)
+        record = model.schedule_record_
+        value, _, _ = calls[record["start_steps"] + 1]  # the first step's values
+        released.append((record["start_log_mean"], model.step_sizes_[0], value))
+    (b0, eta, value), (b0_n, eta_n, value_n) = released
+    assert (b0, eta) == (b0_n, eta_n)  # the same public start and step
+    assert abs(b0) > 1.0  # θ[d] = b₀/c is millions of λ
+    move_bound = eta * model.residual_bound * x_bound
+    assert np.abs(value).max() <= move_bound
+    sensitivity = 2.0 * eta * model.residual_bound * x_bound / n
+    assert np.abs(value - value_n).max() <= sensitivity * (1 + 1e-9)
+
+
+def test_selection_rounding_bounds_the_float_scores_of_neighbours():
+    """|fl(θ + fl(η·D)) − fl(θ + fl(η·D'))| <= λ·selection_rounding, with
+    |η·D| <= B and |η·D − η·D'| <= λ, over θ from 1e-3 to 1e9 (λ = 1e-9:
+    beyond 5e6 an ulp of θ exceeds λ)."""
+    from skdp.linear_model._sparse_glm import selection_rounding
+
+    rng = np.random.default_rng(0)
+    lam, bound = 1e-9, 1e-5
+    theta = rng.choice([-1, 1], 20000) * 10.0 ** rng.uniform(-3, 9, 20000)
+    eta = 10.0 ** rng.uniform(-3, 0, 20000)
+    D = rng.uniform(-1, 1, 20000) * bound / eta
+    D_n = D + rng.uniform(-1, 1, 20000) * lam / eta
+    D_n = np.clip(D_n, -bound / eta, bound / eta)
+    score = np.abs(theta + eta * D)
+    score_n = np.abs(theta + eta * D_n)
+    factors = np.array([selection_rounding(np.array([t]), bound, lam) for t in theta])
+    assert (np.abs(score - score_n) <= lam * factors).all()
+    assert (np.abs(score - score_n) > lam * 1.5).any()  # rounding does matter
+    assert selection_rounding(np.zeros(3), 1.0, 1e-4) < 1 + 1e-11
+
+
+@pytest.mark.parametrize("learning_rate", ["auto", 0.5])
+def test_every_selection_scale_covers_the_rounding(monkeypatch, learning_rate):
+    """White-box: each peel's noise scale is the accounted scale times
+    selection_rounding (here forced to 7), on both schedules; the privacy
+    report is the planned one."""
+    import skdp.linear_model._sparse_glm as module
+
+    scales = []
+    real_peel = module.peel_top_k
+
+    def spy(scores, k, *, noise, scale, rng):
+        scales.append(scale)
+        return real_peel(scores, k, noise=noise, scale=scale, rng=rng)
+
+    X, y, _ = make_sparse_glm(n_samples=2000, n_features=30, random_state=0)
+    plain = DPSparseGLM(sparsity=3, learning_rate=learning_rate, random_state=0)
+    plain.fit(X, y)
+    monkeypatch.setattr(module, "peel_top_k", spy)
+    monkeypatch.setattr(module, "selection_rounding", lambda *args: 7.0)
+    model = clone(plain).fit(X, y)
+    if learning_rate == "auto":
+        record = model.schedule_record_
+        planned = [record["pre_selection_scale"], *record["selection_scales"]]
+    else:
+        planned = [model.selection_noise_scale_] * model.n_iter_
+    assert scales == pytest.approx([7.0 * s for s in planned], rel=1e-12)
+    assert model.privacy_spent_.epsilon == plain.privacy_spent_.epsilon

@@ -285,8 +285,8 @@ _RESPONSE_CHECKS = {
 }
 
 
-def gradient_step(X, y, datafit, theta, *, learning_rate, x_bound, residual_bound):
-    """``v = θ - (η/n)·Σ_i clip_r(ψ'(z_i) - y_i)·(x_i, c)``, the input of NoisyHT.
+def descent(X, y, datafit, theta, *, learning_rate, x_bound, residual_bound):
+    """``u = -(η/n)·Σ_i clip_r(ψ'(z_i) - y_i)·(x_i, c)``: NoisyHT's move from θ.
 
     ``θ`` has shape ``(d + 1,)``, its last coordinate the intercept divided by
     ``c = min(1, x_bound)`` (the constant column's value). With the entries
@@ -294,7 +294,14 @@ def gradient_step(X, y, datafit, theta, *, learning_rate, x_bound, residual_boun
     sum by at most ``r·x_bound`` (the engine clips the record's gradient to
     ∞-norm ``r·x_bound`` given the ∞-norm bound ``x_bound`` of ``(x_i, c)``:
     that clips the residual to ``±r``), so replacing it moves every
-    coordinate of ``v`` by at most ``λ = 2·η·r·x_bound/n``.
+    coordinate of ``u`` by at most ``λ = 2·η·r·x_bound/n``, and every
+    coordinate is at most ``η·r·x_bound`` in size.
+
+    The move is returned apart from θ (public: a released iterate) so that
+    the noise goes onto ``u`` itself: ``θ + u`` rounded to float64 moves by
+    up to an ulp of θ between neighbours, which for a large θ (a Poisson
+    start ``b₀/c`` at a small ``x_bound``) was many times λ (review: 30×
+    at ``x_bound = 1e-6``, n = 20000).
     """
     n, d = X.shape
     c = min(1.0, x_bound)
@@ -308,7 +315,35 @@ def gradient_step(X, y, datafit, theta, *, learning_rate, x_bound, residual_boun
         residual_bound * x_bound,
     )[:, 0]
     grad[d] *= c
-    return theta - (learning_rate / n) * grad
+    return -(learning_rate / n) * grad
+
+
+def gradient_step(X, y, datafit, theta, *, learning_rate, x_bound, residual_bound):
+    """``v = θ + u`` (:func:`descent`): the exact step, for references and tests."""
+    return theta + descent(
+        X,
+        y,
+        datafit,
+        theta,
+        learning_rate=learning_rate,
+        x_bound=x_bound,
+        residual_bound=residual_bound,
+    )
+
+
+def selection_rounding(theta, move_bound, sensitivity):
+    """``1 + s``: how much further the float scores ``|θ_j + u_j|`` can move
+    between neighbours than ``sensitivity``, the exact bound (public).
+
+    Each of ``fl(η·D_j)`` and ``fl(θ_j + u_j)`` is off by at most 2⁻⁵³ of its
+    size, with ``|u_j| <= move_bound``: a score moves by at most
+    ``sensitivity + 2⁻⁵²·(|θ_j| + 2·move_bound)``. The selection's noise
+    scale is multiplied by this factor, so that its ε stays the planned one
+    (1 + 1e-13 for standardised features; large only where θ is huge next
+    to the sensitivity).
+    """
+    largest = float(np.max(np.abs(theta), initial=0.0))
+    return 1.0 + 2.0**-51 * (largest + move_bound) / sensitivity
 
 
 def noisy_iht(
@@ -369,8 +404,10 @@ def noisy_iht(
     add_noise = {"gaussian": add_gaussian_noise, "laplace": add_laplace_noise}[release]
     theta = np.zeros(d + 1)  # the last coordinate is intercept / c
     support = np.arange(0)
+    n = X.shape[0]
+    move_bound = learning_rate * residual_bound * x_bound
     for t in range(n_iter):
-        v = gradient_step(
+        u = descent(
             X,
             y,
             datafit,
@@ -379,25 +416,31 @@ def noisy_iht(
             x_bound=x_bound,
             residual_bound=residual_bound,
         )
+        rounding = selection_rounding(theta[:d], move_bound, 2.0 * move_bound / n)
         support = peel_top_k(
-            np.abs(v[:d]), sparsity, noise=selection, scale=selection_scale, rng=rng
+            np.abs(theta[:d] + u[:d]),
+            sparsity,
+            noise=selection,
+            scale=selection_scale * rounding,
+            rng=rng,
         )
         theta = _release_on_support(
-            v, support, fit_intercept, add_noise, release_scale, rng
+            theta, u, support, fit_intercept, add_noise, release_scale, rng
         )
         _report_step(t, theta, iterates, progress)
     _check_finite(theta)
     return theta[:d], float(c * theta[d]), support
 
 
-def _release_on_support(v, support, fit_intercept, add_noise, scale, rng):
-    """The next iterate: ``v`` on the selected coordinates (and the intercept),
-    with noise of the given scale; zero elsewhere."""
-    d = v.shape[0] - 1
+def _release_on_support(theta, u, support, fit_intercept, add_noise, scale, rng):
+    """The next iterate: ``θ + u`` on the selected coordinates (and the
+    intercept), with noise of the given scale on ``u`` (θ is public and added
+    after the noise: :func:`descent`); zero elsewhere."""
+    d = u.shape[0] - 1
     keep = np.append(support, d) if fit_intercept else support
-    theta = np.zeros(d + 1)
-    theta[keep] = add_noise(v[keep], scale, rng)
-    return theta
+    following = np.zeros(d + 1)
+    following[keep] = theta[keep] + add_noise(u[keep], scale, rng)
+    return following
 
 
 def _report_step(t, theta, iterates, progress):
@@ -725,7 +768,7 @@ def private_schedule_iht(
     pre_peel, pre_eig, _, _ = budget(2)
     # Pre-pass: the first step's ranking (from the start: θ = 0 but for
     # Poisson's intercept) and the conditioning on it.
-    g0 = gradient_step(
+    u0 = descent(
         X,
         y,
         datafit,
@@ -734,13 +777,20 @@ def private_schedule_iht(
         x_bound=x_bound,
         residual_bound=residual_bound,
     )
+    # The scale the accounting is given; the noise's covers float rounding.
     pre_scale = (
         _SAFETY * 2.0 * unit_lambda / math.sqrt(8.0 * pre_peel / sparsity)
         if selects
         else 0.0
     )
+    move_bound = residual_bound * x_bound  # |u_j| at η = 1
+    pre_rounding = selection_rounding(theta_start[:d], move_bound, unit_lambda)
     support = peel_top_k(
-        np.abs(g0[:d]), sparsity, noise="gumbel", scale=pre_scale, rng=rng
+        np.abs(theta_start[:d] + u0[:d]),
+        sparsity,
+        noise="gumbel",
+        scale=pre_scale * pre_rounding,
+        rng=rng,
     )
     eig_sens = math.sqrt(2.0) * curvature_sensitivity(sparsity, x_bound, n)
     eig_std = _SAFETY * eig_sens / math.sqrt(2.0 * pre_eig)
@@ -795,13 +845,12 @@ def private_schedule_iht(
     eta = 1.0 / (weight * gamma)
     previous = support
     for t in range(n_iter):
-        # One pass over X per step: the (clipped) mean gradient D, then
-        # v = θ - η·D for whichever η (the pre-pass already has step 0's).
-        step = (
-            theta_start - g0
+        # One pass over X per step: the (clipped) mean gradient's move u at
+        # η = 1, then θ + η·u for whichever η (the pre-pass has step 0's).
+        u = (
+            u0
             if t == 0
-            else theta
-            - gradient_step(
+            else descent(
                 X,
                 y,
                 datafit,
@@ -812,10 +861,16 @@ def private_schedule_iht(
             )
         )
         if t > 0:
-            v = theta - eta * step
             record["selection_scales"].append(eta * peel_unit)
+            rounding = selection_rounding(
+                theta[:d], eta * move_bound, eta * unit_lambda
+            )
             support = peel_top_k(
-                np.abs(v[:d]), sparsity, noise="gumbel", scale=eta * peel_unit, rng=rng
+                np.abs(theta[:d] + eta * u[:d]),
+                sparsity,
+                noise="gumbel",
+                scale=eta * peel_unit * rounding,
+                rng=rng,
             )
             moved = np.union1d(previous, support)
             sens = curvature_sensitivity(len(moved), x_bound, n)
@@ -826,7 +881,8 @@ def private_schedule_iht(
             record["curvature_sensitivities"].append(sens)
             eta = 1.0 / (weight * max(released + _CONFIDENCE_Z * std, 1.0))
         theta = _release_on_support(
-            theta - eta * step,
+            theta,
+            eta * u,
             support,
             fit_intercept,
             add_gaussian_noise,
@@ -1244,7 +1300,11 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
     itself is above 0.1), and a sparse row's duplicate entries are summed
     before clipping, a sum that overflows to ±inf being clipped to
     ±``x_bound`` like any large value (no input raises where its neighbour
-    fits).
+    fits). Floating point: the noise goes on the step's move ``v − θ``
+    alone, and the released θ (public) is added after it, so a large θ
+    (Poisson's start ``b₀/c`` at a small ``x_bound``) adds no rounding to
+    the sensitivity; the selection's scores ``|θ_j + u_j|`` can round by
+    an ulp of θ, and its noise scale is widened by that public margin.
 
     **Warnings from the release.** Two checks read the released iterates
     only (post-processing): iterates that grow instead of settling (a given
@@ -1687,7 +1747,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
         """y as float64 and the residual clip r; invalid y raises (no values quoted).
 
         y is not truncated: each record's residual ``ψ'(z) - y`` is clipped to
-        ``±r`` in :func:`gradient_step`, which bounds its influence whatever
+        ``±r`` in :func:`descent`, which bounds its influence whatever
         y is (see the class Notes). Logistic residuals lie in (-1, 1): r = 1.
         """
         residual_bound = self._residual_bound()  # warns for y_bound, any family
