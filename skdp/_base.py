@@ -14,6 +14,7 @@ import functools
 import inspect
 import itertools
 import os
+import traceback
 import warnings
 import weakref
 from dataclasses import replace
@@ -515,6 +516,23 @@ def silent_on_data():
         raise
 
 
+def _clear_frame_locals(error):
+    """Clear the local variables of the finished frames in ``error``'s
+    traceback (and in those of the errors it chains), keeping its lines.
+
+    Any error can leave a fit after the noise was drawn (a warning the
+    caller's filter turns into an error, an interrupt): the fit's frames
+    held the exact statistics before their noise (DPLinearRegression's
+    clipped Gram matrix, DPPCA's covariance) and the noise generator, and
+    error reporters that record frame locals would send them on (review).
+    """
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        traceback.clear_frames(error.__traceback__)  # skips running frames
+        error = error.__cause__ or error.__context__
+
+
 def _drop_hidden_context(error):
     """Forget the error an exception replaced (``raise ... from None`` only
     hides it from tracebacks: ``__context__`` still holds it, with the value
@@ -921,6 +939,7 @@ def private_fit(fit):
                 # noise generator, whose state replays the noise drawn (and
                 # its coin count told the sampler's hidden branch; review).
                 raise error.with_traceback(None) from None
+            _clear_frame_locals(error)
             raise
         return result
 

@@ -239,3 +239,35 @@ def test_a_mechanism_failure_leaves_no_frame_of_the_fit(monkeypatch):
         assert not [k for k, v in frame.f_locals.items() if isinstance(v, kinds)]
         tb = tb.tb_next
     assert info.value.__context__ is None and info.value.__cause__ is None
+
+
+@pytest.mark.parametrize("name", ["DPLinearRegression", "DPPCA"])
+def test_any_error_after_the_noise_leaves_no_locals_in_the_fit_frames(name):
+    """A warning the caller's filter turns into an error (pytest -W error)
+    left the fit's frames with their locals: DPLinearRegression's exact
+    clipped Gram matrix next to the noisy one, DPPCA's covariance, and the
+    noise generator (review). The traceback keeps its lines; the finished
+    frames keep no locals."""
+    import warnings
+
+    import numpy as np
+
+    import skdp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 3)) * 0.01 + 5.0
+    y = X @ np.array([1.0, -2.0, 0.5])
+    model = getattr(skdp, name)(epsilon=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(UserWarning) as info:
+            model.fit(X, y)
+    tb, names = info.value.__traceback__, []
+    while tb is not None:
+        frame = tb.tb_frame
+        names.append(frame.f_code.co_name)
+        if "/skdp/" in frame.f_code.co_filename and frame.f_code.co_name != "wrapper":
+            assert frame.f_locals == {}, frame.f_code.co_name
+        tb = tb.tb_next
+    assert "fit" in names  # the lines are kept
+    assert not hasattr(model, "privacy_spent_")
