@@ -580,6 +580,17 @@ def checks_round_trip(function_transformer):
     )
 
 
+def checks_target_round_trip(target_regressor):
+    """Whether a TransformedTargetRegressor's fit compares
+    ``inverse_transform(transform(y))`` with y on training targets and warns
+    on a mismatch (``check_inverse=True`` and a transformer or ``func``
+    given), a warning one record can turn on."""
+    return bool(
+        target_regressor.check_inverse
+        and not (target_regressor.transformer is None and target_regressor.func is None)
+    )
+
+
 def composite_parts(obj, fitted=False):
     """``[(name, part)]`` of the four composites that fit each part once, on
     the rows they are given, or None for anything else.
@@ -919,9 +930,9 @@ def _target_round_trip(obj, path, leaks):
     """
     from sklearn.compose import TransformedTargetRegressor
 
-    if not isinstance(obj, TransformedTargetRegressor) or not obj.check_inverse:
+    if not isinstance(obj, TransformedTargetRegressor):
         return
-    if obj.transformer is None and obj.func is None:  # the identity: no check
+    if not checks_target_round_trip(obj):  # off, or the identity: no check
         return
     leaks[
         f"{path} (TransformedTargetRegressor) has check_inverse=True: its fit "

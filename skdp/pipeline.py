@@ -19,6 +19,7 @@ from ._ledger import (
     _common_adjacency,
     _dp_inside,
     checks_round_trip,
+    checks_target_round_trip,
     composite_parts,
     container_from_density,
     is_dp_estimator,
@@ -62,8 +63,8 @@ def make_private_pipeline(*steps, epsilon=1.0, delta=1e-5, weights=None, **kwarg
     :class:`~sklearn.compose.TransformedTargetRegressor` included, so that
     one fit of the pipeline spends exactly (``epsilon``, ``delta``) as
     :class:`~skdp.PrivacyLedger` totals it. A TransformedTargetRegressor
-    with a DP ``transformer`` gets ``check_inverse=False`` (its round-trip
-    check on y is a release of its own; see :func:`set_privacy_budget`),
+    that transforms y gets ``check_inverse=False`` (its round-trip check on
+    y is a release of its own; see :func:`set_privacy_budget`),
     and a ColumnTransformer whose sparse-or-dense output is not fixed by its
     structure (a part that may return a sparse matrix, such as
     ``"passthrough"`` or a sparse ``OneHotEncoder``) gets
@@ -182,12 +183,14 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     once: record the search or the folds with the ledger.
 
     **The target's round trip.** A
-    :class:`~sklearn.compose.TransformedTargetRegressor` whose
-    ``transformer`` holds a DP step gets ``check_inverse=False``:
-    scikit-learn's check compares ``inverse_transform(transform(y))`` with
-    ``y`` on every tenth training target and warns on a mismatch, which one
-    record beyond the bounds a private scaler clips to can cause (a release
-    no budget covers; :class:`~skdp.PrivacyLedger` names it where it ran).
+    :class:`~sklearn.compose.TransformedTargetRegressor` that transforms y
+    (a ``transformer``, or ``func`` and ``inverse_func``) gets
+    ``check_inverse=False``: scikit-learn's check compares
+    ``inverse_transform(transform(y))`` with ``y`` on every tenth training
+    target and warns on a mismatch, which one record can cause (beyond the
+    bounds a private scaler clips to, or beyond ``arctanh``'s precision):
+    a release no budget covers (:class:`~skdp.PrivacyLedger` names it where
+    it ran).
     So does every :class:`~sklearn.preprocessing.FunctionTransformer` with
     ``func`` and ``inverse_func`` at any depth (a ``log1p`` inside the
     target's transformer), whose own check warns likewise.
@@ -280,13 +283,15 @@ def _composite_paths(estimator, wanted, path=""):
 
 
 def _target_round_trips(estimator):
-    """Paths of the TransformedTargetRegressors whose ``transformer`` holds a
-    DP step: their round-trip check on y (``check_inverse``) warns on a
-    mismatch that one record can cause, a release outside the budget."""
+    """Paths of the TransformedTargetRegressors that check their round trip
+    on y (``check_inverse``, a transformer or ``func`` given): the check
+    warns on a mismatch that one record can cause (a target beyond a DP
+    scaler's bounds, a ``log1p`` of a target below -1), a release outside
+    the budget; the ledger names it."""
     return _composite_paths(
         estimator,
         lambda c: (
-            isinstance(c, TransformedTargetRegressor) and bool(_dp_steps(c.transformer))
+            isinstance(c, TransformedTargetRegressor) and checks_target_round_trip(c)
         ),
     )
 
@@ -301,6 +306,12 @@ def _function_round_trips(estimator, path=""):
     if isinstance(estimator, str) or estimator is None or is_dp_estimator(estimator):
         return []
     children = composite_parts(estimator) or []
+    if (
+        isinstance(estimator, TransformedTargetRegressor)
+        and estimator.transformer is None
+    ):
+        # Its func/inverse_func: the regressor's own check_inverse, above.
+        children = [(name, child) for name, child in children if name != "transformer"]
     return [
         found
         for name, child in children
