@@ -199,12 +199,14 @@ def row_norms(X):
         raise ValueError("row_norms needs a canonical CSR matrix (no duplicates).")
     norms = np.empty(X.shape[0])
     for rows in _row_blocks(X):
-        block = _float64_rows(X, rows)
-        if sp.issparse(block):
-            norms[rows] = _sparse_row_norms(block)
-        else:
-            norms[rows] = _dense_row_norms(block)
+        norms[rows] = _block_row_norms(_float64_rows(X, rows))
     return norms
+
+
+def _block_row_norms(block, fit_intercept=False):
+    """:func:`row_norms` of one float64 block (the intercept's 1 included)."""
+    norms = _sparse_row_norms(block) if sp.issparse(block) else _dense_row_norms(block)
+    return np.hypot(norms, 1.0) if fit_intercept else norms
 
 
 def flush_subnormal(factors):
@@ -401,13 +403,20 @@ def in_memory_gradient_sum(X, y, datafit, coef, intercept, row_norm, clip_norm):
     return total
 
 
-def sum_over_row_blocks(X, y, datafit, coef, intercept, row_norm, clip_norm, skip=None):
+def sum_over_row_blocks(
+    X, y, datafit, coef, intercept, row_norm, clip_norm, skip=None, fit_intercept=None
+):
     """:func:`_block_gradient_sum` over X's cache-sized row blocks, totalled.
 
     ``skip`` is a row of X left out (the audit hook's record) or None. The
     in-memory engine calls this on the whole X, :mod:`skdp._dask` on each
     chunk (with the chunk's own ``skip``): one code path for both.
+    ``row_norm`` None: each block's row norms (the intercept's 1 included
+    if ``fit_intercept``) are computed from the block being summed, while
+    it is in cache (a Dask chunk computed anew at every step).
     """
+    if row_norm is None and fit_intercept is None:
+        raise ValueError("Row norms or fit_intercept (to compute them) needed.")
     d, k = coef.shape
     total = np.zeros((d + 1, k))
     scalar_norm = np.ndim(row_norm) == 0
@@ -415,15 +424,13 @@ def sum_over_row_blocks(X, y, datafit, coef, intercept, row_norm, clip_norm, ski
         local = None
         if skip is not None and rows.start <= skip < rows.stop:
             local = skip - rows.start
+        block = _float64_rows(X, rows)
+        if row_norm is None:
+            norms = _block_row_norms(block, fit_intercept)
+        else:
+            norms = row_norm if scalar_norm else row_norm[rows]
         total += _block_gradient_sum(
-            _float64_rows(X, rows),
-            y[rows],
-            datafit,
-            coef,
-            intercept,
-            row_norm if scalar_norm else row_norm[rows],
-            clip_norm,
-            local,
+            block, y[rows], datafit, coef, intercept, norms, clip_norm, local
         )
     return total
 

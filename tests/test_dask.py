@@ -516,8 +516,9 @@ def test_each_step_is_one_compute_and_the_rows_are_prepared_once(monkeypatch):
     """A fit of T steps computes T + 2 times (the validation pass, the
     once-per-fit preparation of y and the row norms, one reduction per step),
     and the row norms and the label encoding run once per chunk, not once per
-    step; dense chunks are never copied to Fortran order (the copy costs more
-    than the step)."""
+    step, for an X whose graph holds its chunks (from in-memory arrays);
+    dense chunks are never copied to Fortran order (the copy costs more than
+    the step)."""
     norms, encodes, copies = [], [], []
     real_norms = skdp._dask._chunk_row_norms
     real_copy = skdp._clipping._column_major
@@ -770,6 +771,42 @@ def test_nan_in_one_chunk_raises_before_any_noise_for_every_estimator(
         estimator.fit(_nan_in_one_chunk(X), da.from_array(y.astype(float), 500))
     assert noise_draws == []
     assert not [k for k in vars(estimator) if k.endswith("_")]
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_a_graph_that_changes_between_steps_is_clipped_as_it_reads(
+    monkeypatch, fit_intercept
+):
+    """A chunk that is not persisted is computed again at every step; a
+    graph that scales one record by a new random factor each time (an
+    augmentation in map_blocks) met row norms kept from an earlier pass:
+    its clipped gradient reached 7 times the clip (review). The clip reads
+    the norms of the values it sums: the one record's sum stays within C."""
+    from _spies import gaussian_noise_calls
+
+    calls = gaussian_noise_calls(monkeypatch, skdp._dpgd)
+    n = 200
+    X = np.zeros((n, 2))
+    X[0] = [1.0, 0.0]
+    y = (np.arange(n) == 0).astype(float)
+    rng = np.random.default_rng(0)
+
+    def jitter(block):
+        return block * rng.uniform(0.1, 10.0, size=(block.shape[0], 1))
+
+    Xd = da.from_array(X, chunks=(100, 2)).map_blocks(jitter, dtype=float)
+    DPLogisticRegression(
+        classes=[0, 1],
+        clip_norm=1.0,
+        fit_intercept=fit_intercept,
+        solver="gd",
+        max_iter=10,
+        random_state=0,
+    ).fit(Xd, da.from_array(y, chunks=100))
+    # Only record 0 has features: its gradient is the coefficients' part of
+    # each sum (the others' reach the intercept only).
+    sums = [np.linalg.norm(value[:2]) for value, _, _ in calls]
+    assert len(sums) == 10 and max(sums) <= 1.0 + 1e-12
 
 
 @pytest.mark.parametrize("where", ["X", "y"])
