@@ -739,6 +739,39 @@ def test_user_statistic_and_reproducibility_across_n_jobs():
     np.testing.assert_array_equal(one.scores_in, one.scores_out)
 
 
+def test_a_threaded_audit_sets_warning_filters_on_the_calling_thread_only(
+    monkeypatch,
+):
+    """catch_warnings saves and restores the process's one filter list:
+    entered in joblib's worker threads it left "ignore" filters behind, and
+    later fits gave no PrivacyLeakWarning (review). The audit enters it on
+    the calling thread only, and the filters are as before."""
+    import threading
+    import types
+    import warnings
+
+    import joblib
+
+    import skdp.audit._audit as module
+
+    threads = []
+
+    def recording():
+        threads.append(threading.current_thread())
+        return warnings.catch_warnings()
+
+    proxy = types.SimpleNamespace(
+        catch_warnings=recording, simplefilter=warnings.simplefilter
+    )
+    monkeypatch.setattr(module, "warnings", proxy)
+    X, y = _logistic_data()
+    before = list(warnings.filters)
+    with joblib.parallel_config(backend="threading", n_jobs=2):
+        audit_estimator(_logistic_tight(), X, y, n_trials=20, random_state=0)
+    assert threads and set(threads) == {threading.main_thread()}
+    assert warnings.filters == before
+
+
 def test_invalid_arguments_raise():
     X, y = _logistic_data()
     with pytest.raises(ValueError, match="n_trials"):

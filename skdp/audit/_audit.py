@@ -4,6 +4,7 @@ import contextlib
 import copy
 import math
 import numbers
+import os
 import sys
 import time
 import warnings
@@ -34,28 +35,47 @@ _LOW_FPRS = (0.1, 0.01, 0.001)
 MIN_TRIALS = 5
 
 
-def _fit(estimator, world, seed, *, quiet=False):
+@contextlib.contextmanager
+def _quiet(everything):
+    """Warnings off: ``PrivacyLeakWarning`` (n and δ are the auditor's
+    choice; the warning adds nothing here), or all of them (the probes
+    showed them once; not once per trial fit).
+
+    ``warnings.catch_warnings`` saves and restores the process's one list
+    of filters: entered in several threads at once, each restores the list
+    it found, and an audit on joblib's threading backend left "ignore"
+    filters behind for the rest of the process (a later fit at δ = 0.5 gave
+    no PrivacyLeakWarning; review). So it is entered only where one thread
+    runs: the calling thread, around the whole parallel run, and each
+    worker process around its chunk (:func:`_scores_of_chunk`).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        if everything:
+            warnings.simplefilter("ignore")
+        yield
+
+
+def _fit(estimator, world, seed):
     X, y, fit_params, context = world
     # Secure noise cannot be seeded (it refuses a random_state): its fits
     # draw fresh OS entropy and are audited unpaired.
     secure = getattr(estimator, "noise", "fast") == "secure"
     seeded = None if secure else np.random.default_rng(seed)
     est = clone(estimator).set_params(random_state=seeded)
-    with warnings.catch_warnings(), context(est) as hook:
-        # n and δ are chosen by the auditor; the warning adds nothing here.
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        if quiet:  # the probes showed them once; not once per trial fit
-            warnings.simplefilter("ignore")
+    with context(est) as hook:
         est.fit(X, y, **fit_params)
     if hook is not None:
         hook.check(est)  # the canary really entered the fit
     return est
 
 
-def _scores_of_chunk(estimator, world, seeds, statistic):
-    return np.array(
-        [statistic(_fit(estimator, world, s, quiet=True)) for s in seeds], dtype=float
-    )
+def _scores_of_chunk(estimator, world, seeds, statistic, caller_pid):
+    # In another process (loky, multiprocessing) its own filters; in a
+    # thread of the caller's process, the caller's (see _quiet).
+    quiet = _quiet(True) if os.getpid() != caller_pid else contextlib.nullcontext()
+    with quiet:
+        return np.array([statistic(_fit(estimator, world, s)) for s in seeds], float)
 
 
 def _no_context(estimator):
@@ -255,8 +275,9 @@ def audit_estimator(
     # canary's effect with the shared noise cancelled (Notes).
     seeds = _seed_sequence(random_state).spawn(n_trials + 2)
     start = time.perf_counter()
-    probe_in = _fit(estimator, world_in, seeds[-2])
-    probe_out = _fit(estimator, world_out, seeds[-1])
+    with _quiet(False):
+        probe_in = _fit(estimator, world_in, seeds[-2])
+        probe_out = _fit(estimator, world_out, seeds[-1])
     probe_time = (time.perf_counter() - start) / 2.0
     claim, claim_out = _claim(probe_in), _claim(probe_out)
     if claim.adjacency not in canary.adjacencies:
@@ -284,10 +305,13 @@ def audit_estimator(
     ]
 
     def run(batch):
-        return Parallel(n_jobs=n_jobs)(
-            delayed(_scores_of_chunk)(estimator, worlds[world], chunk, statistic_fn)
-            for world, chunk in batch
-        )
+        with _quiet(True):
+            return Parallel(n_jobs=n_jobs)(
+                delayed(_scores_of_chunk)(
+                    estimator, worlds[world], chunk, statistic_fn, os.getpid()
+                )
+                for world, chunk in batch
+            )
 
     if verbose:
         results = _run_with_progress(run, tasks, type(estimator).__name__, probe_time)
