@@ -1583,3 +1583,17 @@ def test_every_selection_scale_covers_the_rounding(monkeypatch, learning_rate):
         planned = [model.selection_noise_scale_] * model.n_iter_
     assert scales == pytest.approx([7.0 * s for s in planned], rel=1e-12)
     assert model.privacy_spent_.epsilon == plain.privacy_spent_.epsilon
+
+
+@pytest.mark.parametrize("learning_rate", ["auto", 0.5])
+def test_the_report_says_when_every_feature_is_selected_for_free(learning_rate):
+    """sparsity >= d: no peel runs and none is paid for; the report said
+    "Gumbel peels" on the released-step schedule (review)."""
+    X, y, _ = make_sparse_glm(n_samples=2000, n_features=5, random_state=0)
+    model = DPSparseGLM(sparsity=5, learning_rate=learning_rate, random_state=0)
+    mechanism = model.fit(X, y).privacy_spent_.mechanism
+    assert "selection of all features (free)" in mechanism
+    assert "Gumbel" not in mechanism
+    assert model.selection_noise_scale_ == 0.0
+    narrow = DPSparseGLM(sparsity=2, learning_rate=learning_rate, random_state=0)
+    assert "2 Gumbel peels" in narrow.fit(X, y).privacy_spent_.mechanism

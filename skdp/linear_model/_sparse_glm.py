@@ -1648,6 +1648,12 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
             record, sparsity=sparsity, n_released=n_released, n_features=d
         )
         etas = np.asarray(record["step_sizes"])
+        selects = sparsity < d
+        peels = (
+            f"{sparsity} Gumbel peels"
+            if selects
+            else "selection of all features (free)"
+        )
         cost = PrivacyCost(
             epsilon_from_zcdp_tight(rho, self.delta),
             float(self.delta),
@@ -1661,10 +1667,10 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
                     if record["start_steps"]
                     else ""
                 )
-                + f"a pre-pass [{sparsity} Gumbel peels + Gaussian release of "
-                "2 eigenvalues], "
-                f"then {record['n_iter']} steps x [{sparsity} Gumbel peels "
-                "(eps_p^2/8-zCDP each; none in step 1) + Gaussian release of 1 "
+                + f"a pre-pass [{peels} + Gaussian release of 2 eigenvalues], "
+                f"then {record['n_iter']} steps x [{peels}"
+                + (" (eps_p^2/8-zCDP each; none in step 1)" if selects else "")
+                + " + Gaussian release of 1 "
                 f"curvature (none in step 1) + Gaussian release of {n_released} "
                 f"values]; rho={format_up(rho, 6)}-zCDP in total (fully adaptive "
                 "composition); zCDP converted by Canonne-Kamath-Steinke"
