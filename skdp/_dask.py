@@ -337,23 +337,44 @@ def _check_n_features(estimator, X, *, reset):
         )
 
 
-def map_rows(method, estimator, X, *, accept_sparse=False):
+class _RowsOf:
+    """``method`` on one chunk; a chunk of no rows (a boolean filter's, after
+    ``compute_chunk_sizes()``) gives no rows of the output, which
+    scikit-learn's validation would refuse (picklable)."""
+
+    def __init__(self, method, empty):
+        self.method, self.empty = method, empty
+
+    def __call__(self, block):
+        return self.method(block) if block.shape[0] else self.empty
+
+
+def map_rows(method, estimator, X, *, accept_sparse=False, n_features=None):
     """``method`` applied to every row chunk of X: a lazy Dask array.
 
     As dask-ml's ``ParallelPostFit`` does: the fitted estimator is shipped
     with the task, and each chunk is predicted (or transformed) by the
     in-memory method, which validates it. The output's dtype and number of
     columns are read from the method's answer on one row of zeros (public).
+    ``n_features``: the width ``method`` takes, when not the estimator's
+    ``n_features_in_`` (an ``inverse_transform`` takes the components).
     """
     X = row_chunks(X, accept_sparse=accept_sparse)
-    _check_n_features(estimator, X, reset=False)
+    if n_features is None:
+        _check_n_features(estimator, X, reset=False)
+    elif X.shape[1] != n_features:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
+            f"expecting {n_features} features as input."
+        )
     probe = np.asarray(method(np.zeros((1, X.shape[1]), dtype=X.dtype)))
+    rows = _RowsOf(method, np.empty((0, *probe.shape[1:]), probe.dtype))
     if probe.ndim == 1:
         return X.map_blocks(
-            method, drop_axis=1, dtype=probe.dtype, meta=np.empty((0,), probe.dtype)
+            rows, drop_axis=1, dtype=probe.dtype, meta=np.empty((0,), probe.dtype)
         )
     return X.map_blocks(
-        method,
+        rows,
         chunks=(X.chunks[0], (probe.shape[1],)),
         dtype=probe.dtype,
         meta=np.empty((0, 0), probe.dtype),
@@ -408,6 +429,8 @@ def score(estimator, X, y, sample_weight=None):
 
 
 def _chunk_hits(X, y, w=None, *, estimator):
+    if X.shape[0] == 0:  # a chunk a filter emptied (see _RowsOf)
+        return np.zeros(2)
     w = np.ones(y.shape[0]) if w is None else w
     return np.array([np.sum(w * (estimator.predict(X) == y)), np.sum(w)])
 
@@ -415,8 +438,10 @@ def _chunk_hits(X, y, w=None, *, estimator):
 def _chunk_moments(X, *rows, estimator, n_outputs):
     """Per output: (weight, mean, Σw(y − mean)², SSE); ``rows`` are the
     ``n_outputs`` columns of y, then the weights if given."""
-    predicted = np.asarray(estimator.predict(X), dtype=np.float64)
     k = n_outputs
+    if X.shape[0] == 0:  # a chunk a filter emptied: weight 0 (see _RowsOf)
+        return np.zeros(4 * k)
+    predicted = np.asarray(estimator.predict(X), dtype=np.float64)
     if predicted.size != X.shape[0] * k:
         raise ValueError(
             f"y has {k} output(s) but the model predicts "

@@ -1168,3 +1168,46 @@ def test_a_label_chunk_of_another_dtype_is_refused():
     Xd = da.from_array(X, chunks=(1000, 3))
     with pytest.raises(ValueError, match="another dtype than y declares"):
         DPLogisticRegression(classes=[0, 1]).fit(Xd, _y_chunk_wider(y, "1.0"))
+
+
+def test_dppca_inverse_transform_of_a_dask_array_takes_the_components():
+    # map_rows checked the input's width against n_features_in_: every
+    # inverse_transform with n_components < d failed (review).
+    from skdp.decomposition import DPPCA
+
+    X, _ = _classification()
+    pca = DPPCA(n_components=2, random_state=0).fit(X)
+    Xd = da.from_array(X, chunks=(500, 6))
+    Z = pca.transform(Xd)
+    assert Z.shape == (2000, 2)
+    np.testing.assert_allclose(
+        pca.inverse_transform(Z).compute(), pca.inverse_transform(pca.transform(X))
+    )
+    with pytest.raises(ValueError, match="expecting 2 features"):
+        pca.inverse_transform(Xd)
+
+
+def test_a_chunk_a_filter_emptied_is_predicted_and_scored():
+    # A boolean filter then compute_chunk_sizes() (as skdp's message
+    # advises) leaves a chunk of no rows: fit took it, predict, transform
+    # and score refused it ("0 sample(s)"; review).
+    X, y = _classification()
+    X[500:1000, 0] = -10.0
+    Xd, yd = da.from_array(X, chunks=(500, 6)), da.from_array(y, chunks=500)
+    keep = Xd[:, 0] > -10.0
+    Xf, yf = Xd[keep], yd[keep]
+    Xf.compute_chunk_sizes()
+    yf.compute_chunk_sizes()
+    assert 0 in Xf.chunks[0]
+    memory = (X[X[:, 0] > -10.0], y[X[:, 0] > -10.0])
+    clf = DPLogisticRegression(classes=[0, 1], max_iter=5, random_state=0).fit(Xf, yf)
+    np.testing.assert_array_equal(clf.predict(Xf).compute(), clf.predict(memory[0]))
+    assert clf.score(Xf, yf) == pytest.approx(clf.score(*memory), rel=1e-12)
+    reg = DPLinearRegression(random_state=0).fit(Xf, yf.astype(float))
+    assert reg.score(Xf, yf.astype(float)) == pytest.approx(
+        reg.score(memory[0], memory[1].astype(float)), rel=1e-9
+    )
+    scaler = DPStandardScaler(random_state=0).fit(Xf)
+    np.testing.assert_allclose(
+        scaler.transform(Xf).compute(), scaler.transform(memory[0])
+    )

@@ -447,7 +447,9 @@ class DPPCA(
         if is_dask_array(X):
             from .. import _dask
 
-            return _dask.map_rows(self.inverse_transform, self, X)
+            return _dask.map_rows(
+                self.inverse_transform, self, X, n_features=self.n_components_
+            )
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.n_components_:
             raise ValueError(
