@@ -414,16 +414,26 @@ def discrete_gaussian(bits, sigma, size):
 
 
 def _grid_exponent(scale, root_dim, max_ratio):
-    """The exponent e of the grid step g = 2^e <= scale·2^-GRID_BITS/root_dim."""
+    """The exponent e of the grid step g = 2^e <= scale·2^-GRID_BITS/root_dim.
+
+    The integer scale ``scale/g`` falls in ``[2^GRID_BITS·root_dim,
+    2^(GRID_BITS+1)·root_dim)``, where in it depending on the mantissa of
+    ``scale/root_dim``: a call is refused whenever that interval can
+    exceed ``max_ratio``, from ``root_dim`` alone, so that whether a
+    release fits never depends on ε (2^22 values per Gaussian release; it
+    once refused DPPCA on 4000 features at ε = 0.7 and fitted at ε = 1;
+    review).
+    """
+    if math.ldexp(root_dim, GRID_BITS + 1) > max_ratio:
+        raise ValueError(
+            "Too many coordinates in one secure noise call: a Gaussian release "
+            "takes at most 2^22 = 4194304 values, a Laplace one 2^31 (the "
+            "sampler's exact integer arithmetic); use noise='fast'."
+        )
     e = math.floor(math.log2(scale / root_dim)) - GRID_BITS
     # log2 may round: step down until the bound holds exactly (ldexp is exact).
     while math.ldexp(1.0, e) * root_dim > math.ldexp(scale, -GRID_BITS):
         e -= 1
-    if scale / math.ldexp(1.0, e) > max_ratio:
-        raise ValueError(
-            "Too many coordinates in one secure noise call "
-            f"(the integer noise scale would exceed {max_ratio})."
-        )
     return e
 
 

@@ -1077,3 +1077,19 @@ def test_a_zcdp_claim_is_tested_on_the_total_variation_it_allows(
     assert report.refuted == (factor < 1)
     if factor < 1:
         assert report.total_variation_lower_bound > report.claimed_total_variation
+
+
+def test_the_size_limit_of_one_release_does_not_depend_on_the_noise():
+    """The integer scale std/g lies in [2^16·sqrt(dim), 2^17·sqrt(dim)),
+    where depending on std's mantissa: a release of 8 million values was
+    refused at ε = 0.7 and sampled at ε = 1 (review). Refused from the size
+    alone beyond 2^22 values, before any draw; below, every std fits."""
+    from skdp._secure import _MAX_GAUSS_SCALE, _grid_exponent
+
+    source = SecureNoise()
+    for std in (1.0, 1.3, 1.7, 1e-3 * math.pi, 12345.678):
+        with pytest.raises(ValueError, match="at most 2\\^22"):
+            source.add_gaussian(np.zeros(2**22 + 1), std)
+        e = _grid_exponent(std, 2.0**11, _MAX_GAUSS_SCALE)  # 2^22 values
+        assert std / math.ldexp(1.0, e) <= _MAX_GAUSS_SCALE
+        assert math.ldexp(1.0, e) * 2.0**11 <= std * 2.0**-16
