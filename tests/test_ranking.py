@@ -990,3 +990,19 @@ def test_pairs_to_design_names_a_refused_input_by_its_type():
     with pytest.raises(InvalidParameterError, match="got a csr_array") as info:
         pairs_to_design(sp.csr_array(pairs), 3)
     assert "stored" not in str(info.value)
+
+
+def test_the_release_does_not_depend_on_the_rows_orientation():
+    """Rows written winner first with y always 1 give the fit of the same
+    comparisons in a fixed orientation: the likelihood, the noisy statistic
+    and the penalty are invariant under (x, y) -> (-x, 1 - y), so the
+    outcome is protected either way (a docstring said otherwise; review)."""
+    pairs, y, _ = make_btl_comparisons(n_items=20, edge_probability=0.5, random_state=0)
+    winner_first = np.where(y[:, None] == 1, pairs, pairs[:, ::-1])
+    params = dict(epsilon=1.0, classes=[0, 1], random_state=0)
+    fixed = DPBradleyTerry(**params).fit(pairs_to_design(pairs, 20), y)
+    oriented = DPBradleyTerry(**params).fit(
+        pairs_to_design(winner_first, 20), np.ones_like(y)
+    )
+    np.testing.assert_allclose(oriented.scores_, fixed.scores_, rtol=0, atol=1e-12)
+    assert oriented.privacy_spent_ == fixed.privacy_spent_

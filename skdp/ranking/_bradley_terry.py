@@ -151,10 +151,12 @@ class DPBradleyTerry(DPEstimatorMixin, ClassifierMixin, BaseEstimator):
         What one neighbouring data set changes. ``"outcome"``: the outcome of
         one comparison; which pairs were compared (X) is public. This is the
         paper's setting (public comparison graph) at the level of one
-        comparison. The row's orientation (``e_i − e_j`` or ``e_j − e_i``)
-        is part of the public X: write each pair in an order that does not
-        depend on who won (not winner first with y always 1, which puts the
-        outcome in X and leaves it unprotected; use ``"comparison"`` then).
+        comparison. The release does not depend on a row's orientation
+        (``e_i − e_j`` with outcome y, or ``e_j − e_i`` with ``1 − y``, give
+        the same likelihood, the same noisy statistic and the same fit), so
+        rows written winner first with y always 1 are protected as well:
+        what must be public is which pairs were compared, not the oriented
+        rows, which then show the winners (do not publish them).
         ``"comparison"``: one whole comparison, pair and outcome, is
         private; fitted by noisy gradient descent (the shared DP-GD engine),
         at a utility cost (see Notes).
