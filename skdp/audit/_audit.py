@@ -206,8 +206,11 @@ def audit_estimator(
     Raises
     ------
     ValueError
-        If the canary's data sets are not neighbours under the claimed
-        adjacency, or the two data sets give different claims.
+        If the canary does not declare the adjacency the estimator claims,
+        or the two data sets give different claims. (That the canary's two
+        data sets are neighbours is the canary's contract; it is not
+        checked here: a canary that changes several records makes a correct
+        estimator look refuted.)
 
     Notes
     -----
@@ -221,11 +224,12 @@ def audit_estimator(
     value, before the held-out split.
 
     **Verdict.** ``report.refuted`` is true when the ε lower bound exceeds
-    the claimed ε, or, for a claim that states a GDP μ, when the μ lower
-    bound exceeds it (:func:`gdp_mu_lower_bound_paired`, a total-variation
-    test on the paired fits that needs no assumption on the score laws). A
-    GDP claim is thus tested twice, each test at level ``alpha/2``: a true
-    claim is refuted with probability at most ``alpha``.
+    the claimed ε, or when the total-variation lower bound of the paired
+    fits exceeds what the claim allows (every kind of claim: GDP, zCDP or
+    (ε, δ); for a GDP claim this is the μ lower bound above the claimed μ,
+    :func:`gdp_mu_lower_bound_paired`), a test that needs no assumption on
+    the score laws. Each test is at level ``alpha/2``: a true claim is
+    refuted with probability at most ``alpha``.
     :class:`~skdp.exceptions.PrivacyLeakWarning` raised by the trial fits
     (e.g. δ ≥ 1/n on small audit data) is silenced: the audit tests the
     mechanism, not the choice of δ.
