@@ -516,6 +516,27 @@ def silent_on_data():
         raise
 
 
+#: Appended to scikit-learn's error on NaN or infinite input, whose own hint
+#: (an imputer, HistGradientBoosting) leads to a mean imputer, a release of
+#: the data's means that the ledger then flags (review).
+MISSING_VALUE_HINT = (
+    "skdp: impute with a public constant, which reads nothing but the shape "
+    "(SimpleImputer(strategy='constant', fill_value=..., "
+    "keep_empty_features=True)); a fitted imputer (mean, median) releases "
+    "statistics of the data outside the privacy budget."
+)
+
+
+def _add_missing_value_hint(error):
+    """Name the private way to impute in an input error about NaN or inf."""
+    if not isinstance(error, ValueError) or len(error.args) != 1:
+        return
+    message = error.args[0]
+    if isinstance(message, str) and "contains NaN" in message:
+        if MISSING_VALUE_HINT not in message:
+            error.args = (f"{message}\n{MISSING_VALUE_HINT}",)
+
+
 def _clear_frame_locals(error):
     """Clear the local variables of the finished frames in ``error``'s
     traceback (and in those of the errors it chains), keeping its lines.
@@ -940,6 +961,7 @@ def private_fit(fit):
                 # its coin count told the sampler's hidden branch; review).
                 raise error.with_traceback(None) from None
             _clear_frame_locals(error)
+            _add_missing_value_hint(error)
             raise
         return result
 

@@ -271,3 +271,21 @@ def test_any_error_after_the_noise_leaves_no_locals_in_the_fit_frames(name):
         tb = tb.tb_next
     assert "fit" in names  # the lines are kept
     assert not hasattr(model, "privacy_spent_")
+
+
+def test_a_nan_input_error_names_the_private_way_to_impute():
+    # scikit-learn's message points to "an imputer": the natural mean
+    # imputer releases the data's means, which the ledger then flags
+    # (review). The error keeps scikit-learn's text and names the recipe.
+    import numpy as np
+
+    import skdp
+
+    X = np.ones((20, 2))
+    X[0, 0] = np.nan
+    y = np.arange(20) % 2
+    for model in (skdp.DPStandardScaler(), skdp.DPLogisticRegression(classes=[0, 1])):
+        with pytest.raises(ValueError, match="contains NaN") as info:
+            model.fit(X, y)
+        assert "strategy='constant'" in str(info.value)
+        assert str(info.value).count("keep_empty_features") == 1
