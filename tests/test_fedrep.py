@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import sklearn
+from _warning_location import points_at
 from dp_accounting import dp_event, pld
 from joblib import effective_n_jobs
 from sklearn.metrics import r2_score
@@ -1520,3 +1521,17 @@ def test_variable_width_string_ids_are_text():
     np.testing.assert_array_equal(
         a.predict(X, groups=names), b.predict(X, groups=variable)
     )
+
+
+def test_a_representation_of_every_feature_warns():
+    # n_components = n_features: the representation shares nothing and the
+    # predictions are the per-user heads' alone, silently (Grunfeld's two
+    # features with the default n_components=2; review). Public sizes only.
+    X, y, groups, _, _ = make_users(20, 10, 3, 2, seed=0)
+    with pytest.warns(UserWarning, match="n_components=3 equals n_features") as record:
+        DPFedRep(3, random_state=0).fit(X, y, groups)
+    [warning] = [w for w in record if "equals n_features" in str(w.message)]
+    assert points_at(warning, __file__)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*equals n_features")
+        DPFedRep(2, random_state=0).fit(X, y, groups)
