@@ -219,8 +219,8 @@ def _as_numbers(block, dtype):
 
 def _chunk_is_invalid(X, *ys, y_check=None, dtype=None, y_dtype=None):
     """``[X has a non-finite value, y does, y fails y_check, y is not of
-    y_dtype, X is not of dtype, rows]`` for one chunk (flags as 0/1, then its
-    number of rows)."""
+    y_dtype, y has other rows than X, X is not of dtype, rows]`` for one
+    chunk (flags as 0/1, then its number of rows)."""
     # np.asarray: a masked chunk's values under its mask count, as for an
     # in-memory masked X (np.isfinite on a MaskedArray skips them, and one
     # hidden NaN then decided the release; review). The fit reads them too.
@@ -231,6 +231,7 @@ def _chunk_is_invalid(X, *ys, y_check=None, dtype=None, y_dtype=None):
         out.append(float(numeric and not np.isfinite(y).all()))
         out.append(float(y_check is not None and not y_check(y)))
         out.append(float(y_dtype is not None and y.dtype != y_dtype))
+        out.append(float(y.shape[0] != X.shape[0]))
     out.append(float(dtype is not None and data.dtype != dtype))
     out.append(float(X.shape[0]))
     return np.array(out)
@@ -280,7 +281,7 @@ def validate(
         _chunk_is_invalid,
         X,
         *([] if y is None else [y]),
-        size=3 if y is None else 6,
+        size=3 if y is None else 7,
         y_check=y_check,
         dtype=X.dtype,
         y_dtype=None if y is None else y.dtype,
@@ -301,6 +302,14 @@ def validate(
             f"The chunks of X hold {int(checks[-1])} rows where their metadata "
             f"declares {int(X.shape[0])} (a from_delayed or map_blocks with "
             "wrong chunk sizes); nothing was fitted."
+        )
+    if y is not None and checks[4]:
+        # y[rows] is sliced by X's chunks: extra values in a chunk of y were
+        # ignored, missing ones gave numpy's broadcasting errors (review).
+        raise ValueError(
+            "A chunk of y holds another number of rows than its chunk of X (a "
+            "from_delayed or map_blocks with wrong chunk sizes); nothing was "
+            "fitted."
         )
     if checks[0]:
         raise ValueError(

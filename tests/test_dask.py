@@ -1211,3 +1211,24 @@ def test_a_chunk_a_filter_emptied_is_predicted_and_scored():
     np.testing.assert_allclose(
         scaler.transform(Xf).compute(), scaler.transform(memory[0])
     )
+
+
+@pytest.mark.parametrize("extra", [1, 50])
+def test_a_label_chunk_that_belies_its_metadata_is_refused(extra):
+    # Extra values in a chunk of y were ignored (y is sliced by X's chunks)
+    # and a short chunk gave numpy's broadcasting errors (review): refused
+    # in the values pass, before any noise, as for X.
+    X, y = _classification()
+    y = y.astype(float)
+    Xd = da.from_array(X, chunks=(1000, 6))
+    first = np.concatenate([y[:1000], np.zeros(extra)])
+    yd = da.concatenate(
+        [
+            da.from_delayed(dask.delayed(np.asarray)(first), (1000,), float),
+            da.from_array(y[1000:], chunks=1000),
+        ]
+    )
+    for model in (DPLinearRegression(), DPLogisticRegression(classes=[0, 1])):
+        with pytest.raises(ValueError, match="another number of rows"):
+            model.fit(Xd, yd)
+        assert not [k for k in vars(model) if k.endswith("_")]
