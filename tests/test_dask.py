@@ -1232,3 +1232,13 @@ def test_a_label_chunk_that_belies_its_metadata_is_refused(extra):
         with pytest.raises(ValueError, match="another number of rows"):
             model.fit(Xd, yd)
         assert not [k for k in vars(model) if k.endswith("_")]
+
+
+def test_a_numpy_X_with_a_lazy_y_of_unknown_chunk_sizes_says_so():
+    # DPLinearRegression chunks a numpy X like a Dask y: unknown sizes gave
+    # "slice indices must be integers" (review).
+    X, y = _classification()
+    yd = da.from_array(y.astype(float), chunks=500)
+    yd = yd[yd > -1.0]  # unknown chunk sizes
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        DPLinearRegression().fit(X, yd)

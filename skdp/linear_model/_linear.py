@@ -572,6 +572,12 @@ class DPLinearRegression(
             import dask.array as da
 
             # Chunked as a Dask y is (its rows are the user's), else one chunk.
+            if is_dask_array(y) and any(np.isnan(c) for c in y.chunks[0]):
+                raise ValueError(
+                    "The Dask array y has unknown chunk sizes (nan in y.chunks): "
+                    "call y.compute_chunk_sizes() first (it reads only the "
+                    "number of rows of each chunk)."
+                )
             rows = y.chunks[0] if is_dask_array(y) else X.shape[0]
             X = da.from_array(X, chunks=(rows, X.shape[1]))
         if y.ndim == 1:
