@@ -999,7 +999,10 @@ def _warn_if_counts_spread_past(log_mean, residual_bound):
             "from the fit's private start only): most residuals are clipped "
             "and the fit moves slowly. Set residual_bound to 2-3 standard "
             f"deviations of the counts (about {2 * spread:.3g} to "
-            f"{3 * spread:.3g}).",
+            f"{3 * spread:.3g} if they are Poisson; real counts are often "
+            "overdispersed, with a spread several times this: use what is "
+            "known of it publicly). A larger bound costs more noise per "
+            "step; at this n and budget a Poisson GLM may fit poorly.",
             UserWarning,
             stacklevel=6,
         )
