@@ -93,13 +93,17 @@ for i, epsilon in enumerate(epsilons):
 
 # %%
 # Each line states the guarantee of one fit at that ε: ε and δ as requested, the exact
-# Gaussian-DP parameter ``mu`` and the adjacency. ``noise_multiplier_`` and
-# ``n_iter_`` let anyone recompute it: ``mu = sqrt(n_iter_) /
-# noise_multiplier_``.
+# Gaussian-DP parameter ``mu`` and the adjacency. ``noise_multiplier_``,
+# ``n_iter_`` and ``start_noise_multiplier_`` (the class counts released for the
+# intercept's start; ``inf`` without one) let anyone recompute it:
+# ``mu = sqrt(n_iter_ / noise_multiplier_**2 + 1 / start_noise_multiplier_**2)``.
+mu = np.sqrt(
+    clf.n_iter_ / clf.noise_multiplier_**2 + 1 / clf.start_noise_multiplier_**2
+)
 print(
     f"last fit: n_iter_={clf.n_iter_}, noise_multiplier_={clf.noise_multiplier_:.4g}, "
-    f"sqrt(n_iter_) / noise_multiplier_ = "
-    f"{np.sqrt(clf.n_iter_) / clf.noise_multiplier_:.6g}"
+    f"start_noise_multiplier_={clf.start_noise_multiplier_:.4g}, mu = {mu:.6g} "
+    f"(privacy_spent_.mu = {clf.privacy_spent_.mu:.6g})"
 )
 
 # %%

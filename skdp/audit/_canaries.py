@@ -51,8 +51,10 @@ steps and a small learning rate (the iterate then stays near its start, so
 the canary stays clipped and the other records' gradients are the same in
 both worlds), the projection of the released parameters on that direction
 is Gaussian with means ``2C·T`` apart (times ``−η/n``) and standard
-deviation ``sqrt(T)·z·2C`` (same factor): exactly the claimed
-``μ = sqrt(T)/z``. The score attack on the canary record is that projection
+deviation ``sqrt(T)·z·2C`` (same factor): exactly the steps' ``μ =
+sqrt(T)/z``, the whole claim unless DPLogisticRegression released its class
+counts for the intercept's start first (2% of μ², which the projection
+does not read). The score attack on the canary record is that projection
 up to an affine map, so its μ̂ estimates the claimed μ, and any shortfall of
 noise shows up as a larger μ̂.
 """

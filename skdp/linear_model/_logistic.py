@@ -275,12 +275,15 @@ class DPLogisticRegression(
     **Guarantee.** ``coef_`` and ``intercept_`` (and every intermediate iterate)
     are (ε, δ)-DP under *replace-one-record* adjacency: ``n_iter_`` Gaussian
     steps, each with L2 sensitivity ``2 * clip_norm_`` and noise standard
-    deviation ``noise_multiplier_ * 2 * clip_norm_``, compose exactly to
-    μ-GDP with ``μ = sqrt(n_iter_) / noise_multiplier_`` (Dong, Roth & Su
-    2022), which is (ε, δ)-DP for the reported pair. The noise is calibrated
-    against ``δ·(1 − 1e-9)``, which absorbs floating-point error in the
-    accounting. Adam, the averaging, the penalty and the division by n only
-    post-process the noisy gradient sums.
+    deviation ``noise_multiplier_ * 2 * clip_norm_``, and, where the
+    intercept starts from them (below), the noisy class counts before the
+    steps, compose exactly to μ-GDP with ``μ = sqrt(n_iter_ /
+    noise_multiplier_² + 1 / start_noise_multiplier_²)`` (``sqrt(n_iter_) /
+    noise_multiplier_`` without a start; Dong, Roth & Su 2022), which is
+    (ε, δ)-DP for the reported pair. The noise is calibrated against
+    ``δ·(1 − 1e-9)``, which absorbs floating-point error in the accounting.
+    Adam, the averaging, the penalty, the start's arithmetic and the
+    division by n only post-process the noisy releases.
 
     **The intercept's start.** With ``fit_intercept=True`` and the exact
     accounting, where the released class frequencies' noise
