@@ -267,10 +267,18 @@ def validate(
         # As in memory (scikit-learn's check), not silently real: astype
         # would drop the imaginary part. Read from the dtype, not the values.
         raise ValueError("Complex data not supported.")
+    if isinstance(X._meta, np.ma.MaskedArray):
+        # The values under the mask, as numpy reads an in-memory masked X
+        # (the finiteness pass reads them too): masked chunks crashed some
+        # kernels and were averaged without their masked entries by others
+        # (review).
+        X = X.map_blocks(np.ma.getdata, dtype=X.dtype, meta=np.empty((0, 0), X.dtype))
     dtypes = tuple(np.dtype(t) for t in np.atleast_1d(dtype))
     if X.dtype not in dtypes:
         X = X.map_blocks(_as_numbers, dtypes[0], dtype=dtypes[0])
     y = _as_rows(y, X)
+    if y is not None and isinstance(y._meta, np.ma.MaskedArray):
+        y = y.map_blocks(np.ma.getdata, dtype=y.dtype, meta=np.empty((0,), y.dtype))
     if y is not None and y_numeric:
         # Every chunk, even of a y declared float64: a chunk of long double
         # (or objects) under that metadata held 1e400, finite there, and one

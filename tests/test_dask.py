@@ -1242,3 +1242,26 @@ def test_a_numpy_X_with_a_lazy_y_of_unknown_chunk_sizes_says_so():
     yd = yd[yd > -1.0]  # unknown chunk sizes
     with pytest.raises(ValueError, match="compute_chunk_sizes"):
         DPLinearRegression().fit(X, yd)
+
+
+def test_a_masked_dask_X_is_fitted_on_the_values_under_its_mask():
+    # As numpy reads an in-memory masked array: DPLogisticRegression crashed
+    # on masked chunks and DPStandardScaler averaged without the masked
+    # entries (review). Both now match the in-memory fit of the values.
+    X, y = _classification()
+    mask = np.zeros(X.shape, dtype=bool)
+    mask[5, 1] = True
+    Xd = da.ma.masked_array(da.from_array(X, chunks=(500, 6)), mask=mask)
+    yd = da.from_array(y, chunks=500)
+    params = dict(classes=[0, 1], random_state=0, max_iter=10)
+    _assert_same(
+        DPLogisticRegression(**params).fit(X, y),
+        DPLogisticRegression(**params).fit(Xd, yd),
+        ["coef_", "intercept_"],
+    )
+    scaler = dict(bounds=(-3.0, 3.0), random_state=0)
+    _assert_same(
+        DPStandardScaler(**scaler).fit(X),
+        DPStandardScaler(**scaler).fit(Xd),
+        ["mean_", "scale_"],
+    )
