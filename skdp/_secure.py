@@ -430,7 +430,14 @@ def _grid_exponent(scale, root_dim, max_ratio):
             "takes at most 2^22 = 4194304 values, a Laplace one 2^31 (the "
             "sampler's exact integer arithmetic); use noise='fast'."
         )
+    if not (math.isfinite(scale) and scale > 0.0):
+        raise ValueError(f"Secure noise needs a finite noise scale > 0; got {scale}.")
     e = math.floor(math.log2(scale / root_dim)) - GRID_BITS
+    if e < -1000:  # a grid step near the subnormals: the arithmetic fails
+        raise ValueError(
+            f"The noise scale {scale:g} is too small for secure noise (its grid "
+            "step would be below 2^-1000)."
+        )
     # log2 may round: step down until the bound holds exactly (ldexp is exact).
     while math.ldexp(1.0, e) * root_dim > math.ldexp(scale, -GRID_BITS):
         e -= 1
@@ -565,7 +572,10 @@ class SecureNoise:
         The grid step is ``g = 2^e <= std·2^-16/sqrt(value.size)`` and the
         integer scale ``s = ceil(std/g)`` (so the noise's scale ``s·g`` is at
         least ``std``). Returns ``g·(round(value/g) + Y)``, Y ~ N_Z(0, s²)
-        i.i.d.
+        i.i.d. Values beyond ``2^60·g`` are clamped there first (1-Lipschitz:
+        the sensitivity holds; such values are ``2^44·std/sqrt(size)`` and
+        more, far beyond any noise this could be meant for). ``std`` must be
+        finite and at least about ``2^-980``.
         """
         value = np.asarray(value, dtype=np.float64)
         if std == 0:

@@ -1093,3 +1093,10 @@ def test_the_size_limit_of_one_release_does_not_depend_on_the_noise():
         e = _grid_exponent(std, 2.0**11, _MAX_GAUSS_SCALE)  # 2^22 values
         assert std / math.ldexp(1.0, e) <= _MAX_GAUSS_SCALE
         assert math.ldexp(1.0, e) * 2.0**11 <= std * 2.0**-16
+
+
+@pytest.mark.parametrize("std", [math.inf, math.nan, 5e-324, 1e-310, -1.0])
+def test_a_noise_scale_out_of_the_samplers_range_gets_a_clear_error(std):
+    # inf gave OverflowError, a subnormal ZeroDivisionError (review).
+    with pytest.raises(ValueError, match="noise scale"):
+        SecureNoise().add_gaussian(np.zeros(3), std)
