@@ -2306,3 +2306,19 @@ def test_dask_input_of_unknown_chunk_sizes_gets_skdps_message():
     X = X[X[:, 0] > -10]  # unknown chunk sizes
     with pytest.raises(ValueError, match="compute_chunk_sizes"):
         DPGaussianSampler(radius=3.0).fit(X)
+
+
+def test_a_variance_drowned_by_the_noise_of_the_mean_warns():
+    # About a centre far from the data, a released variance S_jj − m_j²
+    # carries 2·|m_j| times the mean's noise as well: the check compared
+    # with the second moment's noise alone and could not fire where the
+    # first dominated (review). A feature 8 from the public centre with sd
+    # 0.05: released sd 7 times too large; seeds 2, 5, 15 and 18 warned only
+    # with the mean's share (the other 16 seeds warn either way).
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(0, 2.5, 5000), rng.normal(8.0, 0.05, 5000)])
+    for seed in (2, 5, 15, 18):
+        with pytest.warns(UserWarning, match=r"feature\(s\) 1 is within the noise"):
+            DPGaussianSampler(
+                center=[0.0, 0.0], radius=10.0, epsilon=1.0, random_state=seed
+            ).fit(X)

@@ -804,7 +804,11 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
         second = second + np.triu(second, 1).T
         cov = second - np.outer(noisy_mean, noisy_mean)
         cov = 0.5 * (cov + cov.T)
-        self._warn_if_drowned(np.diag(cov), sigma_s)
+        # A variance S_jj − m_j² carries the second moment's noise and, about
+        # the centre, 2·|m_j| times the mean's (review: a ball whose centre is
+        # far from the data made the second term the larger).
+        noise = np.hypot(sigma_s, 2.0 * np.abs(noisy_mean) * z * mean_sens)
+        self._warn_if_drowned(np.diag(cov), noise)
         floor = sigma_s if self.min_variance == "auto" else float(self.min_variance)
         floor = max(floor, np.finfo(float).tiny)
         evals, evecs = np.linalg.eigh(cov)
@@ -834,23 +838,25 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
             )
         return self
 
-    def _warn_if_drowned(self, variances, sigma_s):
+    def _warn_if_drowned(self, variances, noise):
         """Warn of the features whose released variance is within two noise
-        standard deviations of the second moment's release (post-processing
-        of the release): the ball is round, sized by the widest feature, so a
-        feature on a much smaller scale keeps little but noise and the floor
-        (NYSE's daily returns, sd 0.008 beside a log volatility's 0.75: their
-        released sd 8 to 13 times the data's, with no warning)."""
-        drowned = np.flatnonzero(variances < _DROWNED_SDS * sigma_s)
+        standard deviations of its own noise (``noise``, per feature:
+        post-processing of the release): the ball is round, sized by the
+        widest feature, so a feature on a much smaller scale keeps little but
+        noise and the floor (NYSE's daily returns, sd 0.008 beside a log
+        volatility's 0.75: their released sd 8 to 13 times the data's, with
+        no warning)."""
+        drowned = np.flatnonzero(variances < _DROWNED_SDS * noise)
         # Only beside a feature the release measures well: with every
         # variance near the noise, the data are too few for the budget (a
         # matter of n, not of the features' scales).
-        if drowned.size and variances.max() > _MEASURED_SDS * sigma_s:
+        if drowned.size and (variances > _MEASURED_SDS * noise).any():
             names = getattr(self, "feature_names_in_", None)
             warnings.warn(
                 "DPGaussianSampler: the released variance of feature(s) "
                 f"{_feature_list(drowned, names)} is within the noise of the "
-                f"release (std {sigma_s:.3g}): their spread and correlations are "
+                f"release (std up to {noise[drowned].max():.3g}): their spread "
+                "and correlations are "
                 "mostly noise. The ball is round, sized by the widest feature: "
                 "put the features on one scale first (e.g. DPStandardScaler), "
                 "or give more budget.",
