@@ -774,3 +774,27 @@ def test_no_intercept_start_below_the_gate_or_without_an_intercept(monkeypatch):
     assert calls == []
     clf = DPLogisticRegression(classes=[0, 1], max_iter=5).fit(X[:3000], y[:3000])
     assert math.isfinite(clf.start_noise_multiplier_) and len(calls) == 1
+
+
+def test_a_start_whose_total_exceeds_the_budget_is_refused_before_any_noise(
+    monkeypatch,
+):
+    """The whole fit's cost (counts and steps) is checked before the counts
+    are released: an accounting bug in the split (here, a total claimed at
+    half its noise) raises before any noise is drawn (review)."""
+    import skdp.linear_model._logistic as module
+    import skdp.mechanisms as mechanisms_module
+    from skdp.exceptions import MechanismFailedError
+
+    real = module.split_gaussian_budget
+
+    def wrong(*args, **kwargs):
+        parts, total = real(*args, **kwargs)
+        return parts, total / 2.0
+
+    monkeypatch.setattr(module, "split_gaussian_budget", wrong)
+    calls = gaussian_noise_calls(monkeypatch, mechanisms_module)
+    X, y = _imbalanced(6000, [0.9, 0.1])
+    with pytest.raises(MechanismFailedError):
+        DPLogisticRegression(classes=[0, 1], max_iter=5).fit(X, y)
+    assert calls == []

@@ -16,6 +16,7 @@ from .._base import (
     PRIVACY_CONSTRAINTS,
     DaskScoreMixin,
     DPEstimatorMixin,
+    check_cost_before_steps,
     check_targets,
     dense_float_rows,
     is_dask_array,
@@ -547,9 +548,6 @@ class DPLogisticRegression(
             [(1, _START_SHARE), (n_iter, 1.0 - _START_SHARE)],
             noise=self.noise,
         )
-        n = X.shape[0]
-        counts = released_class_counts(X, y_encoded, n_classes, z_start, run["rng"])
-        start = intercept_from_counts(counts, n, z_start)
         cost = gaussian_cost(
             z_total,
             n_iter + 1,
@@ -557,6 +555,10 @@ class DPLogisticRegression(
             delta=self.delta,
             adjacency=REPLACE_ONE,
         )
+        check_cost_before_steps(cost)  # the whole fit's, before the counts
+        n = X.shape[0]
+        counts = released_class_counts(X, y_encoded, n_classes, z_start, run["rng"])
+        start = intercept_from_counts(counts, n, z_start)
         if self.verbose > 0:
             print(
                 f"[DPLogisticRegression] spending {format_dp(cost.epsilon, self.delta)}"
