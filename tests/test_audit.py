@@ -55,6 +55,9 @@ from skdp import mechanisms as mech
 from skdp.accounting import REPLACE_ONE_OUTCOME, epsilon_from_mu, mu_from_epsilon
 from skdp.audit import (
     AuditReport,
+    FarBallCanary,
+    FarExtremeRecordCanary,
+    FarGramCanary,
     GLMCanary,
     OutcomeCanary,
     UnboundedCanary,
@@ -71,6 +74,7 @@ from skdp.audit import (
     tpr_at_fpr,
 )
 from skdp.audit._cli import main_audit
+from skdp.audit._far_canaries import GUARD
 from skdp.audit._stats import roc_curve
 from skdp.datasets import make_btl_comparisons
 from skdp.preprocessing._quantiles import N_BOUND_RELEASES
@@ -1134,6 +1138,99 @@ def test_record_canaries_see_a_clip_removed(monkeypatch, name):
     target = y if name == "naive_bayes" else None
     report = audit_estimator(est, X, target, n_trials=200, random_state=0)
     assert report.refuted, report
+
+
+def _read_from_the_data(monkeypatch, name):
+    """Patch ``name`` to read its bound from the data (ε infinite): the
+    sampler's radius the largest distance to the centre, DPPCA's clip the
+    largest row norm, the scaler's bounds the columns' extremes."""
+    import skdp.decomposition._pca as pca_module
+    from skdp._gram import row_norm_bound
+
+    if name == "sampler":
+        real_ball = skdp.gaussian._sampler.DPGaussianSampler._ball
+
+        def ball(self, X, z_bounds, rng):
+            center, _ = real_ball(self, X, z_bounds, rng)
+            return center, float(np.max(np.linalg.norm(X - center, axis=1)))
+
+        monkeypatch.setattr(skdp.gaussian._sampler.DPGaussianSampler, "_ball", ball)
+    elif name == "pca":
+        real_gram, real_mechanism, seen = (
+            pca_module.clipped_gram,
+            pca_module.gram_mechanism,
+            {},
+        )
+
+        def gram(X, x_clip, constant=None, **kwargs):
+            largest = float(np.max(np.linalg.norm(X, axis=1)))
+            seen["bound"] = row_norm_bound(largest, constant or 0.0)
+            return real_gram(X, x_clip=largest, constant=constant, **kwargs)
+
+        def mechanism(gram, *, row_norm_bound, noise_multiplier, rng):
+            return real_mechanism(
+                gram,
+                row_norm_bound=seen["bound"],
+                noise_multiplier=noise_multiplier,
+                rng=rng,
+            )
+
+        monkeypatch.setattr(pca_module, "clipped_gram", gram)
+        monkeypatch.setattr(pca_module, "gram_mechanism", mechanism)
+    else:
+        scaler = skdp.preprocessing._scaler.DPStandardScaler
+        real_moments = scaler._noisy_moments
+
+        def moments(X, bounds, noise_multiplier, rng):
+            return real_moments(
+                X, (X.min(axis=0), X.max(axis=0)), noise_multiplier, rng
+            )
+
+        monkeypatch.setattr(scaler, "_noisy_moments", staticmethod(moments))
+
+
+def _far_setup(name):
+    rng = np.random.default_rng(0)
+    if name == "sampler":
+        return (
+            DPGaussianSampler(delta=DELTA, center=0.0, radius=3.0, min_variance=1e-9),
+            rng.normal(size=(500, 2)),
+            FarBallCanary(),
+        )
+    if name == "pca":
+        return DPPCA(delta=DELTA), rng.normal(size=(50, 3)), FarGramCanary()
+    return (
+        DPStandardScaler(delta=DELTA, bounds=(-3.0, 3.0)),
+        rng.normal(size=(200, 3)),
+        FarExtremeRecordCanary(),
+    )
+
+
+@pytest.mark.parametrize("name", ["sampler", "pca", "scaler"])
+def test_far_canaries_refute_a_bound_read_from_the_data(monkeypatch, name):
+    """Both worlds of the record canaries hold a record of the same size, so
+    an estimator whose clip, radius or bounds come from the data sees the
+    same bound in both and passed 500 trials (ε infinite; review). The far
+    canaries put one record 1e6 bounds out in one world only: every "in"
+    release exceeds what data clipped to the public bound can give, no "out"
+    one does, and 100 trials refute."""
+    est, X, canary = _far_setup(name)
+    _read_from_the_data(monkeypatch, name)
+    report = audit_estimator(est, X, canary=canary, n_trials=100, random_state=0)
+    assert report.refuted and report.epsilon_lower_bound > 2.0
+    assert (report.scores_in >= GUARD).all() and (report.scores_out < GUARD).all()
+
+
+@pytest.mark.parametrize("name", ["sampler", "pca", "scaler"])
+def test_far_canaries_keep_a_correct_estimators_claim(name):
+    """A correct estimator clips the far record onto the bound: the record
+    canary's pair, its design μ (the claim here), no score at the guard, not
+    refuted (300 seeded trials, μ̂ within 4 standard errors)."""
+    est, X, canary = _far_setup(name)
+    report = audit_estimator(est, X, canary=canary, n_trials=300, random_state=0)
+    assert not report.refuted
+    assert (report.scores_in < GUARD).all() and (report.scores_out < GUARD).all()
+    assert abs(report.mu_hat - report.claimed_mu) <= 4 * report.mu_hat_se
 
 
 def test_trial_fits_warn_nothing_the_probes_showed_once():

@@ -37,6 +37,7 @@ from ._canaries import (
     default_canary,
     register_canary,
 )
+from ._far_canaries import FarBallCanary, FarExtremeRecordCanary, FarGramCanary
 from ._report import AuditReport
 from ._score import GLMView, glm_view, register_glm_view, score_attack
 from ._stats import (
@@ -57,6 +58,9 @@ __all__ = [
     "Canary",
     "ClassRecordCanary",
     "ExtremeRecordCanary",
+    "FarBallCanary",
+    "FarExtremeRecordCanary",
+    "FarGramCanary",
     "GLMCanary",
     "GLMView",
     "GradientCanary",
