@@ -67,6 +67,11 @@ def _guarded(excess, score):
 class _Far:
     """``far`` and ``slack``, checked; :meth:`statistic` guarded."""
 
+    def __init__(self, *, index=0, far=1e6, slack=2.0):
+        super().__init__(index=index)
+        self.far = far
+        self.slack = slack
+
     def _check_far(self):
         if not (math.isfinite(self.far) and self.far >= 10):
             raise ValueError(f"far must be a finite factor >= 10; got {self.far}.")
@@ -97,7 +102,7 @@ class FarBallCanary(_Far, BallCanary):
     """
 
     def __init__(self, *, index=0, cosine=-0.25, direction=None, far=1e6, slack=2.0):
-        super().__init__(index=index, cosine=cosine, direction=direction)
+        BallCanary.__init__(self, index=index, cosine=cosine, direction=direction)
         self.far = far
         self.slack = slack
 
@@ -148,11 +153,6 @@ class FarGramCanary(_Far, GramCanary):
     slack : float, default=2.0
         Factor on the guard's envelope.
     """
-
-    def __init__(self, *, index=0, far=1e6, slack=2.0):
-        super().__init__(index=index)
-        self.far = far
-        self.slack = slack
 
     def build(self, estimator, X, y=None):
         self._check_far()
@@ -215,11 +215,6 @@ class FarExtremeRecordCanary(_Far, ExtremeRecordCanary):
     slack : float, default=2.0
         Factor on the guard's envelope.
     """
-
-    def __init__(self, *, index=0, far=1e6, slack=2.0):
-        super().__init__(index=index)
-        self.far = far
-        self.slack = slack
 
     def build(self, estimator, X, y=None):
         self._check_far()
