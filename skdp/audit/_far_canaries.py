@@ -241,12 +241,11 @@ class FarExtremeRecordCanary(_Far, ExtremeRecordCanary):
         return float(np.sum(own)) / (fitted.noise_multiplier_ * width.shape[0])
 
     def release_excess(self, fitted):
-        from ..preprocessing._scaler import GAMMA
-
-        n, d = self.n_samples_, self.half_.shape[0]
-        floor = max(fitted.noise_multiplier_ * math.sqrt(d) / (GAMMA * n), 1e-12)
+        # A fit of data clipped to the bounds releases a mean within them and
+        # a scale of at most w·sqrt(max(1/4, floor)), which the scaler
+        # computes from public values.
         ratio = np.max(np.abs(fitted.mean_ - self.center_) / self.half_)
         if fitted.scale_ is not None:
-            top = self.half_ * 2.0 * math.sqrt(max(0.25, floor))
-            ratio = max(ratio, float(np.max(fitted.scale_ / top)))
+            largest = fitted._audit_largest_scale()
+            ratio = max(ratio, float(np.max(fitted.scale_ / largest)))
         return float(ratio) / self.slack

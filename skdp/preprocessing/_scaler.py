@@ -204,6 +204,16 @@ def bounds_schedule(
     return "located" if locate and snr >= _MIN_SNR else "histogram"
 
 
+def _variance_floor(noise_multiplier, n_samples, n_features):
+    """The floor of a released normalised variance: the noise std of the
+    mean of squares, at least 1e-12 (a constant or hidden spread gets a
+    small positive scale)."""
+    return max(
+        noise_multiplier * moment_sensitivity(n_features) / (GAMMA * n_samples),
+        1e-12,
+    )
+
+
 def moment_sensitivity(n_features):
     """L2 sensitivity ``sqrt(d)`` of ``(Σ z_i, GAMMA·Σ z_i²)`` under replace-one.
 
@@ -892,10 +902,20 @@ class DPStandardScaler(
         )
         m = np.clip(noisy[:d] / n, -0.5, 0.5)
         s = np.clip(noisy[d:] / (GAMMA * n), 0.0, 0.25)
-        floor = max(noise_multiplier * moment_sensitivity(d) / (GAMMA * n), 1e-12)
+        floor = _variance_floor(noise_multiplier, n, d)
         mean = np.clip(center + half_width * (2.0 * m), lower, upper)
         scale = half_width * (2.0 * np.sqrt(np.maximum(s - m * m, floor)))
         return mean, scale
+
+    def _audit_largest_scale(self):
+        """The largest ``scale_`` a fit with given bounds can release, from
+        public values (the bounds, n, d, the noise): ``w·sqrt(max(1/4,
+        floor))`` per feature (:class:`~skdp.audit.FarExtremeRecordCanary`)."""
+        lower, upper = self.bounds_
+        floor = _variance_floor(
+            self.noise_multiplier_, self.n_samples_seen_, lower.shape[0]
+        )
+        return (upper - lower) * math.sqrt(max(0.25, floor))
 
     @private_transform
     def transform(self, X):
