@@ -70,6 +70,11 @@ from ._dpgd_canaries import (  # noqa: F401  (re-exported)
     OutcomeCanary,
     engine_parameters,
 )
+from ._far_canaries import (  # noqa: F401  (re-exported)
+    FarBallCanary,
+    FarExtremeRecordCanary,
+    FarGramCanary,
+)
 from ._release_canaries import (  # noqa: F401  (re-exported)
     BallCanary,
     ClassRecordCanary,

@@ -294,8 +294,9 @@ class DPPCA(
         self.verbose = verbose
 
     def _audit_canary(self):
-        """skdp.audit's default canary: two records at the release's sensitivity."""
-        return "GramCanary", {}
+        """skdp.audit's default canary: two records at the release's
+        sensitivity, one of them far out (a clip read from the data is seen)."""
+        return "FarGramCanary", {}
 
     def _audit_record_bounds(self, n_features):
         """``(clip, centring constant)`` of a fit on ``n_features`` columns.

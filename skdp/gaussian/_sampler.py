@@ -631,10 +631,12 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
         return self.method == "bounded"
 
     def _audit_canary(self):
-        """Default canary (for :mod:`skdp.audit`): by ``method``."""
+        """Default canary (for :mod:`skdp.audit`): by ``method``; the
+        bounded mode's puts one record far out (a radius read from the data
+        is seen)."""
         if self.method == "unbounded":
             return "UnboundedCanary", {}
-        return "BallCanary", {}
+        return "FarBallCanary", {}
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)

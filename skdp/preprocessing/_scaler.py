@@ -720,8 +720,12 @@ class DPStandardScaler(
         self.noise = noise
 
     def _audit_canary(self):
-        """skdp.audit's default canary: a record at the bounds' extremes."""
-        return "ExtremeRecordCanary", {}
+        """skdp.audit's default canary: a record at the bounds' extremes;
+        with given bounds, one of the two far out (bounds read from the data
+        are seen)."""
+        if self.bounds is None:
+            return "ExtremeRecordCanary", {}
+        return "FarExtremeRecordCanary", {}
 
     @private_fit
     @_fit_context(prefer_skip_nested_validation=True)
