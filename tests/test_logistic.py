@@ -798,3 +798,59 @@ def test_a_start_whose_total_exceeds_the_budget_is_refused_before_any_noise(
     with pytest.raises(MechanismFailedError):
         DPLogisticRegression(classes=[0, 1], max_iter=5).fit(X, y)
     assert calls == []
+
+
+def test_the_secure_start_is_accounted_in_zcdp_with_the_grid_slack():
+    """noise="secure": the counts and the steps are two secure releases
+    whose zCDP, with each one's grid slack (1/z + 2^-16)²/2, adds up to no
+    more than the reported ρ, and ε stays within the budget."""
+    X, y = _imbalanced(6000, [0.9, 0.1])
+    clf = DPLogisticRegression(
+        epsilon=1.0, classes=[0, 1], max_iter=5, noise="secure"
+    ).fit(X, y)
+    z_s, z = clf.start_noise_multiplier_, clf.noise_multiplier_
+    assert math.isfinite(z_s)
+    slack = 2.0**-16
+    rho = (1 / z_s + slack) ** 2 / 2 + clf.n_iter_ * (1 / z + slack) ** 2 / 2
+    assert clf.privacy_spent_.zcdp is not None
+    assert rho <= clf.privacy_spent_.zcdp * (1 + 1e-12)
+    assert clf.privacy_spent_.epsilon <= 1.0 * (1 + 1e-12)
+
+
+def test_the_start_says_what_it_spends_only_when_verbose(capsys):
+    X, y = _imbalanced(6000, [0.9, 0.1])
+    DPLogisticRegression(classes=[0, 1], max_iter=5, random_state=0).fit(X, y)
+    assert capsys.readouterr().out == ""
+    clf = DPLogisticRegression(classes=[0, 1], max_iter=5, verbose=1).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    assert "in all: noisy class counts" in lines[0]
+    total = f"released a model that is (1, {clf.delta:g})-DP"
+    assert lines[-1].endswith(total), lines[-1]  # the whole fit's, not the steps'
+
+
+def test_intercept_from_counts_projects_and_floors():
+    from skdp.linear_model._logistic import intercept_from_counts
+
+    # Counts adding up to 1100 for n = 1000: shifted equally to 950 - 50, 150 - 50.
+    start = intercept_from_counts(np.array([950.0, 150.0]), 1000, 1.0)
+    np.testing.assert_allclose(start, [math.log(100 / 900)])
+    # A class below its noise std (z·sqrt(2(k − 1)/k) = 10 for k = 2) is
+    # floored there: log(10/1000), not log of a negative count.
+    start = intercept_from_counts(np.array([1000.0, -40.0]), 960, 10.0)
+    np.testing.assert_allclose(start, [math.log(10 / 1000)])
+    # Three classes: centred log frequencies; the floor z·sqrt(4/3).
+    start = intercept_from_counts(np.array([600.0, 400.0, -5.0]), 995, 3.0)
+    floor = 3.0 * math.sqrt(4 / 3)
+    logs = np.log([600.0, 400.0, floor])
+    np.testing.assert_allclose(start, logs - logs.mean())
+
+
+def test_the_start_of_a_declared_class_absent_from_y():
+    """Its count is noise around 0, floored: the start ranks it rarest."""
+    X, y = _imbalanced(6000, [0.8, 0.2])
+    clf = DPLogisticRegression(
+        classes=[0, 1, 2], max_iter=1, learning_rate=1e-12, random_state=0
+    ).fit(X, y)
+    assert clf.intercept_.shape == (3,)
+    # 4800, 1200 and about 0 records: log counts centred, far apart.
+    assert np.diff(clf.intercept_[::-1]).min() > 1.0
