@@ -1260,3 +1260,20 @@ def test_command_line_exits_3_when_the_audit_fails(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exited:
         main_audit(["DPPCA", "--n-trials", "5", "--quiet"])
     assert exited.value.code == 3 and "a fit broke" in capsys.readouterr().err
+
+
+def test_a_far_canary_on_a_scale_beyond_float64_says_so():
+    """A clip of 1e100: the envelope's norms overflowed, every score was
+    the guard's constant in both worlds, and the audit had no power,
+    silently (review). The envelope is computed in units of the bound; a
+    statistic that still overflows raises."""
+    X = np.random.default_rng(0).normal(size=(200, 2)) * 1e99
+    with pytest.raises(ValueError, match="not finite"):
+        audit_estimator(DPPCA(clip_norm=1e100), X, n_trials=10, random_state=0)
+    canary = FarGramCanary()
+    canary.build(DPPCA(clip_norm=1e100), X)
+    fitted = DPPCA(clip_norm=1e100, random_state=0).fit(X)
+    assert (
+        np.isfinite(canary.release_excess(fitted))
+        and canary.release_excess(fitted) < 1.0
+    )

@@ -18,6 +18,12 @@ A correct estimator therefore sees the very pair of clipped records the
 record canary designs, and attains its μ. The two data sets differ in one
 row: neighbours under *replace one record* whatever the estimator does.
 
+What they see: a bound that follows the most extreme record (the largest
+norm, the columns' extremes). A bound tightened to the data (the smaller
+of the public bound and the data's extreme) or set by a quantile moves
+little with one record, and one far record cannot show it (review: not
+refuted at 500 trials).
+
 **Statistic.** The record canary's likelihood-ratio statistic, divided by
 its standard deviation under the claim, *guarded*: when the release is
 larger than any release of data clipped to the public bound can be (its
@@ -56,9 +62,18 @@ _TAIL = 12.0
 
 
 def _guarded(excess, score):
-    """``GUARD + log10(excess)`` beyond the envelope, else the LR score."""
-    if not math.isfinite(excess):
-        return GUARD + 400.0
+    """``GUARD + log10(excess)`` beyond the envelope, else the LR score.
+
+    A non-finite excess or score (a release on a scale whose squares leave
+    float64, e.g. a clip of 1e100) raises: scoring it alike in both worlds
+    would give an audit without power, silently (review).
+    """
+    if not (math.isfinite(excess) and math.isfinite(score)):
+        raise ValueError(
+            "The canary's statistic is not finite: the release's scale leaves "
+            "float64 in its arithmetic (a bound beyond about 1e75 or below "
+            "1e-75); audit on data and bounds of a moderate scale."
+        )
     if excess > 1.0:
         return GUARD + math.log10(excess)
     return float(score)
@@ -131,14 +146,18 @@ class FarBallCanary(_Far, BallCanary):
         top_envelope = max(
             float(floor), R**2 + sd_second * (math.sqrt(d * (d + 1) / 2.0) + _TAIL)
         )
-        mean = np.linalg.norm(fitted.mean_ - self.center_)
-        top = float(np.linalg.eigvalsh(fitted.covariance_)[-1])
-        return max(mean / mean_envelope, top / top_envelope) / self.slack
+        # In units of R (and R²), so that a large or small radius stays
+        # within float64 (review: 1e100 overflowed).
+        mean = np.linalg.norm((fitted.mean_ - self.center_) / R)
+        top = float(np.linalg.eigvalsh(fitted.covariance_ / R / R)[-1])
+        return (
+            max(mean / (mean_envelope / R), top / (top_envelope / R / R)) / self.slack
+        )
 
 
 class FarGramCanary(_Far, GramCanary):
     """:class:`GramCanary`'s pair, the "in" record ``far·x_a`` and its partner
-    ``x_b`` on the clip sphere (DPPCA, DPLinearRegression's Gram release).
+    ``x_b`` on the clip sphere (DPPCA).
 
     Statistic: ``⟨Ĝ, Δ⟩/(σ·||Δ||_F)``, the likelihood ratio over its
     standard deviation, guarded by the envelope of the released Gram blocks
@@ -185,14 +204,17 @@ class FarGramCanary(_Far, GramCanary):
         sigma = self._sigma(fitted)
         # ||Σ x xᵀ||_F <= n·C² for clipped rows; symmetric noise of std σ on
         # the diagonal and σ/sqrt(2) off it: a norm within σ·sqrt(d(d+1)/2).
-        gram = n * (fitted.covariance_ + np.outer(fitted.mean_, fitted.mean_))
+        # In units of C² (and C·c), so that a large or small clip stays
+        # within float64 (review: 1e100 overflowed).
+        mean = fitted.mean_ / C
+        gram = n * (fitted.covariance_ / C / C + np.outer(mean, mean))
         ratio = np.linalg.norm(gram) / (
-            n * C**2 + sigma * (math.sqrt(d * (d + 1) / 2.0) + _TAIL)
+            n + sigma / C / C * (math.sqrt(d * (d + 1) / 2.0) + _TAIL)
         )
         if c > 0:
-            column = np.linalg.norm(c * n * fitted.mean_)
-            envelope = c * n * C + sigma / math.sqrt(2.0) * (math.sqrt(d) + _TAIL)
-            ratio = max(ratio, column / envelope)
+            column = np.linalg.norm(n * mean)
+            spread = sigma / (c * C) / math.sqrt(2.0) * (math.sqrt(d) + _TAIL)
+            ratio = max(ratio, column / (n + spread))
         return float(ratio) / self.slack
 
 
@@ -221,6 +243,11 @@ class FarExtremeRecordCanary(_Far, ExtremeRecordCanary):
         if estimator.bounds is None:
             raise ValueError(
                 "FarExtremeRecordCanary audits DPStandardScaler with given bounds."
+            )
+        if not (estimator.with_mean or estimator.with_std):
+            raise ValueError(
+                "DPStandardScaler(with_mean=False, with_std=False) releases "
+                "nothing: there is nothing to audit."
             )
         X = check_array(X, dtype=np.float64)
         lower, upper = _bounds_or_range(estimator, X.shape[1])
