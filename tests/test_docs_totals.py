@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+import sklearn
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 if not DOCS.exists():  # a copy of the tests without the project around them
@@ -61,7 +62,13 @@ def test_a_pages_blocks_print_the_totals_they_state(page):
             continue
         out = io.StringIO()
         try:
-            with warnings.catch_warnings(), contextlib.redirect_stdout(out):
+            # config_context: a page's set_config (metadata routing) must not
+            # outlive it, nor reach the other tests of this process.
+            with (
+                warnings.catch_warnings(),
+                contextlib.redirect_stdout(out),
+                sklearn.config_context(),
+            ):
                 warnings.simplefilter("ignore")
                 exec(compile(code, f"{page.name}:{line}", "exec"), namespace)
         except (NameError, SyntaxError):
