@@ -854,3 +854,29 @@ def test_the_start_of_a_declared_class_absent_from_y():
     assert clf.intercept_.shape == (3,)
     # 4800, 1200 and about 0 records: log counts centred, far apart.
     assert np.diff(clf.intercept_[::-1]).min() > 1.0
+
+
+def test_the_start_composes_through_a_search_in_the_ledger():
+    """Clones in a KFold grid search (seeded folds, fresh noise): every fold
+    fit and the refit release their class counts and their steps; each
+    record is in 2 x 2 fold fits and the refit, and the ledger's total is
+    sqrt(5) times one fit's μ recomputed from its two multipliers (never
+    less: the counts' share left out would give sqrt(0.98) of it)."""
+    X, y = _imbalanced(9000, [0.9, 0.1])
+    cv = KFold(3, shuffle=True, random_state=0)
+    search = GridSearchCV(
+        DPLogisticRegression(classes=[0, 1], max_iter=5),
+        {"clip_norm": [0.5, 1.0]},
+        cv=cv,
+    ).fit(X, y)
+    refit = search.best_estimator_
+    assert math.isfinite(refit.start_noise_multiplier_)  # folds of 6000: open too
+    one = math.sqrt(
+        refit.n_iter_ / refit.noise_multiplier_**2
+        + 1 / refit.start_noise_multiplier_**2
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        total = PrivacyLedger().record(search).total()
+    assert total.mu >= math.sqrt(5) * one * (1 - 1e-12)
+    assert total.mu == pytest.approx(math.sqrt(5) * one, rel=1e-9)
