@@ -185,8 +185,10 @@ def _sparse_row_norms(block):
     return _scaled_norms(scale, sq)
 
 
-def row_norms(X):
+def row_norms(X, fit_intercept=False):
     """L2 norm of every row of X (dense or canonical CSR), free of over/underflow.
+
+    ``fit_intercept``: of the row with the intercept's constant 1 appended.
 
     Rows whose squares could overflow or underflow are divided by their
     largest absolute value before squaring, so the result is accurate to a
@@ -199,7 +201,7 @@ def row_norms(X):
         raise ValueError("row_norms needs a canonical CSR matrix (no duplicates).")
     norms = np.empty(X.shape[0])
     for rows in _row_blocks(X):
-        norms[rows] = _block_row_norms(_float64_rows(X, rows))
+        norms[rows] = _block_row_norms(_float64_rows(X, rows), fit_intercept)
     return norms
 
 
@@ -447,8 +449,7 @@ class InMemoryDesign:
     def __init__(self, X, y, *, fit_intercept):
         self.X = canonical_design(X)
         self.y = y
-        row_norm = row_norms(self.X)
-        self.row_norm = np.hypot(row_norm, 1.0) if fit_intercept else row_norm
+        self.row_norm = row_norms(self.X, fit_intercept)
         self.shape = self.X.shape
 
     def gradient_sum(self, datafit, coef, intercept, clip_norm):

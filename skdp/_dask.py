@@ -516,8 +516,7 @@ def _chunk_design(X):
 
 def _chunk_row_norms(X, fit_intercept):
     """Row norms of one chunk as the in-memory engine computes them."""
-    norms = _clipping.row_norms(_chunk_design(X))
-    return np.hypot(norms, 1.0) if fit_intercept else norms
+    return _clipping.row_norms(_chunk_design(X), fit_intercept)
 
 
 def _add(*parts):
