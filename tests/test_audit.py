@@ -55,10 +55,13 @@ from skdp import mechanisms as mech
 from skdp.accounting import REPLACE_ONE_OUTCOME, epsilon_from_mu, mu_from_epsilon
 from skdp.audit import (
     AuditReport,
+    BallCanary,
+    ExtremeRecordCanary,
     FarBallCanary,
     FarExtremeRecordCanary,
     FarGramCanary,
     GLMCanary,
+    GramCanary,
     OutcomeCanary,
     UnboundedCanary,
     audit_estimator,
@@ -1276,4 +1279,30 @@ def test_a_far_canary_on_a_scale_beyond_float64_says_so():
     assert (
         np.isfinite(canary.release_excess(fitted))
         and canary.release_excess(fitted) < 1.0
+    )
+
+
+@pytest.mark.parametrize("name", ["sampler", "pca", "scaler"])
+def test_a_far_canarys_pair_is_the_record_canarys_once_clipped(name):
+    """White-box: the far canary's "in" record lies on the record canary's
+    ray, 1e6 bounds out, and its "out" record is the record canary's "out"
+    record brought onto the bound (the same clipped pair: the design μ)."""
+    est, X, far = _far_setup(name)
+    record = {"sampler": BallCanary, "pca": GramCanary}.get(name, ExtremeRecordCanary)()
+    (X_in, _), (X_out, _) = far.build(est, X)
+    (R_in, _), (R_out, _) = record.build(est, X)
+    np.testing.assert_array_equal(np.delete(X_in, 0, 0), np.delete(X, 0, 0))
+    np.testing.assert_array_equal(np.delete(X_out, 0, 0), np.delete(X, 0, 0))
+    if name == "scaler":  # beyond the bounds, 3 half-widths out, both clip there
+        lower, upper = np.full(3, -3.0), np.full(3, 3.0)
+        np.testing.assert_allclose(X_out[0], np.clip(R_out[0], lower, upper))
+        np.testing.assert_allclose(
+            np.clip(X_in[0], lower, upper), np.clip(R_in[0], lower, upper)
+        )
+        assert np.all(X_in[0] >= 1e6)
+        return
+    center = 0.0
+    np.testing.assert_allclose(X_out[0] - center, (R_out[0] - center) / 3.0, atol=1e-12)
+    np.testing.assert_allclose(
+        X_in[0] - center, (R_in[0] - center) * 1e6 / 3.0, rtol=1e-12
     )
