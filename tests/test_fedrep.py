@@ -1535,3 +1535,35 @@ def test_a_representation_of_every_feature_warns():
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*equals n_features")
         DPFedRep(2, random_state=0).fit(X, y, groups)
+
+
+def test_a_round_drowned_by_noise_warns_from_public_sizes():
+    # Grunfeld's 11 firms gave a representation at random-subspace angles,
+    # silently (review). The ratio of a round's noise norm to the largest
+    # mean gradient, 2z·sqrt(dk)/n, reads n, d, k and the budget only.
+    from scipy.linalg import subspace_angles
+
+    X, y, groups, U, _ = make_users(30, 10, 10, 2, seed=0)
+    with pytest.warns(UserWarning, match="noise of each round is 3.9 times") as record:
+        est = DPFedRep(2, random_state=0).fit(X, y, groups)
+    [warning] = [w for w in record if "noise of each round" in str(w.message)]
+    assert points_at(warning, __file__)
+    assert "at least 232 users" in str(warning.message)
+    # what it warns of: the released U is at a random subspace's angles
+    assert np.degrees(subspace_angles(est.components_.T, U).max()) > 70
+    # the same sizes with a noise-free target warn alike: the data play no part
+    with pytest.warns(UserWarning, match="noise of each round is 3.9 times"):
+        DPFedRep(2, random_state=0).fit(X, np.zeros_like(y), groups)
+    # enough users (ratio 0.04): no warning, and a representation near U
+    X, y, groups, U, _ = make_users(3000, 10, 10, 2, seed=0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*noise of each round")
+        est = DPFedRep(2, random_state=0).fit(X, y, groups)
+    assert np.degrees(subspace_angles(est.components_.T, U).max()) < 15
+    # the threshold: a budget that puts the ratio just below 0.5 is silent
+    z = est.noise_multiplier_
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*noise of each round")
+        fr._warn_if_noise_dominates(math.ceil(4 * z * math.sqrt(20)) + 1, 10, 2, z)
+    with pytest.warns(UserWarning, match="noise of each round"):
+        fr._warn_if_noise_dominates(math.floor(4 * z * math.sqrt(20)), 10, 2, z)
