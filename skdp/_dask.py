@@ -217,6 +217,29 @@ def _as_numbers(block, dtype):
         raise ValueError(NOT_NUMBERS_MESSAGE) from None
 
 
+#: A chunk of y whose rows differ from its chunk of X: the fit would pair
+#: one record's x with another's y (one record in two rows of a sum).
+Y_ROWS_MESSAGE = (
+    "A chunk of y holds another number of rows than its chunk of X (a "
+    "from_delayed or map_blocks with wrong chunk sizes); nothing was fitted."
+)
+
+
+def check_target_columns(X, columns):
+    """One pass over X and the 1-D columns of a 2-D y (each chunked like X):
+    raise if a chunk of a column has other rows than its chunk of X, or a
+    non-finite value; as :func:`validate` does for a 1-D y."""
+    checks = block_sum(_chunk_is_invalid, X, *columns, size=4 * len(columns) + 3)
+    per_column = checks.compute()[1:-2].reshape(len(columns), 4)
+    if per_column[:, 3].any():
+        raise ValueError(Y_ROWS_MESSAGE)
+    if per_column[:, 0].any():
+        raise ValueError(
+            "Input y contains NaN or infinity (in at least one chunk); nothing "
+            "was fitted."
+        )
+
+
 def _chunk_is_invalid(X, *ys, y_check=None, dtype=None, y_dtype=None):
     """``[X has a non-finite value, y does, y fails y_check, y is not of
     y_dtype, y has other rows than X, X is not of dtype, rows]`` for one
@@ -314,11 +337,7 @@ def validate(
     if y is not None and checks[4]:
         # y[rows] is sliced by X's chunks: extra values in a chunk of y were
         # ignored, missing ones gave numpy's broadcasting errors (review).
-        raise ValueError(
-            "A chunk of y holds another number of rows than its chunk of X (a "
-            "from_delayed or map_blocks with wrong chunk sizes); nothing was "
-            "fitted."
-        )
+        raise ValueError(Y_ROWS_MESSAGE)
     if checks[0]:
         raise ValueError(
             "Input X contains NaN or infinity (in at least one chunk); nothing "

@@ -1234,6 +1234,34 @@ def test_a_label_chunk_that_belies_its_metadata_is_refused(extra):
         assert not [k for k in vars(model) if k.endswith("_")]
 
 
+@pytest.mark.parametrize("extra", [-1, 1])
+def test_a_chunk_of_a_two_column_y_that_belies_its_metadata_is_refused(extra):
+    # A 2-D y took another path, without the rows check: a chunk with a row
+    # too many paired x_i with y_(i-1), putting one record in two rows of
+    # the Gram matrix (1.12 times its bound; review).
+    X, y = _classification()
+    Y = np.column_stack([y, 1.0 - y])
+    Xd = da.from_array(X, chunks=(1000, 6))
+    first = Y[:1000] if extra < 0 else np.vstack([Y[:1000], np.zeros((1, 2))])
+    first = first[:extra] if extra < 0 else first
+    Yd = da.concatenate(
+        [
+            da.from_delayed(dask.delayed(np.asarray)(first), (1000, 2), float),
+            da.from_array(Y[1000:], chunks=(1000, 2)),
+        ]
+    )
+    model = DPLinearRegression()
+    with pytest.raises(ValueError, match="another number of rows"):
+        model.fit(Xd, Yd)
+    assert not [k for k in vars(model) if k.endswith("_")]
+    # the same y with its true chunks fits, as in memory
+    Yd = da.from_array(Y, chunks=(1000, 2))
+    good = DPLinearRegression(random_state=0).fit(Xd, Yd)
+    np.testing.assert_allclose(
+        good.coef_, DPLinearRegression(random_state=0).fit(X, Y).coef_, rtol=1e-9
+    )
+
+
 def test_a_numpy_X_with_a_lazy_y_of_unknown_chunk_sizes_says_so():
     # DPLinearRegression chunks a numpy X like a Dask y: unknown sizes gave
     # "slice indices must be integers" (review).
