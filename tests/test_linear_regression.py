@@ -773,3 +773,43 @@ def test_the_report_names_the_rows_released(fit_intercept):
     model = DPLinearRegression(fit_intercept=fit_intercept).fit(X, X[:, 0])
     rows = "(x, 1, y)" if fit_intercept else "(x, y)"
     assert f"clipped {rows} rows" in model.privacy_spent_.mechanism
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("alpha", ["auto", 0.5])
+def test_the_fit_is_the_same_in_any_units_of_X_and_y(fit_intercept, alpha):
+    # The target's weight was sqrt(R_x/C_y): with y and target_clip in units
+    # x1000 the weighted target grew like sqrt(1000) and R² fell from 0.60
+    # to -0.06 (-150 at x1e6); review. Seeded, the fit in other units (the
+    # clips given in them) is the same model, up to the units, to rounding.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 4))
+    y = X @ np.array([0.5, -0.3, 0.2, 0.1]) + 0.5 * rng.standard_normal(2000)
+    common = dict(fit_intercept=fit_intercept, random_state=3)
+
+    def fit(x_units, y_units):
+        return DPLinearRegression(
+            clip_norm=2.0 * x_units,
+            target_clip=2.0 * y_units,
+            alpha=alpha if alpha == "auto" else alpha * x_units**2,
+            **common,
+        ).fit(X * x_units, y * y_units)
+
+    base = fit(1.0, 1.0)
+    for x_units, y_units in [(1.0, 1e3), (1.0, 1e-6), (1e3, 1.0), (1e-3, 1e6)]:
+        other = fit(x_units, y_units)
+        np.testing.assert_allclose(
+            other.coef_ * x_units / y_units, base.coef_, rtol=1e-9, atol=1e-12
+        )
+        np.testing.assert_allclose(
+            other.intercept_ / y_units, base.intercept_, rtol=1e-9, atol=1e-12
+        )
+    # at the default clips the weight is what it was: sqrt(R_x / C_y)
+    from skdp._gram import row_norm_bound
+
+    clip = _linear._auto_clip_norm(4)
+    constant = _linear._intercept_constant(clip) if fit_intercept else 0.0
+    bound = row_norm_bound(clip, constant)
+    assert _linear._target_weight(
+        bound, _linear._auto_target_clip(1), 4, 1, fit_intercept
+    ) == pytest.approx(math.sqrt(bound / 2.0), rel=1e-15)
