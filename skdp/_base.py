@@ -244,6 +244,18 @@ def label_set(estimator, y, *, shapes, stacklevel=5):
     return classes
 
 
+def class_indices(y, classes):
+    """Each label's index in the sorted label set ``classes`` (y holds only those).
+
+    Compared in the dtype of ``classes``: numpy's ``searchsorted`` of int64
+    labels in uint64 classes compares through float64, which merges labels
+    above 2**53 (declared classes 2**53 and 2**53 + 1 were counted as one;
+    review). The labels are in ``classes`` (checked by :func:`label_set`),
+    so the conversion is exact.
+    """
+    return np.searchsorted(classes, np.asarray(y).astype(classes.dtype, copy=False))
+
+
 class DaskScoreMixin:
     """``score`` that also takes a Dask X, in one pass (before a scikit-learn
     classifier or regressor mixin in the bases)."""

@@ -956,3 +956,38 @@ def test_an_integer_data_range_fits():
     for params in (dict(data_range=10), dict(data_range=10, bounds=(-3, 3))):
         clf = DPGaussianNB(classes=[0, 1], delta=1e-6, **params).fit(X, y)
         assert clf.var_.dtype == np.float64 and np.isfinite(clf.var_).all()
+
+
+def test_labels_of_another_integer_dtype_than_the_classes_stay_apart():
+    # int64 labels in uint64 classes were compared through float64, so
+    # 2**53 and 2**53 + 1 counted as one class (review). Both classifiers.
+    from skdp import DPLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 2))
+    big = np.array([2**53, 2**53 + 1], dtype=np.int64)
+    y = np.repeat(big, 200)
+    X[y == big[1]] += 2.0
+    classes = big.astype(np.uint64)
+    nb = DPGaussianNB(classes=classes, bounds=(-5, 7), epsilon=1e6, random_state=0)
+    np.testing.assert_allclose(nb.fit(X, y).class_count_, [200, 200], atol=1e-3)
+    assert nb.score(X, y) > 0.9
+    clf = DPLogisticRegression(classes=classes, epsilon=1e6, random_state=0)
+    assert clf.fit(X, y).score(X, y) > 0.9
+
+
+def test_variances_near_the_float_range_give_finite_probabilities():
+    # 2π·var_ overflowed past var_ = 2.9e307 (given bounds near 1e154):
+    # every predict_proba NaN, every prediction classes_[0] (review).
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 4000)
+    side = rng.random((4000, 2)) < 0.5 + 0.2 * (2 * y[:, None] - 1)
+    X = np.where(side, 0.95, -0.95) * 1e154
+    nb = DPGaussianNB(
+        classes=[0, 1], bounds=(-1e154, 1e154), epsilon=5.0, random_state=0
+    ).fit(X, y)
+    assert np.max(nb.var_) > np.finfo(float).max / (2 * np.pi)
+    assert np.isfinite(nb.predict_proba(X)).all()
+    # the same fit in units 1e-150 away from the edge of the float range
+    small = clone(nb).set_params(bounds=(-1e4, 1e4)).fit(X * 1e-150, y)
+    assert nb.score(X, y) > 0.6 and small.score(X * 1e-150, y) > 0.6

@@ -18,6 +18,7 @@ from .._base import (
     DPEstimatorMixin,
     check_cost_before_steps,
     check_targets,
+    class_indices,
     dense_float_rows,
     is_dask_array,
     is_sparse_input,
@@ -83,7 +84,7 @@ def _encode(y, classes):
     datafit (subtracting integers from its float residuals at every step
     costs 3× more); more classes give integers, which index the columns.
     """
-    indices = np.searchsorted(classes, y)
+    indices = class_indices(y, classes)
     return indices.astype(np.float64) if classes.size == 2 else indices
 
 

@@ -14,6 +14,7 @@ from .._base import (
     DaskScoreMixin,
     DPEstimatorMixin,
     check_targets,
+    class_indices,
     is_dask_array,
     label_set,
     labels_in,
@@ -116,7 +117,7 @@ def class_moment_sums(X, y, *, classes, lower, upper):
     (see :func:`skdp._base.sum_over_rows`).
     """
     n_classes, d = classes.size, X.shape[1]
-    index = np.searchsorted(classes, y)
+    index = class_indices(y, classes)
     Z = normalise(X, lower, upper)
     counts = np.bincount(index, minlength=n_classes).astype(np.float64)
     onehot = np.zeros((Z.shape[0], n_classes))
@@ -731,7 +732,12 @@ class DPGaussianNB(DaskScoreMixin, DPEstimatorMixin, ClassifierMixin, BaseEstima
             - 2.0 * Z @ (mean * inv).T
             + np.sum(mean * mean * inv, axis=1)
         )
-        norm = np.sum(np.log(2.0 * np.pi * self.var_), axis=1)
+        # log(2π) apart: 2π·var_ overflowed past var_ = 2.9e307 (given bounds
+        # near 1e154, or a dropped feature at a data_range near it), and every
+        # predict_proba was NaN, every prediction classes_[0] (review).
+        norm = self.var_.shape[1] * math.log(2.0 * math.pi) + np.sum(
+            np.log(self.var_), axis=1
+        )
         return log_prior - 0.5 * norm - 0.5 * quad
 
     def predict(self, X):
