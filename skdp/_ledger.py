@@ -80,7 +80,9 @@ class PrivacyLedger:
     * a :class:`~skdp.PrivacyLeakWarning` naming every fitted step that read
       the training data without a guarantee (a plain ``StandardScaler``, a
       ``OneHotEncoder`` that learned its categories, a ``SimpleImputer``, a
-      non-private final model, a wrapper that learned the label set), and
+      non-private final model, a wrapper that learned the label set, a
+      ``OneVsRestClassifier`` on multilabel y, which fits a noiseless
+      constant for a label in no row or in every row), and
       every assumption a guarantee rests on (a label set read from ``y``).
       Steps that read nothing but the shape of the data pass silently; the
       list is explicit: ``"passthrough"``/``"drop"``/None,
@@ -871,6 +873,21 @@ def _label_set_leak(path, obj):
     from sklearn.multiclass import OneVsRestClassifier
 
     wrappers = (BaggingClassifier, OneVsRestClassifier, VotingClassifier)
+    binarizer = getattr(obj, "label_binarizer_", None)
+    if type(obj) is OneVsRestClassifier and (
+        getattr(binarizer, "y_type_", None) == "multilabel-indicator"
+    ):
+        # classes_ is y's width there; but a label that occurs in no row (or
+        # in every row) gets a constant predictor, fitted without noise:
+        # which of estimators_ are DP fits tells a neighbour apart with
+        # certainty (review).
+        return (
+            f"{path} (OneVsRestClassifier) on multilabel y fits, without noise, "
+            "a constant predictor for every label that occurs in no row or in "
+            "every row (its estimators_ show which): the ledger's total treats "
+            "which labels vary as public. MultiOutputClassifier(<DP model>("
+            "classes=[0, 1])) fits a DP model for every label."
+        )
     if type(obj) in wrappers and hasattr(obj, "classes_"):
         return (
             f"{path} ({type(obj).__name__}) learned its label set from the "

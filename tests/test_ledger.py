@@ -2883,3 +2883,32 @@ def test_recording_one_fit_twice_says_so():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         ledger.record(DPStandardScaler(bounds=(-3, 3)).fit(X))
+
+
+def test_a_multilabel_one_vs_rest_names_its_noiseless_constant_labels():
+    # On multilabel y, OneVsRestClassifier fits a constant predictor (no
+    # noise) for a label in no row: neighbours that differ in the one row
+    # holding label 2 give three DP fits or two plus a constant. classes_
+    # is y's width there, so the label-set caveat named the wrong leak
+    # (review); the ledger names this one in both worlds.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    Y = np.c_[X[:, 0] > 0, X[:, 1] > 0, np.zeros(400)].astype(int)
+    Y_once = Y.copy()
+    Y_once[0, 2] = 1
+    for labels, dp_fits in ((Y_once, 3), (Y, 2)):
+        ovr = OneVsRestClassifier(dp_model()).fit(X, labels)
+        ledger = PrivacyLedger(delta=DELTA)
+        messages = record_quietly(ledger, ovr)
+        assert len(ledger) == dp_fits
+        assert any(
+            m.startswith("OneVsRestClassifier (OneVsRestClassifier) on multilabel y")
+            for m in messages
+        )
+        assert not any("learned its label set" in m for m in messages)
+    # MultiOutputClassifier fits every label with noise: nothing to name
+    from sklearn.multioutput import MultiOutputClassifier
+
+    multi = MultiOutputClassifier(dp_model()).fit(X, Y)
+    ledger = PrivacyLedger(delta=DELTA)
+    assert record_quietly(ledger, multi) == [] and len(ledger) == 3
