@@ -82,7 +82,8 @@ class PrivacyLedger:
       ``OneHotEncoder`` that learned its categories, a ``SimpleImputer``, a
       non-private final model, a wrapper that learned the label set, a
       ``OneVsRestClassifier`` on multilabel y, which fits a noiseless
-      constant for a label in no row or in every row), and
+      constant for a label in no row or in every row, a halving search
+      whose ``min_resources`` counts the classes in y), and
       every assumption a guarantee rests on (a label set read from ``y``).
       Steps that read nothing but the shape of the data pass silently; the
       list is explicit: ``"passthrough"``/``"drop"``/None,
@@ -1572,6 +1573,14 @@ def _collect_search(search, path, costs, leaks):
                     "fits cannot be bounded from their parameters."
                 )
 
+    if _schedule_counts_classes(search):
+        leaks[
+            f"{path} ({type(search).__name__}) with min_resources="
+            f"{search.min_resources!r} sets its schedule (min_resources_, "
+            "n_resources_, the number of iterations) from the number of classes "
+            "present in y: the ledger's total treats which labels occur as "
+            "public. Give min_resources an integer."
+        ] = None
     why = _unverified_candidates(search, has_refit)
     if why:
         leaks[
@@ -1595,6 +1604,24 @@ def _collect_search(search, path, costs, leaks):
         "which counts only the fits. skdp.model_selection.DPRandomSearchCV "
         "makes the selection private too."
     ] = None
+
+
+def _schedule_counts_classes(search):
+    """Whether a halving search's schedule read the number of classes in y.
+
+    scikit-learn's ``min_resources`` "smallest" (and "exhaust", which starts
+    from it) multiplies the first iteration's samples by
+    ``len(np.unique(y))`` for a classifier: one record relabelled to a new
+    class changes every iteration's size (review).
+    """
+    from sklearn.base import is_classifier
+
+    return (
+        hasattr(search, "min_resources_")
+        and getattr(search, "resource", None) == "n_samples"
+        and search.min_resources in ("smallest", "exhaust")
+        and is_classifier(search.estimator)
+    )
 
 
 def _unverified_candidates(search, has_refit):

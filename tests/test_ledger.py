@@ -424,6 +424,51 @@ def test_halving_search_over_epsilon_and_clip_is_totalled_from_its_fits(
     assert total == pytest.approx(by_hand, rel=1e-9)
 
 
+@pytest.mark.parametrize("min_resources", ["smallest", "exhaust", 60])
+def test_a_halving_schedule_from_the_classes_in_y_is_named(min_resources):
+    # min_resources "smallest" (and "exhaust") multiplies the first
+    # iteration's samples by the number of classes present in y: one record
+    # relabelled to a third class changed min_resources_ and n_resources_
+    # with classes declared, unnamed (review).
+    from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+    from sklearn.model_selection import HalvingGridSearchCV
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] > 0).astype(int)
+    y_third = y.copy()
+    y_third[0] = 2
+    schedules = []
+    for labels in (y, y_third):
+        search = HalvingGridSearchCV(
+            DPLogisticRegression(delta=DELTA, classes=[0, 1, 2]),
+            {"clip_norm": [0.5, 1.0, 2.0, 4.0]},
+            cv=KFold(3),
+            factor=2,
+            min_resources=min_resources,
+            random_state=0,
+        ).fit(X, labels)
+        schedules.append(search.min_resources_)
+        messages = record_quietly(PrivacyLedger(delta=DELTA), search)
+        named = [m for m in messages if "number of classes present in y" in m]
+        assert len(named) == (min_resources != 60)
+    if min_resources == "smallest":
+        assert schedules[0] != schedules[1]  # what the message is about
+    # a regressor's schedule reads no classes
+    from skdp import DPLinearRegression
+
+    regression = HalvingGridSearchCV(
+        DPLinearRegression(delta=DELTA),
+        {"clip_norm": [0.5, 1.0, 2.0, 4.0]},
+        cv=KFold(3),
+        factor=2,
+        min_resources=min_resources,
+        random_state=0,
+    ).fit(X, X[:, 0])
+    messages = record_quietly(PrivacyLedger(delta=DELTA), regression)
+    assert not [m for m in messages if "number of classes present in y" in m]
+
+
 def test_search_with_an_unknown_splitter_counts_every_split(data):
     # ShuffleSplit's training parts overlap arbitrarily: a record may be in
     # all of them.
