@@ -138,7 +138,9 @@ def set_privacy_budget(estimator, *, epsilon=1.0, delta=1e-5, weights=None):
     (a DP step is not looked inside). Each gets its own ``epsilon`` and
     ``delta`` so that the fitted composite, recorded by
     :class:`~skdp.PrivacyLedger`, totals (``epsilon``, ``delta``): at most
-    that, and equal to it up to rounding (relative 1e-8).
+    that, and equal to it up to rounding (relative 1e-8), except for a step
+    whose ``accounting="paper"`` spends less than the pair it declares (the
+    total is then below the one asked for).
 
     Parameters
     ----------
@@ -438,15 +440,25 @@ def _declared_budgets(steps, delta):
     return budgets
 
 
-def _refuse_empty_shares(steps, eps, weights):
-    """Refuse a split that leaves a step no positive ε (weights too uneven)."""
+def _refuse_empty_shares(steps, eps, weights, delta):
+    """Refuse a split that leaves a step no positive ε: weights too uneven,
+    or a δ so large that the step's share of it alone would cover it."""
+    largest = max(weights)
     for (path, _), e, w in zip(steps, eps, weights, strict=True):
-        if not (0.0 < e < math.inf):
+        if 0.0 < e < math.inf:
+            continue
+        name = path or "the estimator"
+        if w < largest:
             raise ValueError(
-                f"The weight of {path or 'the estimator'!r} is too small beside "
-                f"the others ({w:.3g} of the largest): its share of epsilon is "
+                f"The weight of {name!r} is too small beside the others "
+                f"({w / largest:.3g} of the largest): its share of epsilon is "
                 f"{e!r}, not a positive number. Raise that weight."
             )
+        raise ValueError(
+            f"At delta={delta!r} the share of epsilon of {name!r} is {e!r}, not a "
+            "positive number: its share of delta alone would cover its noise. "
+            "Lower delta (below 1/n, as a rule) or raise epsilon."
+        )
 
 
 def _split(steps, weights, epsilon, delta):
@@ -480,7 +492,7 @@ def _split(steps, weights, epsilon, delta):
             for i in concentrated:
                 mu_i = mu * math.sqrt(weights[i] / weight_c) * _SAFETY
                 eps[i] = epsilon_from_mu(mu_i, step_delta)
-    _refuse_empty_shares(steps, eps, weights)
+    _refuse_empty_shares(steps, eps, weights, delta)
     return {
         path: {"epsilon": eps[i], "delta": step_delta}
         for i, (path, _) in enumerate(steps)

@@ -296,10 +296,13 @@ def test_refuses_what_it_cannot_split(estimator, match):
         (dict(weights=[1.0, 2.0]), "dict"),
         # mu_i rounds the step's epsilon to 0.0, which its fit refuses
         (dict(weights={"dpstandardscaler": 1e-12}), "too small"),
+        # equal weights: a delta that covers a step (review: the message
+        # blamed the weights)
+        (dict(epsilon=0.01, delta=0.2), "delta alone would cover"),
     ],
 )
 def test_bad_arguments_raise_before_any_change(kwargs, match):
-    pipe = make_pipeline(DPStandardScaler(epsilon=0.7), _lr())
+    pipe = make_pipeline(DPStandardScaler(epsilon=0.7, noise="secure"), _lr())
     with pytest.raises((ValueError, TypeError), match=match):
         set_privacy_budget(pipe, **kwargs)
     assert pipe[0].epsilon == 0.7
