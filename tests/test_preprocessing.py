@@ -1688,3 +1688,15 @@ def test_one_histogram_moments_stay_finite_at_the_largest_data_range():
         ).fit(X)
         assert np.isfinite(scaler.scale_).all() and np.isfinite(scaler.var_).all()
         assert np.isfinite(scaler.mean_).all()
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_a_tiny_fit_on_the_widest_bounds_keeps_var_finite(n):
+    # At a tiny n the variance floor exceeds 1/4 (a spread over the whole
+    # bounds), and var_ = scale_² overflowed to inf for bounds near the
+    # widest accepted (review). The scale is capped at the half-width.
+    X = np.random.default_rng(0).normal(size=(n, 1))
+    scaler = DPStandardScaler(bounds=(-9.9e153, 9.9e153), random_state=0).fit(X)
+    assert np.isfinite(scaler.var_).all()
+    assert scaler.scale_[0] <= 9.9e153
+    assert scaler._audit_largest_scale()[0] == 9.9e153

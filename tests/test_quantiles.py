@@ -1108,6 +1108,9 @@ def test_nothing_to_release_is_free():
     assert est.bin_edges_ is est.n_bins_ is est.histogram_ is None
     assert est.privacy_spent_.mechanism == "DPRobustScaler: nothing released"
     np.testing.assert_array_equal(est.transform(X), X)
+    # inverse_transform read dropped_features_ (None here): AttributeError
+    # (review)
+    np.testing.assert_array_equal(est.inverse_transform(X), X)
 
 
 # --------------------------------------------------------------------------

@@ -225,7 +225,7 @@ class FarExtremeRecordCanary(_Far, ExtremeRecordCanary):
 
     Statistic: ``Σ_j (n·shift_j − Σ_{i≠index} z_ij)`` normalised to the
     *public* bounds, over its standard deviation ``z·d``; guarded by
-    ``|mean_ − c| <= w/2`` and ``scale_ <= w·sqrt(max(1/4, floor))``, which
+    ``|mean_ − c| <= w/2`` and ``scale_ <= w/2``, which
     every correct fit meets exactly (the release is clipped to the bounds).
 
     Parameters
@@ -269,7 +269,7 @@ class FarExtremeRecordCanary(_Far, ExtremeRecordCanary):
 
     def release_excess(self, fitted):
         # A fit of data clipped to the bounds releases a mean within them and
-        # a scale of at most w·sqrt(max(1/4, floor)), which the scaler
+        # a scale of at most w/2, the half-width of the bounds, which the scaler
         # computes from public values.
         ratio = np.max(np.abs(fitted.mean_ - self.center_) / self.half_)
         if fitted.scale_ is not None:

@@ -132,7 +132,7 @@ class _DPHistogramQuantiles(
         prediction) would magnify its noise up to ``data_range``; the fit
         saw nothing of them, so every input maps to the centre.
         """
-        if self.dropped_features_.any():
+        if self.dropped_features_ is not None and self.dropped_features_.any():
             X[:, self.dropped_features_] = np.broadcast_to(centre, X.shape[1:])[
                 self.dropped_features_
             ]

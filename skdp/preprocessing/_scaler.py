@@ -908,18 +908,19 @@ class DPStandardScaler(
         s = np.clip(noisy[d:] / (GAMMA * n), 0.0, 0.25)
         floor = _variance_floor(noise_multiplier, n, d)
         mean = np.clip(center + half_width * (2.0 * m), lower, upper)
-        scale = half_width * (2.0 * np.sqrt(np.maximum(s - m * m, floor)))
+        # At most 1/4 (a spread over the whole bounds): at a tiny n the floor
+        # exceeds it, and var_ = scale_² overflowed to inf for bounds near
+        # the widest accepted (review).
+        variance = np.minimum(np.maximum(s - m * m, floor), 0.25)
+        scale = half_width * (2.0 * np.sqrt(variance))
         return mean, scale
 
     def _audit_largest_scale(self):
         """The largest ``scale_`` a fit with given bounds can release, from
-        public values (the bounds, n, d, the noise): ``w·sqrt(max(1/4,
-        floor))`` per feature (:class:`~skdp.audit.FarExtremeRecordCanary`)."""
+        the public bounds: their half-width, per feature
+        (:class:`~skdp.audit.FarExtremeRecordCanary`)."""
         lower, upper = self.bounds_
-        floor = _variance_floor(
-            self.noise_multiplier_, self.n_samples_seen_, lower.shape[0]
-        )
-        return (upper - lower) * math.sqrt(max(0.25, floor))
+        return upper / 2.0 - lower / 2.0
 
     @private_transform
     def transform(self, X):
