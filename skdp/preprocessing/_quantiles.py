@@ -909,7 +909,9 @@ def search_grid(lower, upper, n_bins, data_range):
     """Per-feature grid of the final release after the bounds search.
 
     ``n_bins`` equal bins on the bounds ``[lower_j, upper_j]`` found by
-    :func:`private_bounds`, and outside them the bins of the signed
+    :func:`private_bounds` (cut at the zero bin's edges ``±data_range·1e-12``
+    where the bounds hold them, so that a spike of zeros has a bin of its
+    own), and outside them the bins of the signed
     logarithmic grid (:func:`signed_grid`) that lie beyond the bounds, so
     that a heavy tail or a far spike beyond the bulk is still seen (at the
     logarithmic grid's resolution). Each feature's edges are sorted; a
@@ -925,17 +927,23 @@ def search_grid(lower, upper, n_bins, data_range):
         Which bins are equal-width bins (the others are logarithmic).
     """
     log_edges = signed_grid(data_range)
+    zero_edges = log_edges[log_edges.size // 2 - 1 : log_edges.size // 2 + 1]
     inner = equal_width_edges(lower, upper, n_bins)
     rows, kinds = [], []
     for j in range(lower.shape[0]):  # a loop over features, never over samples
         below = log_edges[log_edges < inner[j, 0]]
         above = log_edges[log_edges > inner[j, -1]]
-        rows.append(np.concatenate([below, inner[j], above]))
+        # The zero bin's edges within the bounds too: a spike of exact zeros
+        # inside a wide equal bin was spread over it, and a 90%-zero column's
+        # median came out at 822 (review).
+        cuts = zero_edges[(zero_edges > inner[j, 0]) & (zero_edges < inner[j, -1])]
+        equal = np.union1d(inner[j], cuts)
+        rows.append(np.concatenate([below, equal, above]))
         kinds.append(
             np.concatenate(
                 [
                     np.zeros(below.size, bool),
-                    np.ones(n_bins, bool),
+                    np.ones(equal.size - 1, bool),
                     np.zeros(above.size, bool),
                 ]
             )
