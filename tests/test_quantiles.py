@@ -145,10 +145,21 @@ def test_search_grid_is_sorted_and_covers_the_public_range():
     zero_bin = [-1e6 * 1e-12, 1e6 * 1e-12]
     for j in (0, 2):
         assert np.isin(zero_bin, edges[j]).all()
-    # Only the logarithmic edges beyond the bounds are kept.
+    # Two margin bins of an eighth of the bounds' width on each side, then
+    # only the logarithmic edges beyond them.
+    for j in range(3):
+        e = edges[j, : sizes[j] + 1]
+        w = upper[j] - lower[j]
+        first, last = np.searchsorted(e, [lower[j], upper[j]])
+        np.testing.assert_allclose(
+            e[first - 2 : first], [lower[j] - w / 4, lower[j] - w / 8], rtol=1e-14
+        )
+        np.testing.assert_allclose(
+            e[last + 1 : last + 3], [upper[j] + w / 8, upper[j] + w / 4], rtol=1e-14
+        )
     grid = signed_grid(1e6)
-    assert sizes[2] == 18  # bounds wider than the range: no log bin
-    assert sizes[0] == 18 + np.sum(grid < -3.0) + np.sum(grid > 4.0)
+    assert sizes[2] == 18 + 4  # bounds wider than the range: no log bin
+    assert sizes[0] == 18 + 4 + np.sum(grid < -4.75) + np.sum(grid > 5.75)
 
 
 # --------------------------------------------------------------------------
@@ -286,8 +297,10 @@ def test_search_grid_edges_strictly_increase_when_bounds_sit_on_log_edges():
     for j in range(2):
         e = edges[j, : sizes[j] + 1]
         assert np.all(np.diff(e) > 0)
-        outside = np.sum(log < lower[j]) + np.sum(log > upper[j])
-        assert sizes[j] == 4 + 2 + outside  # both bounds hold the zero bin
+        w = upper[j] - lower[j]
+        outside = np.sum(log < lower[j] - w / 4) + np.sum(log > upper[j] + w / 4)
+        # both bounds hold the zero bin (+2), two margin bins a side (+4)
+        assert sizes[j] == 4 + 2 + 4 + outside
         inside = e[np.r_[False, equal[j, : sizes[j]]]]
         assert inside[-1] == upper[j]
         assert np.isin(lower[j] + (upper[j] - lower[j]) / 4, inside)
@@ -1665,3 +1678,55 @@ def test_a_zero_inflated_columns_median_is_its_spike():
         for seed in range(40)
     ]
     assert np.max(np.abs(centers)) < 1e-6
+
+
+def test_min_max_quantiles_stay_near_the_data_in_the_tails():
+    # N(-1000, 10) columns, n = 5000, d = 14, ε = 1 (a public ratio inside
+    # the search schedule): the search cuts the tails where their counts
+    # meet the noise, and the 1st percentile was interpolated in the
+    # logarithmic bin beyond (-2456 for -1024), or a lone bin of noise far
+    # from the data was read (a 99th percentile at +23): 23 of 140 features
+    # with a range over 3 times the data's, up to 1478 times (review).
+    # Margin bins beyond the bounds and the lone-bin rule: none.
+    rng = np.random.default_rng(0)
+    X = rng.normal(-1000.0, 10.0, (5000, 14))
+    p1, p99 = np.percentile(X, [1, 99], axis=0)
+    ratios = [
+        (scaler.data_max_ - scaler.data_min_) / (p99 - p1)
+        for scaler in (
+            DPMinMaxScaler(epsilon=1.0, delta=1e-6, random_state=seed).fit(X)
+            for seed in range(10)
+        )
+    ]
+    assert np.max(ratios) < 2.0 and np.min(ratios) > 0.5
+
+
+def test_the_final_release_reads_a_lone_noise_bin_only_above_five_sds():
+    # Noise-free counts on the one-histogram grid (signed, symmetric) and on
+    # a searched grid, noise std 10: a bin at 4 sds far from the data is
+    # not read (it was, as any bin above 3.5 sds); at 6 sds it is; a bin at
+    # 4 sds on the mirror side of the data, or beside the bulk, is.
+    grid = signed_grid(1e6)
+    k = grid.size - 1
+    zero = k // 2
+    counts = np.zeros((1, k))
+    counts[0, zero + 20] = 500.0  # the data, decades above 0
+    counts[0, zero + 21] = 40.0  # its tail, beside it
+    counts[0, zero - 20] = 40.0  # the same magnitude, negative side
+    counts[0, zero + 5] = 40.0  # a lone bin of noise, decades below the data
+    floor = np.full((1, k), _quantiles._COARSE_SIGNAL_SDS * 10.0)
+    fine = np.zeros((1, k), bool)
+    read = _stats._connected(counts, floor, 10.0, fine, "histogram")
+    assert np.flatnonzero(read[0]).tolist() == [zero - 20, zero + 20, zero + 21]
+    counts[0, zero + 5] = 60.0
+    read = _stats._connected(counts, floor, 10.0, fine, "histogram")
+    assert read[0, zero + 5]
+    # a searched grid: the bulk (equal bins) seeds, no mirror images
+    counts = np.zeros((1, 30))
+    fine = np.zeros((1, 30), bool)
+    fine[0, 10:20] = True
+    counts[0, 10:20] = 100.0
+    counts[0, [21, 27]] = 40.0  # beside the bulk (one empty bin), and far
+    floor = np.where(fine, 20.0, 35.0)
+    read = _stats._connected(counts, floor, 10.0, fine, "search")
+    assert np.flatnonzero(read[0]).tolist() == [*range(10, 20), 21]

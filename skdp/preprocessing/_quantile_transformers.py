@@ -249,16 +249,19 @@ _GUARANTEE_DOC = """**Guarantee.** The fitted statistics are (ε, δ)-DP under
     share the bounds' budget equally: a quantile grid needs a column's
     extent, not its bulk): when
     ``n·μ/sqrt(2d) >= 100``, the four histograms of that search, then
-    one histogram with ``B`` equal bins on the bounds found and the bins of
-    the signed logarithmic grid (a factor ``sqrt(10)`` wide) beyond them
-    (a heavy tail is still seen); with less data, one histogram on the
+    one histogram with ``B`` equal bins on the bounds found, two margin
+    bins of an eighth of their width on each side and the bins of the
+    signed logarithmic grid (a factor ``sqrt(10)`` wide) beyond them (a
+    heavy tail is still seen); with less data, one histogram on the
     signed logarithmic grid alone (with a ``UserWarning`` below a ratio of
     8). The releases compose exactly to μ-GDP with ``μ =
     mu_from_epsilon(ε, δ)`` (Dong, Roth & Su 2022), i.e. ``Σ 1/z_i² =
     1/z²``. See :func:`~skdp.preprocessing.dp_quantiles`.
 
     **Post-processing.** A bin weighs its noisy count where that exceeds 2
-    noise standard deviations (3.5 for a logarithmic bin), else 0; the CDF
+    noise standard deviations (3.5 for a logarithmic or margin bin, which
+    must also be connected to the bulk, the fullest bin or a bin above 5
+    noise standard deviations), else 0; the CDF
     is the cumulative weight over the total, linear within a bin: monotone
     by construction. Quantiles are its generalised inverse. Nothing is read
     from the raw data outside the releases: not the minimum or maximum,
