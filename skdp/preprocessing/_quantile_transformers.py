@@ -277,8 +277,13 @@ class DPQuantileTransformer(_DPHistogramQuantiles):
     over [0, 1] (``output_distribution="uniform"``) or follow a standard
     normal (``"normal"``). The CDF is released privately: Gaussian-noised
     histograms of every feature, on grids that never read the raw data (see
-    Notes). A monotone map robust to outliers, heavy tails and zero
-    inflation, whatever the scale of the feature. Before a DP linear model
+    Notes). A monotone map robust to outliers and zero inflation, whatever
+    the scale of the feature. A tail spanning decades is seen at the
+    resolution of equal bins on the bounds found: most of a log-normal
+    column with σ ≥ 3 falls in their first bins, and the map is coarse there
+    (Kolmogorov distance of the uniform output 0.35-0.5 at n = 20000, d = 10,
+    ε = 1); a row-wise log first, ``FunctionTransformer(np.log1p)`` on such
+    columns, brings it to 0.03-0.1. Before a DP linear model
     use ``output_distribution="normal"``: the uniform output is not centred
     (on breast cancer, DPLogisticRegression at total ε = 1 scored 0.639
     after the uniform output, 0.921 after the normal one; see the
