@@ -1702,31 +1702,16 @@ def test_min_max_quantiles_stay_near_the_data_in_the_tails():
 
 
 def test_the_final_release_reads_a_lone_noise_bin_only_above_five_sds():
-    # Noise-free counts on the one-histogram grid (signed, symmetric) and on
-    # a searched grid, noise std 10: a bin at 4 sds far from the data is
-    # not read (it was, as any bin above 3.5 sds); at 6 sds it is; a bin at
-    # 4 sds on the mirror side of the data, or beside the bulk, is.
-    grid = signed_grid(1e6)
-    k = grid.size - 1
-    zero = k // 2
-    counts = np.zeros((1, k))
-    counts[0, zero + 20] = 500.0  # the data, decades above 0
-    counts[0, zero + 21] = 40.0  # its tail, beside it
-    counts[0, zero - 20] = 40.0  # the same magnitude, negative side
-    counts[0, zero + 5] = 40.0  # a lone bin of noise, decades below the data
-    floor = np.full((1, k), _quantiles._COARSE_SIGNAL_SDS * 10.0)
-    fine = np.zeros((1, k), bool)
-    read = _stats._connected(counts, floor, 10.0, fine, "histogram")
-    assert np.flatnonzero(read[0]).tolist() == [zero - 20, zero + 20, zero + 21]
-    counts[0, zero + 5] = 60.0
-    read = _stats._connected(counts, floor, 10.0, fine, "histogram")
-    assert read[0, zero + 5]
-    # a searched grid: the bulk (equal bins) seeds, no mirror images
+    # Noise-free counts on a searched grid, noise std 10: a logarithmic bin
+    # at 4 sds far from the bulk is not read (it was, as any bin above 3.5
+    # sds); at 6 sds it is; one beside the bulk (one empty bin between) is.
     counts = np.zeros((1, 30))
     fine = np.zeros((1, 30), bool)
     fine[0, 10:20] = True
     counts[0, 10:20] = 100.0
-    counts[0, [21, 27]] = 40.0  # beside the bulk (one empty bin), and far
+    counts[0, [21, 27]] = 40.0  # beside the bulk, and far
     floor = np.where(fine, 20.0, 35.0)
-    read = _stats._connected(counts, floor, 10.0, fine, "search")
+    read = _stats._connected(counts, floor, 10.0, fine)
     assert np.flatnonzero(read[0]).tolist() == [*range(10, 20), 21]
+    counts[0, 27] = 60.0
+    assert _stats._connected(counts, floor, 10.0, fine)[0, 27]

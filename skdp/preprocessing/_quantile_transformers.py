@@ -260,8 +260,8 @@ _GUARANTEE_DOC = """**Guarantee.** The fitted statistics are (ε, δ)-DP under
 
     **Post-processing.** A bin weighs its noisy count where that exceeds 2
     noise standard deviations (3.5 for a logarithmic or margin bin, which
-    must also be connected to the bulk, the fullest bin or a bin above 5
-    noise standard deviations), else 0; the CDF
+    on a searched grid must also be connected to the bulk, the fullest bin
+    or a bin above 5 noise standard deviations), else 0; the CDF
     is the cumulative weight over the total, linear within a bin: monotone
     by construction. Quantiles are its generalised inverse. Nothing is read
     from the raw data outside the releases: not the minimum or maximum,

@@ -134,22 +134,20 @@ class CDFRelease:
         return (low == high) & np.take_along_axis(self.fine, low[:, None], 1)[:, 0]
 
 
-def _connected(noisy, floor, noise_std, fine, schedule):
-    """The bins above their floor that the CDF reads (post-processing).
+def _connected(noisy, floor, noise_std, fine):
+    """The bins of a searched grid above their floor that the CDF reads
+    (post-processing).
 
-    A logarithmic bin just above its floor, decades from the data, is most
-    likely noise: read alone it put a column's 99th percentile at 23 for
-    data near −1000 (review). As in :func:`read_bins`, a bin is read only if
-    connected to the bulk (the equal-width bins on the bounds found; on the
-    one-histogram grid, the zero bin and its mirror images), to the fullest
-    bin or to a bin above ``_LONE_SIGNAL_SDS`` noise standard deviations.
+    A logarithmic bin just above its floor, decades from the bounds found,
+    is most likely noise: read alone it put a column's 99th percentile at
+    23 for data near −1000 (review). As in :func:`read_bins`, a bin is read
+    only if connected to the bulk (``fine``: the equal-width bins on the
+    bounds), to the fullest bin or to a bin above ``_LONE_SIGNAL_SDS`` noise
+    standard deviations. (Not on the one-histogram grid: there a
+    zero-inflated column's other values lie decades from its zero bin, and
+    the rule dropped them; digits' pipelines lost 0.015 at ε = 1.)
     """
-    significant = noisy > floor
-    if schedule == "histogram":  # the signed grid, symmetric about its zero bin
-        seeds = np.zeros_like(significant)
-        seeds[:, noisy.shape[1] // 2] = True
-        return connected_bins(noisy, significant, seeds, noise_std, mirrored=True)
-    return connected_bins(noisy, significant, fine, noise_std)
+    return connected_bins(noisy, noisy > floor, fine, noise_std)
 
 
 def _zero_bin_width(data_range):
@@ -267,8 +265,9 @@ def release_cdf(
     post-processing of the last release
     (:func:`~skdp.preprocessing._quantiles.cdf_from_counts`: bins below
     2 noise standard deviations, 3.5 for logarithmic and margin bins, or
-    below half a record, weigh 0; so does a logarithmic bin connected to
-    no other that weighs, see :func:`_connected`).
+    below half a record, weigh 0; on a searched grid so does a
+    logarithmic bin connected to no other that weighs, see
+    :func:`_connected`).
     """
     n, d = X.shape
     schedule = bounds_schedule(
@@ -358,8 +357,8 @@ def release_cdf(
     # A bin must also hold half a record: at a large budget (tiny noise) no
     # empty bin then weighs anything.
     floor = np.maximum(thresholds * noise_std, _MIN_COUNT)
-    if schedule != "given":
-        read = _connected(noisy, floor, noise_std, fine, schedule)
+    if schedule in ("search", "located"):
+        read = _connected(noisy, floor, noise_std, fine)
         floor = np.where(read, floor, np.inf)
     cdf, seen = cdf_from_counts(noisy, edges, sizes, floor)
     if schedule != "given":
