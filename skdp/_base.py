@@ -921,21 +921,24 @@ def private_fit(fit):
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
-        # Always, even under scikit-learn's skip_parameter_validation=True:
-        # the constraints guard the guarantee (a clip of 1e200 overflows on
-        # one data set and not on its neighbour; a float16 clip computes the
-        # noise in float16).
-        self._validate_params()
-        if "sample_weight" in kwargs:
-            _refuse_sample_weight(self)
-        _refuse_extended_precision(*args, *kwargs.values())
-        noise = getattr(self, "noise", "fast")
-        check_secure_seed(self.random_state, noise)
-        seed = noise_seed_id(self.random_state)
-        if seed is not None:
-            _warn_seeded(self)
-        source = _produced_by(args[0] if args else kwargs.get("X"))
         try:
+            # A refusal here leaves the estimator unfitted too: an earlier
+            # model kept under the new parameters (noise="secure" beside a
+            # fast-noise model) would say what it is not (review).
+            # Always, even under scikit-learn's skip_parameter_validation=True:
+            # the constraints guard the guarantee (a clip of 1e200 overflows on
+            # one data set and not on its neighbour; a float16 clip computes
+            # the noise in float16).
+            self._validate_params()
+            if "sample_weight" in kwargs:
+                _refuse_sample_weight(self)
+            _refuse_extended_precision(*args, *kwargs.values())
+            noise = getattr(self, "noise", "fast")
+            check_secure_seed(self.random_state, noise)
+            seed = noise_seed_id(self.random_state)
+            if seed is not None:
+                _warn_seeded(self)
+            source = _produced_by(args[0] if args else kwargs.get("X"))
             running = _RUNNING_FIT.set(self)  # for check_cost_before_steps
             try:
                 # assume_finite=False: scikit-learn's global assume_finite=True

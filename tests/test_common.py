@@ -335,6 +335,43 @@ def test_sample_weight_is_refused_saying_why(cls):
     assert not hasattr(estimator, "privacy_spent_")
 
 
+@pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_a_refusal_before_the_fit_leaves_no_earlier_model(cls):
+    """The checks before a fit's work (parameters, sample_weight, extended
+    precision, a seed with secure noise) left an earlier fit's attributes
+    and stamp in place, under the new parameters (review)."""
+    import warnings
+
+    from skdp import PrivacyLeakWarning
+    from skdp._base import FIT_STAMP
+
+    def fitted(estimator):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            return estimator.fit(*small_fit_data(estimator))
+
+    estimator = cls()
+    if "classes" in estimator.get_params():
+        estimator.set_params(classes=[0, 1])
+    X, y = small_fit_data(estimator)
+    refusals = [
+        lambda e: e.set_params(epsilon=-1.0).fit(X, y),
+        lambda e: e.fit(X, y, sample_weight=np.ones(X.shape[0])),
+        lambda e: e.fit(X.astype(np.longdouble), y),
+    ]
+    if "noise" in estimator.get_params():
+        refusals.append(
+            lambda e: e.set_params(noise="secure", random_state=0).fit(X, y)
+        )
+    for refuse in refusals:
+        model = fitted(clone(estimator))
+        assert hasattr(model, "privacy_spent_") and FIT_STAMP in vars(model)
+        with pytest.raises((ValueError, TypeError)):
+            refuse(model)
+        assert [k for k in vars(model) if k.endswith("_")] == []
+        assert FIT_STAMP not in vars(model)
+
+
 def _with_noise_parameter():
     return [
         cls
