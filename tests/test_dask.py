@@ -1262,6 +1262,16 @@ def test_a_chunk_of_a_two_column_y_that_belies_its_metadata_is_refused(extra):
     )
 
 
+def test_a_two_dimensional_y_of_no_column_is_refused():
+    # Dask: ZeroDivisionError in the target weight (review); in memory
+    # scikit-learn refuses it.
+    X, _ = _classification()
+    Xd = da.from_array(X, chunks=(1000, 6))
+    for y in (np.empty((len(X), 0)), da.zeros((len(X), 0), chunks=(1000, 0))):
+        with pytest.raises(ValueError, match=r"0 columns|0 feature"):
+            DPLinearRegression().fit(Xd, y)
+
+
 def test_a_numpy_X_with_a_lazy_y_of_unknown_chunk_sizes_says_so():
     # DPLinearRegression chunks a numpy X like a Dask y: unknown sizes gave
     # "slice indices must be integers" (review).

@@ -1704,14 +1704,20 @@ def test_min_max_quantiles_stay_near_the_data_in_the_tails():
 def test_the_final_release_reads_a_lone_noise_bin_only_above_five_sds():
     # Noise-free counts on a searched grid, noise std 10: a logarithmic bin
     # at 4 sds far from the bulk is not read (it was, as any bin above 3.5
-    # sds); at 6 sds it is; one beside the bulk (one empty bin between) is.
-    counts = np.zeros((1, 30))
-    fine = np.zeros((1, 30), bool)
-    fine[0, 10:20] = True
-    counts[0, 10:20] = 100.0
-    counts[0, [21, 27]] = 40.0  # beside the bulk, and far
+    # sds); at 6 sds it is; one beside the bulk (one empty bin between) is,
+    # and so is the bin that holds 0, far from the bulk (a spike of zeros).
+    edges = np.concatenate([-np.logspace(6, -6, 13), np.logspace(-6, 6, 13)])
+    edges = np.unique(np.concatenate([edges, np.linspace(1e3, 1.001e3, 11)]))[None]
+    k = edges.shape[1] - 1
+    sizes = np.array([k])
+    fine = ((edges[:, :-1] >= 1e3) & (edges[:, 1:] <= 1.001e3)) & True
+    counts = np.where(fine, 100.0, 0.0)
+    zero = int(np.searchsorted(edges[0], 0.0, side="right")) - 1
+    last_fine = int(np.flatnonzero(fine[0])[-1])
+    counts[0, [zero, last_fine + 2, 2]] = 40.0  # zeros; beside the bulk; far
     floor = np.where(fine, 20.0, 35.0)
-    read = _stats._connected(counts, floor, 10.0, fine)
-    assert np.flatnonzero(read[0]).tolist() == [*range(10, 20), 21]
-    counts[0, 27] = 60.0
-    assert _stats._connected(counts, floor, 10.0, fine)[0, 27]
+    read = _stats._connected(counts, floor, 10.0, fine, edges, sizes)
+    expected = [zero, *np.flatnonzero(fine[0]), last_fine + 2]
+    assert np.flatnonzero(read[0]).tolist() == expected
+    counts[0, 2] = 60.0
+    assert _stats._connected(counts, floor, 10.0, fine, edges, sizes)[0, 2]

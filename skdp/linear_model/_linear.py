@@ -636,6 +636,8 @@ def _dask_columns(X, y):
         y = da.from_array(y, chunks=(X.chunks[0], y.shape[1]))
     if y.ndim != 2:
         raise ValueError(f"y must be 1-D or 2-D; got {y.ndim} dimension(s).")
+    if y.shape[1] == 0:  # as scikit-learn refuses an in-memory one
+        raise ValueError("y has 0 columns: a 2-D y needs at least one target.")
     if np.dtype(y.dtype).kind == "c":  # astype would drop the imaginary part
         raise ValueError("Complex data not supported.")
     # Every chunk, as in _dask.validate: one declared float64 may hold long
