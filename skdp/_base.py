@@ -831,8 +831,11 @@ def refuse_fixed_width_scalars(estimator):
     sensitivity and noise in float16, ε 0.06% above the one it reported,
     and with n above 65504 (inf in float16) no noise at all (review). A
     numpy integer wraps around in a product past 9.2e18 (a clip's square).
-    ``np.float64`` is a Python float and passes; so do numpy integers for
-    integer parameters (``np.arange`` grids of iteration counts).
+    ``np.float64`` is a Python float and passes; so do 64-bit numpy integers
+    for integer parameters (``np.arange`` grids of iteration counts). A
+    narrower one is refused: ``np.sqrt(np.uint8(200))`` is a float16, and
+    DPRandomFeaturesRegressor's clip ``0.5·sqrt(n_components)`` computed its
+    noise in float16 (ε 0.07% above the one reported; review).
     """
     constraints = getattr(estimator, "_parameter_constraints", {})
     for name, value in estimator.get_params(deep=False).items():
@@ -844,6 +847,13 @@ def refuse_fixed_width_scalars(estimator):
         real = Real in allowed or any(
             isinstance(c, Interval) and c.type is Real for c in allowed
         )
+        if isinstance(value, np.integer) and value.dtype.itemsize < 8:
+            raise InvalidParameterError(
+                f"{type(estimator).__name__}: {name}={value!r} is a numpy "
+                f"{value.dtype} scalar, and numpy computes in its precision (a "
+                "square root of it in float16 or float32, the noise too): pass "
+                f"a Python number, {name}=int({name})."
+            )
         if real or isinstance(value, np.floating):
             raise InvalidParameterError(
                 f"{type(estimator).__name__}: {name}={value!r} is a numpy "

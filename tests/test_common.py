@@ -768,6 +768,43 @@ def test_a_real_parameter_as_a_fixed_width_numpy_scalar_is_refused(cls):
         estimator.fit(X, y)
 
 
+@pytest.mark.parametrize("cls", exported_estimators(), ids=lambda c: c.__name__)
+def test_an_integer_parameter_as_a_narrow_numpy_integer_is_refused(cls):
+    """np.sqrt(np.uint8(200)) is a float16: DPRandomFeaturesRegressor's
+    clip 0.5·sqrt(n_components) made its noise float16, ε 0.07% above the
+    one reported (review). Integer parameters given as numpy integers
+    narrower than 64 bits are refused; np.int64 (np.arange's) passes."""
+    from numbers import Integral
+
+    from sklearn.utils._param_validation import Interval, InvalidParameterError
+
+    estimator = cls()
+    X, y = small_fit_data(estimator)
+    if "classes" in estimator.get_params():
+        estimator.set_params(classes=[0, 1])
+    names = [
+        name
+        for name, allowed in cls._parameter_constraints.items()
+        if Integral in allowed
+        or any(isinstance(c, Interval) and c.type is Integral for c in allowed)
+    ]
+    checked = 0
+    for name in names:
+        value = estimator.get_params()[name]
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        value = min(value, 100)  # within int8's range (n_components=1000)
+        for kind in (np.int8, np.uint8, np.int16, np.int32):
+            with pytest.raises(InvalidParameterError, match=f"{name}=int"):
+                clone(estimator).set_params(**{name: kind(value)}).fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clone(estimator).set_params(**{name: np.int64(value)}).fit(X, y)
+        checked += 1
+    if cls.__name__ == "DPRandomFeaturesRegressor":
+        assert checked >= 1
+
+
 def test_the_square_of_the_smallest_clip_gives_normal_noise():
     """A Gram release's noise scale is the clip squared times the noise
     multiplier: at MIN_CLIP, and at ε = 1e6 (a multiplier near 1e-6), it is a
