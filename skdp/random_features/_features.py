@@ -74,29 +74,42 @@ def resolve_activation(activation):
 
 
 def _elementwise_ufunc(activation):
-    """A plain ufunc (no core dimensions) acts entry by entry; a generalised
-    one (``signature`` such as ``"(m,n)->(m,n)"``) may span the rows."""
-    return isinstance(activation, np.ufunc) and activation.signature is None
+    """A plain numeric ufunc (no core dimensions) acts entry by entry and
+    cannot raise on a value (floating-point events are off during a fit); a
+    generalised one (``signature`` such as ``"(m,n)->(m,n)"``) may span the
+    rows, and one on Python objects (``np.frompyfunc``) runs Python code
+    that may raise."""
+    return (
+        isinstance(activation, np.ufunc)
+        and activation.signature is None
+        and not any("O" in types for types in activation.types)
+    )
 
 
 def _entry_by_entry(activation, Z):
     """``activation`` applied so that row i of the result depends on row i of
-    Z alone: a ufunc to the whole block (it acts per entry), any other
-    callable to one row at a time (one call per record: slower, but the
-    output for a record cannot depend on the other records, provided the
-    callable is a pure function: one that keeps state between calls, e.g.
-    a running maximum, is beyond any check and voids the guarantee)."""
+    Z alone: a numeric ufunc to the whole block (it acts per entry), any
+    other callable to one row at a time (one call per record: slower, but
+    the output for a record cannot depend on the other records, provided
+    the callable is a pure function: one that keeps state between calls,
+    e.g. a running maximum, is beyond any check and voids the guarantee).
+
+    A record on which the callable raises, or returns another shape, gets
+    features 0: a rule of that record alone. Raising would let one record
+    decide whether the fit fails (a softplus written with ``math.exp``
+    overflowed on one record of 2000; inside a private search the failed
+    run scored its worst; review).
+    """
     if _elementwise_ufunc(activation):
         return np.asarray(activation(Z), dtype=np.float64)
-    A = np.empty(Z.shape)
+    A = np.zeros(Z.shape)
     for i in range(Z.shape[0]):  # a user's callable may mix the rows it is given
-        row = np.asarray(activation(Z[i : i + 1]), dtype=np.float64)
-        if row.shape != (1, Z.shape[1]):
-            raise ValueError(
-                "activation must return an array of its input's shape; got "
-                f"shape {row.shape} for an input of shape {(1, Z.shape[1])}."
-            )
-        A[i] = row[0]
+        try:
+            row = np.asarray(activation(Z[i : i + 1]), dtype=np.float64)
+        except Exception:  # any error of one record's call
+            continue
+        if row.shape == (1, Z.shape[1]):
+            A[i] = row[0]
     return A
 
 

@@ -86,7 +86,8 @@ class DPRandomFeaturesRegressor(
         record alone whatever the function does (one call per row: slower
         on large data; pass a ufunc where speed matters). The guarantee
         holds for any pure function (one with no state kept between
-        calls).
+        calls); a record on which it raises, or returns another shape,
+        gets features 0 (a rule of that record alone).
     epsilon : float, default=1.0
         Privacy budget ε > 0 of one fit.
     delta : float, default=1e-5
