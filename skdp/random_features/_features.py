@@ -77,12 +77,12 @@ def _elementwise_ufunc(activation):
     """A plain numeric ufunc (no core dimensions) acts entry by entry and
     cannot raise on a value (floating-point events are off during a fit); a
     generalised one (``signature`` such as ``"(m,n)->(m,n)"``) may span the
-    rows, and one on Python objects (``np.frompyfunc``) runs Python code
-    that may raise."""
+    rows, and one with only loops on Python objects (``np.frompyfunc``)
+    runs Python code that may raise."""
     return (
         isinstance(activation, np.ufunc)
         and activation.signature is None
-        and not any("O" in types for types in activation.types)
+        and any("O" not in types for types in activation.types)
     )
 
 
