@@ -27,8 +27,11 @@ def sign_task(n, d, seed):
 
 
 def run_both(X, y, weights, *, seed, **run):
-    """θ_T from the primal engine and from the kernel form, same settings."""
-    Phi = features(X, weights, np.tanh)
+    """θ_T from the primal engine (on the estimator's feature matrix) and
+    from the kernel form, same settings."""
+    from skdp.random_features._regressor import _feature_matrix
+
+    Phi = _feature_matrix(X, weights, np.tanh)
     params = dict(
         clip_norm=run.get("clip_norm", 1.0),
         noise_multiplier=run.get("noise_multiplier", 0.0),
@@ -75,6 +78,25 @@ def test_kernel_iterates_equal_primal_ones_without_noise(n_components):
         scale = np.abs(primal).max()
         assert scale > 1e-3
         np.testing.assert_allclose(kernel, primal, rtol=0, atol=1e-8 * scale)
+
+
+def test_both_solvers_run_a_row_of_tiny_features_as_a_zero_row():
+    # The kernel solver runs a row of feature norm below 1e-140 as a zero
+    # row; the primal one clipped its gradient to C (a residual of 1e300
+    # times features of 1e-300): not the same mechanism (review).
+    X, y = sign_task(20, 3, seed=0)
+    weights = draw_weights(np.random.default_rng(1), 3, 30)
+    for tiny, label in [(1e-300, -1e300), (1e-150, -1e160), (1e-141, -1e145)]:
+        X[0], y[0] = [tiny, 0.0, 0.0], label
+        primal, kernel = run_both(
+            X, y, weights, seed=0, n_iter=3, clip_norm=1.0, learning_rate=0.5
+        )
+        X[0], y[0] = 0.0, 0.0
+        zero_row, _ = run_both(
+            X, y, weights, seed=0, n_iter=3, clip_norm=1.0, learning_rate=0.5
+        )
+        np.testing.assert_allclose(primal, zero_row, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(kernel, zero_row, rtol=1e-8, atol=1e-10)
 
 
 def _statistics(thetas, weights, X_test, null_direction):

@@ -21,6 +21,13 @@ ACTIVATIONS = {"tanh": np.tanh, "erf": erf, "sin": np.sin}
 
 _FEATURE_BOUND = 1e100
 
+#: A training record whose row of features has a norm below this is run as a
+#: zero row by both solvers (the squares of its features may underflow in
+#: the kernel solver's Gram matrix): a fixed map of the record's own
+#: features, like a clip. The solvers clipped such a row differently before,
+#: and were not the same mechanism for it (review).
+SMALLEST_NORM = 1e-140
+
 # Blocks hold about this many float64 values (32 MB).
 _BLOCK_VALUES = 1 << 22
 
@@ -166,3 +173,10 @@ def predict_linear(X, weights, activation, coef):
     for rows in row_blocks(X.shape[0], weights.shape[1]):
         out[rows] = features(X[rows], weights, activation) @ coef
     return out
+
+
+def zero_tiny_rows(A, norms):
+    """Set to 0, in place, the rows of features ``A`` whose norm (``norms``)
+    is below :data:`SMALLEST_NORM`; return ``A``."""
+    A[norms < SMALLEST_NORM] = 0.0
+    return A

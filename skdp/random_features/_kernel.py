@@ -59,12 +59,12 @@ own coordinates a record whose features are tiny (``x = 1e-200``: norm
 1e-200, whose squares underflow in K) had ``K_ii = 0``, hence no clip,
 and a dual coefficient of size ``|ℓ'|`` moved θ by 1e98 for a clip of 1.
 Here ``r`` is computed free of underflow and every dual coefficient is at
-most ``T·η·C/n``. A row of norm below ``_SMALLEST_NORM`` = 1e-140 (whose
+most ``T·η·C/n``. A row of norm below ``SMALLEST_NORM`` = 1e-140 (whose
 squares may have underflowed in K) is run as a zero row: a fixed map of the
-record's own features, like a clip, so the guarantee is unchanged; its
-gradient, at most ``|ℓ'|·1e-140``, is below what θ holds next to any other
-record's. (Recomputing those rows exactly took one more pass over the
-features, which one such record triggered: a timing channel.)
+record's own features, like a clip, so the guarantee is unchanged; the
+primal solver zeroes the same rows, so that both run one mechanism.
+(Recomputing those rows exactly took one more pass over the features,
+which one such record triggered: a timing channel.)
 
 **Released.** Only θ_T. ``a_T``, ``u``, ``W``, ``ξ`` and K are indexed by
 training rows or read the features of the data; none leaves this module.
@@ -98,14 +98,10 @@ from .._base import check_cost_before_steps
 from .._clipping import row_norms
 from .._dpgd import _Progress
 from ..exceptions import MechanismFailedError
-from ._features import column_blocks, features
+from ._features import SMALLEST_NORM, column_blocks, features
 
 # Noise for as many steps at once as fit in this many values (n per step).
 _CHUNK_VALUES = 1 << 22
-
-# Below this row norm, some squares of the row's features may have underflowed
-# in the Gram matrix: such a row is run as a zero row (module docstring).
-_SMALLEST_NORM = 1e-140
 
 
 def gram_jitter(n, p):
@@ -152,7 +148,7 @@ def gram_pass(X, weights, activation, xi):
 
     K and h are summed from Φ and divided by the norms afterwards, which are
     exact for every row (per block free of over/underflow, combined with
-    hypot). Rows of norm below ``_SMALLEST_NORM`` (whose squares may have
+    hypot). Rows of norm below ``SMALLEST_NORM`` (whose squares may have
     underflowed) are zero rows, with norm 0 (module docstring, Normalised
     rows): the pass costs the same whatever the rows.
     """
@@ -163,7 +159,7 @@ def gram_pass(X, weights, activation, xi):
         gram += A @ A.T
         h += A @ xi[cols]
         norms = np.hypot(norms, row_norms(A))
-    norms[norms < _SMALLEST_NORM] = 0.0  # zero rows (see the module docstring)
+    norms[norms < SMALLEST_NORM] = 0.0  # zero rows (see the module docstring)
     inverse = np.divide(1.0, norms, out=np.zeros(n), where=norms > 0)
     gram *= inverse[:, None]
     gram *= inverse

@@ -20,7 +20,7 @@ from .._base import (
     require_positive_delta,
     warn_if_delta_is_large,
 )
-from .._clipping import canonical_design
+from .._clipping import canonical_design, row_norms
 from .._datafits import Quadratic
 from .._dpgd import NoiseBudget, dpgd
 from .._inputs import SPARSE_FIT_FORMATS, finite_targets
@@ -37,6 +37,7 @@ from ._features import (
     features,
     predict_linear,
     resolve_activation,
+    zero_tiny_rows,
 )
 from ._kernel import kernel_dpgd
 
@@ -546,7 +547,8 @@ def _chunk_features(block, weights, activation):
     (duplicates merged, a sum that overflows read as ±largest)."""
     if sp.issparse(block):
         block = canonical_design(block)
-    return features(block, weights, activation)
+    A = features(block, weights, activation)
+    return zero_tiny_rows(A, row_norms(A))
 
 
 def _feature_matrix(X, weights, activation):
@@ -567,9 +569,11 @@ def _feature_matrix(X, weights, activation):
             meta=np.empty((0, 0)),
         )
     Phi = np.empty((X.shape[0], weights.shape[1]), order="F")
+    norms = np.zeros(X.shape[0])
     for cols in column_blocks(X.shape[0], weights.shape[1]):
         Phi[:, cols] = features(X, weights, activation, cols)
-    return Phi
+        norms = np.hypot(norms, row_norms(Phi[:, cols]))
+    return zero_tiny_rows(Phi, norms)  # as the kernel solver's zero rows
 
 
 # Throughputs of the operations each solver is made of, measured on a 2-core
