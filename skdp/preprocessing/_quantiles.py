@@ -944,7 +944,8 @@ def search_grid(lower, upper, n_bins, data_range):
     sizes : ndarray of shape (d,)
         Each feature's own number of bins ``K_j <= K``.
     equal : ndarray of shape (d, K), bool
-        Which bins are equal-width bins (the others are logarithmic).
+        Which bins are equal-width bins on the bounds (the others are
+        margin or logarithmic bins).
     """
     log_edges = signed_grid(data_range)
     zero_edges = log_edges[log_edges.size // 2 - 1 : log_edges.size // 2 + 1]
