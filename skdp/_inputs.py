@@ -62,3 +62,17 @@ def finite_targets(y):
     if not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
     return y
+
+
+def validated_copy(estimator, X, dtype):
+    """``validate_data(..., copy=True)`` that a transform may write into.
+
+    scikit-learn's copy of a pandas frame of bool or nullable-integer
+    columns (pandas 3, copy-on-write) came back read-only, and every
+    private transformer's in-place arithmetic raised "output array is
+    read-only" where StandardScaler worked (user trial).
+    """
+    from sklearn.utils.validation import validate_data
+
+    X = validate_data(estimator, X, reset=False, dtype=dtype, copy=True)
+    return X if X.flags.writeable else X.copy()

@@ -31,6 +31,7 @@ from .._base import (
     require_positive_delta,
     warn_if_delta_is_large,
 )
+from .._inputs import validated_copy
 from ..accounting import REPLACE_ONE, PrivacyCost
 from ..mechanisms import as_generator
 from ._scaler import DATA_RANGE_CONSTRAINT, _check_bounds, _feature_list, warn_dropped
@@ -122,7 +123,7 @@ class _DPHistogramQuantiles(
         )
 
     def _check_transform_input(self, X):
-        return validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        return validated_copy(self, X, dtype=np.float64)
 
     def _centre_dropped(self, X, centre):
         """``inverse_transform``'s output for the dropped features: ``centre``.

@@ -24,6 +24,7 @@ from .._base import (
     sum_over_rows,
     warn_if_delta_is_large,
 )
+from .._inputs import validated_copy
 from ..accounting import (
     REPLACE_ONE,
     PrivacyCost,
@@ -942,9 +943,7 @@ class DPStandardScaler(
 
             return _dask.map_rows(self.transform, self, X)
         # float32 stays float32, as in scikit-learn (post-processing)
-        X = validate_data(
-            self, X, reset=False, dtype=[np.float64, np.float32], copy=True
-        )
+        X = validated_copy(self, X, dtype=[np.float64, np.float32])
         if self.clip and self.bounds_ is not None:
             np.clip(X, self.bounds_[0], self.bounds_[1], out=X)
         if self.with_mean:
@@ -979,9 +978,7 @@ class DPStandardScaler(
             from .. import _dask
 
             return _dask.map_rows(self.inverse_transform, self, X)
-        X = validate_data(
-            self, X, reset=False, dtype=[np.float64, np.float32], copy=True
-        )
+        X = validated_copy(self, X, dtype=[np.float64, np.float32])
         if self.with_std:
             X *= self.scale_
         if self.with_mean:
