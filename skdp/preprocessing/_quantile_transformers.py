@@ -785,7 +785,14 @@ class DPMinMaxScaler(_DPHistogramQuantiles):
         Desired range of the transformed data, ``min < max``, finite.
     clip : bool, default=False
         Clip transformed values to ``feature_range`` (values beyond the
-        quantiles fall outside it otherwise).
+        quantiles fall outside it otherwise). With little data for the
+        budget (one histogram on the logarithmic grid), a column that is 0
+        in about 99% of rows can get both quantiles from bins next to 0,
+        one of them a bin of noise: a range near 1e-5, and a 1 transformed
+        to 1e5 (ISLP Caravan at ε = 0.7, a user trial). Give such columns
+        public ``bounds``, or ``clip=True`` with ``feature_range=(-1, 1)``
+        (on breast cancer at total ε = 1 that scored 0.933 against 0.930
+        unclipped; with ``(0, 1)`` clipping cost 0.16).
     quantile_range : tuple (q_min, q_max), default=(1.0, 99.0)
         Percentiles ``0 <= q_min < q_max <= 100`` that stand in for the
         minimum and maximum. ``(0, 100)`` gives the ends of the support
