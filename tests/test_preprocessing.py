@@ -1550,7 +1550,12 @@ def test_an_unseen_feature_is_dropped_with_a_warning_and_never_magnified(n):
     assert "feature(s) 1 stood out of the noise: they are dropped" in str(
         dropped.message
     )
+    assert "TransformedTargetRegressor" not in str(dropped.message)
     assert points_at(dropped, __file__, line)
+    # One column (a target scaler's): the warning says what follows for a
+    # model (user trial: "feature(s) 0" did not say why predictions were 0).
+    with pytest.warns(UserWarning, match="target of a TransformedTargetRegressor"):
+        DPStandardScaler(epsilon=1.0, random_state=0).fit(spread[:, None])
     assert scaler.dropped_features_.tolist() == [False, True]
     assert scaler.scale_[1] == scaler.data_range and scaler.mean_[1] == 0.0
     # Its bounds are the public range (the histogram knows nothing narrower).

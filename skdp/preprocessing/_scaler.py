@@ -87,11 +87,19 @@ def warn_dropped(dropped, name, effect, stacklevel, feature_names=None):
     estimator's ``feature_names_in_``, if any) name the features.
     """
     features = _feature_list(np.flatnonzero(dropped), feature_names)
+    # One column: perhaps a TransformedTargetRegressor's target (user trial:
+    # predictions collapsed to 0, and "feature(s) 0" did not say why).
+    target = (
+        " (if this is the target of a TransformedTargetRegressor, the model "
+        "will predict about its centre)"
+        if dropped.size == 1
+        else ""
+    )
     warnings.warn(
         f"{name}: no bin of the private histogram of feature(s) "
         f"{features} stood out "
-        f"of the noise: {effect}. Give public bounds, fewer features or more "
-        "budget.",
+        f"of the noise: {effect}{target}. Give public bounds, fewer features "
+        "or more budget.",
         UserWarning,
         stacklevel=stacklevel + 1,
     )
