@@ -878,3 +878,48 @@ def test_an_activation_that_raises_on_one_record_zeroes_its_features(wrap, solve
     A = _features._entry_by_entry(softplus, Z)
     assert not A[0].any()
     np.testing.assert_allclose(A[1:], np.log1p(np.exp(Z[1:])), rtol=1e-12)
+
+
+@pytest.mark.parametrize("activation", ["erf", "expit"])
+def test_scipy_special_errors_of_the_caller_do_not_reach_a_fit(activation):
+    # scipy.special has its own error switch, which np.errstate leaves
+    # alone: under the caller's scipy.special.errstate(all="raise") erf
+    # raised on a pre-activation beyond 50, so one record decided whether
+    # the fit failed; under "warn" it warned (review).
+    import warnings
+
+    import scipy.special
+
+    activation = "erf" if activation == "erf" else scipy.special.expit
+    X, y = sign_task(200, 2, seed=0)
+    hostile = X.copy()
+    hostile[0] = [1e4, 1e4]
+    for mode in ("raise", "warn"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.special.SpecialFunctionWarning)
+            with scipy.special.errstate(all=mode):
+                for data in (X, hostile):
+                    reg = DPRandomFeaturesRegressor(
+                        50, activation=activation, max_iter=3, random_state=0
+                    ).fit(data, y)
+                    assert np.isfinite(reg.predict(data)).all()
+
+
+def test_an_activation_that_fails_at_the_fits_widths_is_refused():
+    # It maps the (1, 4) probe, but not a row of n_components values: every
+    # record got features 0 (the per-record rule) and the model predicted 0
+    # everywhere, silently (review). Probed at the public widths the fit
+    # uses (n_components, the column blocks' widths), it is refused.
+    X, y = sign_task(200, 3, seed=0)
+    for activation in (
+        lambda z: np.tanh(z).reshape(-1, 4),
+        lambda z: np.tanh(z) if z.shape[1] < 10 else 1 / 0,
+    ):
+        reg = DPRandomFeaturesRegressor(64, activation=activation, random_state=0)
+        with pytest.raises(ValueError, match="a width the fit uses"):
+            reg.fit(X, y)
+        assert not hasattr(reg, "coef_")
+    # one that works at every width fits
+    DPRandomFeaturesRegressor(
+        64, activation=lambda z: np.maximum(z, 0), max_iter=2, random_state=0
+    ).fit(X, y)

@@ -16,6 +16,8 @@ finite pre-activations (they are bounded by 1), and it keeps every entry of
 import numpy as np
 from scipy.special import erf
 
+from .._base import quiet_floats
+
 #: Named activations: odd and 1-Lipschitz (Assumption 2 of Bombari & Mondelli).
 ACTIVATIONS = {"tanh": np.tanh, "erf": erf, "sin": np.sin}
 
@@ -66,7 +68,7 @@ def resolve_activation(activation):
         )
     probe = np.linspace(-3.0, 3.0, 4).reshape(1, 4)
     try:
-        with np.errstate(all="ignore"):
+        with quiet_floats():
             out = np.asarray(activation(probe), dtype=np.float64)
     except Exception as exc:
         raise ValueError(
@@ -82,7 +84,8 @@ def resolve_activation(activation):
 
 def _elementwise_ufunc(activation):
     """A plain numeric ufunc (no core dimensions) acts entry by entry and
-    cannot raise on a value (floating-point events are off during a fit); a
+    does not raise on a value with numpy's and scipy.special's
+    floating-point events off (:func:`skdp._base.quiet_floats`); a
     generalised one (``signature`` such as ``"(m,n)->(m,n)"``) may span the
     rows, and one with only loops on Python objects (``np.frompyfunc``)
     runs Python code that may raise."""
@@ -141,7 +144,7 @@ def _zero_nan(A):
 
 def features(X, weights, activation, columns=slice(None)):
     """``φ(x)`` for every row of X and the given columns, as float64."""
-    with np.errstate(all="ignore"):
+    with quiet_floats():
         Z = np.asarray(X @ weights[:, columns], dtype=np.float64)
         if any(activation is named for named in ACTIVATIONS.values()):
             # In place: no second n × width array. These map every non-NaN
@@ -158,6 +161,39 @@ def column_blocks(n_samples, n_components):
     width = max(256, _BLOCK_VALUES // max(n_samples, 1))
     for start in range(0, n_components, width):
         yield slice(start, min(start + width, n_components))
+
+
+def check_activation_widths(activation, n_samples, n_components):
+    """Refuse a callable activation that fails at a width the fit uses.
+
+    The features are computed on rows of ``n_components`` values, or of a
+    column block's width (:func:`column_blocks`: public n and p); a callable
+    that maps the probe of :func:`resolve_activation` but raises, or returns
+    another shape, at one of these widths would give every record features
+    0 (:func:`_entry_by_entry`'s per-record rule) and a model of zeros,
+    silently (review). Probed on public rows, it raises instead.
+    """
+    if isinstance(activation, str) or _elementwise_ufunc(activation):
+        return
+    widths = {n_components} | {
+        cols.stop - cols.start for cols in column_blocks(n_samples, n_components)
+    }
+    for width in sorted(widths):
+        probe = np.linspace(-3.0, 3.0, width).reshape(1, width)
+        try:
+            with quiet_floats():
+                out = np.asarray(activation(probe), dtype=np.float64)
+        except Exception as exc:
+            raise ValueError(
+                f"activation failed on a test array of shape (1, {width}), a "
+                f"width the fit uses: {exc}"
+            ) from exc
+        if out.shape != probe.shape:
+            raise ValueError(
+                "activation must return an array of its input's shape; got "
+                f"shape {out.shape} for an input of shape (1, {width}), a width "
+                "the fit uses."
+            )
 
 
 def row_blocks(n_samples, n_components):

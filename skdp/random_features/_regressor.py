@@ -32,6 +32,7 @@ from ..accounting import (
 from ..mechanisms import as_generator
 from ._features import (
     ACTIVATIONS,
+    check_activation_widths,
     column_blocks,
     draw_weights,
     features,
@@ -375,6 +376,7 @@ class DPRandomFeaturesRegressor(
                 # every estimator reads a record: not by scipy inside X @ V.
                 X = canonical_design(X)
         n, d = X.shape
+        check_activation_widths(activation, n, self.n_components)
         warn_if_delta_is_large(self, n)
         n_iter, learning_rate, clip_norm = self._schedule(n, d)
         noise_multiplier = self._noise_budget().noise_multiplier(n_iter)
