@@ -66,20 +66,27 @@ def resolve_activation(activation):
             f"input(s) and {activation.nout} output(s); it must take one array "
             "and return one."
         )
-    probe = np.linspace(-3.0, 3.0, 4).reshape(1, 4)
+    _probe(activation, 4)
+    return activation
+
+
+def _probe(activation, width, where=""):
+    """Raise a ValueError unless ``activation`` maps a public row of ``width``
+    values to an array of its shape."""
+    probe = np.linspace(-3.0, 3.0, width).reshape(1, width)
     try:
         with quiet_floats():
             out = np.asarray(activation(probe), dtype=np.float64)
     except Exception as exc:
         raise ValueError(
-            f"activation failed on a test array of shape (1, 4): {exc}"
+            f"activation failed on a test array of shape (1, {width}){where}: {exc}"
         ) from exc
     if out.shape != probe.shape:
         raise ValueError(
             "activation must act entry by entry: it must return an array of the "
-            f"input's shape; got shape {out.shape} for an input of shape (1, 4)."
+            f"input's shape; got shape {out.shape} for an input of shape "
+            f"(1, {width}){where}."
         )
-    return activation
 
 
 def _elementwise_ufunc(activation):
@@ -179,21 +186,7 @@ def check_activation_widths(activation, n_samples, n_components):
         cols.stop - cols.start for cols in column_blocks(n_samples, n_components)
     }
     for width in sorted(widths):
-        probe = np.linspace(-3.0, 3.0, width).reshape(1, width)
-        try:
-            with quiet_floats():
-                out = np.asarray(activation(probe), dtype=np.float64)
-        except Exception as exc:
-            raise ValueError(
-                f"activation failed on a test array of shape (1, {width}), a "
-                f"width the fit uses: {exc}"
-            ) from exc
-        if out.shape != probe.shape:
-            raise ValueError(
-                "activation must return an array of its input's shape; got "
-                f"shape {out.shape} for an input of shape (1, {width}), a width "
-                "the fit uses."
-            )
+        _probe(activation, width, ", a width the fit uses")
 
 
 def row_blocks(n_samples, n_components):
