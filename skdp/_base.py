@@ -31,6 +31,7 @@ from sklearn.utils._param_validation import (
     StrOptions,
 )
 
+from ._clipping import quiet_floats
 from ._inputs import (  # noqa: F401  (is_dask_array, is_sparse_input re-exported)
     NOT_NUMBERS_MESSAGE,
     is_dask_array,
@@ -491,22 +492,6 @@ def _chain(error):
         seen.add(id(error))
         yield error
         error = error.__cause__ or error.__context__
-
-
-@contextlib.contextmanager
-def quiet_floats():
-    """numpy's and scipy.special's floating-point events off, in this thread.
-
-    scipy.special ufuncs (erf, expit, gamma, ...) have their own switch,
-    which ``np.errstate`` leaves alone: under the caller's
-    ``scipy.special.errstate(all="raise")`` an ``erf`` of a pre-activation
-    beyond 50 raised, and one record decided whether a random-features fit
-    failed (review).
-    """
-    import scipy.special
-
-    with np.errstate(all="ignore"), scipy.special.errstate(all="ignore"):
-        yield
 
 
 @contextlib.contextmanager

@@ -24,8 +24,25 @@ _BLOCK_VALUES = 1 << 20
 _SMALLEST_NORMAL = np.finfo(np.float64).tiny
 
 
+@contextlib.contextmanager
+def quiet_floats():
+    """numpy's and scipy.special's floating-point events off, in this thread.
+
+    scipy.special ufuncs (erf, expit, gamma, ...) have their own switch,
+    which ``np.errstate`` leaves alone: under the caller's
+    ``scipy.special.errstate(all="raise")`` an ``erf`` of a pre-activation
+    beyond 50 raised, and one record decided whether a random-features fit
+    failed (review).
+    """
+    import scipy.special
+
+    with np.errstate(all="ignore"), scipy.special.errstate(all="ignore"):
+        yield
+
+
 def quietly(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` with numpy's floating-point events ignored.
+    """``fn(*args, **kwargs)`` with numpy's and scipy.special's floating-point
+    events ignored (:func:`quiet_floats`).
 
     For per-block work run in another thread or process (a Dask chunk, a
     DPFedRep shard): the fit's ``np.errstate``
@@ -34,7 +51,7 @@ def quietly(fn, *args, **kwargs):
     inherit; there an overflow one record causes would warn (or raise under
     ``-W error``) where its neighbour's data would not.
     """
-    with np.errstate(all="ignore"):
+    with quiet_floats():
         return fn(*args, **kwargs)
 
 

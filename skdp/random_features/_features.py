@@ -16,7 +16,7 @@ finite pre-activations (they are bounded by 1), and it keeps every entry of
 import numpy as np
 from scipy.special import erf
 
-from .._base import quiet_floats
+from .._clipping import quiet_floats
 
 #: Named activations: odd and 1-Lipschitz (Assumption 2 of Bombari & Mondelli).
 ACTIVATIONS = {"tanh": np.tanh, "erf": erf, "sin": np.sin}
@@ -92,7 +92,7 @@ def _probe(activation, width, where=""):
 def _elementwise_ufunc(activation):
     """A plain numeric ufunc (no core dimensions) acts entry by entry and
     does not raise on a value with numpy's and scipy.special's
-    floating-point events off (:func:`skdp._base.quiet_floats`); a
+    floating-point events off (:func:`skdp._clipping.quiet_floats`); a
     generalised one (``signature`` such as ``"(m,n)->(m,n)"``) may span the
     rows, and one with only loops on Python objects (``np.frompyfunc``)
     runs Python code that may raise."""
