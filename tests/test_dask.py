@@ -1264,6 +1264,17 @@ def test_a_chunk_of_a_two_column_y_that_belies_its_metadata_is_refused(extra):
     )
 
 
+def test_a_two_dimensional_y_of_sparse_chunks_fits_as_the_dense_one():
+    # numpy's isfinite refused a scipy sparse chunk with a TypeError (review)
+    X, y = _classification()
+    Y = np.column_stack([y, 1.0 - y])
+    Xd = da.from_array(X, chunks=(1000, 6))
+    dense = da.from_array(Y, chunks=(1000, 2))
+    sparse = dense.map_blocks(sp.csr_matrix, dtype=float)
+    fits = [DPLinearRegression(random_state=0).fit(Xd, t) for t in (dense, sparse)]
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+
+
 def test_a_two_dimensional_y_of_no_column_is_refused():
     # Dask: ZeroDivisionError in the target weight (review); in memory
     # scikit-learn refuses it.

@@ -6,6 +6,7 @@ from numbers import Real
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -642,13 +643,23 @@ def _dask_columns(X, y):
         raise ValueError("Complex data not supported.")
     # Every chunk, as in _dask.validate: one declared float64 may hold long
     # doubles (1e400, finite there) or objects.
-    y = y.map_blocks(_dask._as_numbers, np.float64, dtype=np.float64)
+    y = y.map_blocks(_dense_numbers, dtype=np.float64)
     columns = tuple(_dask._as_rows(y[:, j], X) for j in range(y.shape[1]))
     # Each chunk's rows against its chunk of X's, as for a 1-D y: a chunk
     # with a row too many paired x_i with y_(i-1), one record in two rows
     # of the Gram matrix (1.12 times its bound; review).
     _dask.check_target_columns(X, columns)
     return columns
+
+
+def _dense_numbers(block):
+    """One chunk of a 2-D y as dense float64 (a chunk may be a scipy sparse
+    matrix: numpy's isfinite refused it with a TypeError; review)."""
+    from .. import _dask
+
+    if sp.issparse(block):
+        block = block.toarray()
+    return _dask._as_numbers(block, np.float64)
 
 
 def _private_eigenvalue_lower_bound(gram_xx, clip, noise_multiplier, rng):
