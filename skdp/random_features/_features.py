@@ -180,7 +180,7 @@ def check_activation_widths(activation, n_samples, n_components):
     0 (:func:`_entry_by_entry`'s per-record rule) and a model of zeros,
     silently (review). Probed on public rows, it raises instead.
     """
-    if isinstance(activation, str) or _elementwise_ufunc(activation):
+    if _elementwise_ufunc(activation):  # the named ones too (resolved)
         return
     widths = {n_components} | {
         cols.stop - cols.start for cols in column_blocks(n_samples, n_components)
