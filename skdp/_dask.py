@@ -135,6 +135,9 @@ def _as_rows(y, X, name="y"):
                 f"{name} has shape {y.shape}; expected ({X.shape[0]},) to match X."
             )
         return da.from_array(y, chunks=(X.chunks[0],))
+    # Sparse chunks densely (numpy's isfinite refused them with a bare
+    # TypeError; review), whatever the metadata declares.
+    y = y.map_blocks(dense_block, dtype=y.dtype)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
@@ -155,6 +158,11 @@ def _as_rows(y, X, name="y"):
             f"them the same row chunks, e.g. {name}.rechunk((X.chunks[0],))."
         )
     return y
+
+
+def dense_block(block):
+    """A chunk of y as a dense array (a scipy sparse chunk via toarray)."""
+    return block.toarray() if sp.issparse(block) else block
 
 
 def _chunk_partial(fn, size, start_name, kwargs):

@@ -29,6 +29,7 @@ import skdp._clipping  # noqa: E402
 import skdp._dask  # noqa: E402
 import skdp._dpgd  # noqa: E402
 from skdp import (  # noqa: E402
+    DPGaussianNB,
     DPGaussianSampler,
     DPLinearRegression,
     DPLogisticRegression,
@@ -1273,6 +1274,29 @@ def test_a_two_dimensional_y_of_sparse_chunks_fits_as_the_dense_one():
     sparse = dense.map_blocks(sp.csr_matrix, dtype=float)
     fits = [DPLinearRegression(random_state=0).fit(Xd, t) for t in (dense, sparse)]
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+
+
+@pytest.mark.parametrize("column", [True, False], ids=["(n, 1) csr", "(n,) coo_array"])
+def test_a_y_of_sparse_chunks_fits_as_the_dense_one(column):
+    # The 1-D path (and an (n, 1) y squeezed to it) gave numpy's bare
+    # "ufunc 'isfinite' not supported" TypeError (review)
+    X, y = _classification()
+    y = y.astype(np.float64)  # the chunks' dtype, as declared
+    Xd = da.from_array(X, chunks=(1000, 6))
+    if column:
+        dense = da.from_array(y[:, None], chunks=(1000, 1))
+        sparse = dense.map_blocks(sp.csr_matrix, dtype=float)
+    else:
+        dense = da.from_array(y, chunks=1000)
+        sparse = dense.map_blocks(sp.coo_array, dtype=float)
+    for est in (
+        DPLinearRegression(random_state=0),
+        DPLogisticRegression(classes=[0, 1], random_state=0),
+        DPGaussianNB(classes=[0, 1], bounds=(-5, 5), random_state=0),
+    ):
+        fits = [clone(est).fit(Xd, t) for t in (dense, sparse)]
+        coef = "theta_" if isinstance(est, DPGaussianNB) else "coef_"
+        np.testing.assert_array_equal(getattr(fits[0], coef), getattr(fits[1], coef))
 
 
 def test_a_two_dimensional_y_of_no_column_is_refused():

@@ -6,7 +6,6 @@ from numbers import Real
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -657,9 +656,7 @@ def _dense_numbers(block):
     matrix: numpy's isfinite refused it with a TypeError; review)."""
     from .. import _dask
 
-    if sp.issparse(block):
-        block = block.toarray()
-    return _dask._as_numbers(block, np.float64)
+    return _dask._as_numbers(_dask.dense_block(block), np.float64)
 
 
 def _private_eigenvalue_lower_bound(gram_xx, clip, noise_multiplier, rng):
