@@ -228,6 +228,8 @@ class PrivacyLedger:
         else:
             _collect(spent, type(spent).__name__, costs, leaks, fitted=True)
         check_independent_noise(self._costs + costs)
+        if _mixes_record_and_user_units(self._costs + costs):
+            leaks[MIXED_UNITS_MESSAGE] = None
         fitted = spent.get("estimator", ()) if isinstance(spent, dict) else [spent]
         stamps = {
             s.when for obj in fitted for s, _ in _fit_stamps(obj, type(obj).__name__)
@@ -326,6 +328,27 @@ class PrivacyLedger:
             else ""
         )
         return f"PrivacyLedger({len(self)} releases: {'; '.join(parts)}{uncovered})"
+
+
+#: Record-level releases and user-level ones (DPFedRep fitted with groups)
+#: on the same data: neither guarantee covers the other's releases for its
+#: unit (review: a DP scaler in front of DPFedRep, the per-adjacency totals
+#: read as the pipeline's).
+MIXED_UNITS_MESSAGE = (
+    "Record-level and user-level releases are recorded together: no single "
+    "guarantee covers them, and totals() reports each adjacency over its own "
+    "releases only (neither is a total of both). To one user, a record-level "
+    "release costs as much as a group of as many records as the user holds "
+    "(m times its mu for m rows: no bound unless a user's row count is public "
+    "and bounded). Fit record-level steps on other data, or put before "
+    "DPFedRep only steps that read nothing but the data's shape."
+)
+
+
+def _mixes_record_and_user_units(costs):
+    """Whether ``costs`` hold user-level releases and releases of another unit."""
+    adjacencies = {c.adjacency for c in costs}
+    return REPLACE_ONE_USER in adjacencies and len(adjacencies) > 1
 
 
 def _common_adjacency(adjacencies):

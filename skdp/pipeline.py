@@ -434,8 +434,10 @@ def _declared_budgets(steps, delta):
         )
         raise ValueError(
             "The DP steps protect different units, and no single (epsilon, delta) "
-            f"covers them all ({where}). Budget each step yourself and total the "
-            "fitted pipeline per adjacency with PrivacyLedger().totals()."
+            f"covers them all ({where}): to one user, a record-level step costs "
+            "as much as a group of as many records as the user holds. Fit the "
+            "record-level steps on other data, or put before a user-level step "
+            "only steps that read nothing but the data's shape."
         )
     return budgets
 

@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, cross_valid
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from skdp import PrivacyLedger
+from skdp import DPStandardScaler, PrivacyLedger
 from skdp.accounting import (
     REPLACE_ONE,
     REPLACE_ONE_USER,
@@ -895,6 +895,28 @@ def test_user_level_fits_on_split_data_are_not_totalled():
         with pytest.raises(ValueError, match="user-level DP fit"):
             ledger.record(spent, **kwargs)
         assert len(ledger) == 0
+
+
+def test_a_record_level_step_before_a_user_level_one_is_named(routing):
+    """A DP scaler in front of DPFedRep fitted with groups: to one user the
+    scaler costs a group of that user's rows, so neither per-adjacency total
+    is the pipeline's (review: both read 1.0 where the user-level cost is
+    about 13). The ledger names it, whether recorded as one pipeline or as
+    two fits; record-level releases alone are not named."""
+    X, y, groups, _, _ = make_users(300, 6, 5, 2, seed=5)
+    est = DPFedRep(2).set_fit_request(groups=True)
+    pipe = make_pipeline(DPStandardScaler(bounds=(-4, 4)), est)
+    pipe.fit(X, y, groups=groups)
+    assert [s.privacy_spent_.adjacency for s in pipe] == [REPLACE_ONE, REPLACE_ONE_USER]
+    with pytest.warns(PrivacyLeakWarning, match="Record-level and user-level"):
+        ledger = PrivacyLedger(delta=1e-5).record(pipe)
+    assert any("no single guarantee" in u for u in ledger.uncovered)
+    with pytest.raises(ValueError, match="no single guarantee"):
+        ledger.total()
+    apart = PrivacyLedger(delta=1e-5).record(pipe[0])  # the scaler alone: silent
+    assert not any("user-level" in u for u in apart.uncovered)
+    with pytest.warns(PrivacyLeakWarning, match="Record-level and user-level"):
+        apart.record(pipe[-1])
 
 
 def test_within_user_splits_measure_personalisation(routing):

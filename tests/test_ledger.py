@@ -1143,6 +1143,7 @@ def test_mixed_units_are_composed_only_where_one_guarantee_implies_another(
     record_quietly(ledger, search)
     units = {c.adjacency for c in ledger.costs}
     assert units == {REPLACE_ONE_OUTCOME, REPLACE_ONE}
+    assert not any("user-level" in u for u in ledger.uncovered)  # they compose
     # A record-level guarantee also holds for outcome neighbours: the total
     # is stated under the outcome adjacency, over every release.
     total = ledger.total()
