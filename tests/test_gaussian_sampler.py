@@ -1451,21 +1451,24 @@ def dp_accounting_mu(epsilon, delta):
     return lo
 
 
-def test_auto_warns_on_data_too_small_before_reading_it():
-    """The warning depends on public values only (n, d, ε, δ), and comes
-    before X is read; the fit that follows is the same DP search."""
-
-    class Untouchable:
-        shape = (200, 5)
-        ndim = 2
-
-        def __array__(self, *args, **kwargs):
-            raise AssertionError("X was read")
-
-    with pytest.warns(UserWarning, match="too small to find the center and radius"):
-        with pytest.raises(AssertionError, match="X was read"):
-            DPGaussianSampler().fit(Untouchable())
+def test_auto_warns_on_data_too_small_from_public_values():
+    """The warning depends on public values only (n, d, ε, δ): the same for
+    any data of that shape; bad input is refused first, without it (review:
+    it came before the NaN refusal). The fit that follows is the same DP
+    search."""
     X = np.random.default_rng(0).standard_normal((200, 5))
+    said = []
+    for data in (X, 1e6 * X + 5.0):
+        with pytest.warns(UserWarning, match="too small") as caught:
+            est = DPGaussianSampler(random_state=0).fit(data)
+        said.append([str(w.message) for w in caught if "too small" in str(w.message)])
+    assert said[0] == said[1] and len(said[0]) == 1
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(ValueError, match="NaN"):
+            DPGaussianSampler().fit(bad)
     with pytest.warns(UserWarning, match="too small") as caught:
         est = DPGaussianSampler(random_state=0).fit(X)
     assert est.n_iter_ == 5 and est.privacy_spent_.epsilon <= 1.0 * (1 + 1e-9)

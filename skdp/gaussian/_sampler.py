@@ -677,6 +677,7 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
             _dask.row_chunks(X)  # n known (skdp's message for nan chunks)
             self._check_public_ball(*_shape_of(X))
             X, _ = _dask.validate(self, X, dtype=np.float64)
+            self._warn_if_too_small(*X.shape)
         elif self.method == "unbounded":
             # Public checks first (sizes, parameters), before reading X.
             plan = self._plan(X)
@@ -685,6 +686,7 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
             # Public checks first (shape, radius, budget), before reading X.
             self._check_public_ball(*_shape_of(X))
             X = _validate_input(self, X, dtype=np.float64)
+            self._warn_if_too_small(*X.shape)
         warn_if_delta_is_large(self, X.shape[0])
         if self.method == "unbounded":
             return self._fit_unbounded(X, plan)
@@ -710,6 +712,12 @@ class DPGaussianSampler(DPEstimatorMixin, BaseEstimator):
                 "with a public ball; give center and radius (not 'auto'), or use "
                 "accounting='exact'."
             )
+
+    def _warn_if_too_small(self, n, d):
+        """Warn, from public values, when the search is unlikely to find the
+        ball; after the input checks, so that bad input is refused first."""
+        if not self._finds_ball():
+            return
         (z_bounds, _), _ = self._budget_split()
         snr = n / (z_bounds * histogram_sensitivity(d))
         if snr < _MIN_SEARCH_SNR:
