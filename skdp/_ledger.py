@@ -305,8 +305,11 @@ class PrivacyLedger:
                 f"over its own releases, are: {parts}. Use totals() to read "
                 "them separately."
             )
-        costs = [replace(c, adjacency=target) for c in self._costs]
-        return compose(costs, delta=self.delta)
+        # One converted object per recorded one: a release recorded twice
+        # stays one object, counted twice (safe), not two releases that
+        # share a seed (review: a seeded fit recorded twice raised).
+        converted = {id(c): replace(c, adjacency=target) for c in self._costs}
+        return compose([converted[id(c)] for c in self._costs], delta=self.delta)
 
     def __repr__(self):
         if not self._costs:

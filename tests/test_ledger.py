@@ -2929,6 +2929,17 @@ def test_recording_one_fit_twice_says_so():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         ledger.record(DPStandardScaler(bounds=(-3, 3)).fit(X))
+    # A seeded fit recorded twice is one release counted twice, not two
+    # releases sharing a seed: total() raised (review).
+    seeded = DPStandardScaler(bounds=(-3, 3), random_state=0)
+    with pytest.warns(UserWarning, match="seed"):
+        seeded.fit(X)
+    twice = PrivacyLedger(delta=DELTA).record(seeded)
+    with pytest.warns(UserWarning, match="recorded again"):
+        twice.record(seeded)
+    mu = seeded.privacy_spent_.mu
+    assert twice.total().mu == pytest.approx(math.sqrt(2) * mu, rel=1e-12)
+    assert twice.totals()[REPLACE_ONE].mu == pytest.approx(math.sqrt(2) * mu)
 
 
 def test_a_multilabel_one_vs_rest_names_its_noiseless_constant_labels():
