@@ -1004,6 +1004,7 @@ def test_a_fit_that_is_mostly_noise_says_so(monkeypatch):
             model.fit(X[:300], y[:300])  # 300 records: noise σ of 1-5 per value
         [warning] = [w for w in record if "mostly noise" in str(w.message)]
         assert points_at(warning, __file__, line)
+        assert "DPLinearRegression" in str(warning.message)
         [(coef, noise_std)] = seen
         np.testing.assert_array_equal(coef, model.coef_)
         assert noise_std == model.release_noise_scale_
@@ -1015,6 +1016,15 @@ def test_a_fit_that_is_mostly_noise_says_so(monkeypatch):
     assert len(scales) == 3 and scales[0] != scales[-1]
     [(coef, noise_std)] = seen
     assert noise_std == scales[-1]
+    # Its advice follows the family (it named DPLinearRegression for all; review)
+    labels = (y > 0).astype(float)
+    with _w.catch_warnings(record=True) as record:
+        _w.simplefilter("always")
+        DPSparseGLM(family="logistic", epsilon=0.4, random_state=0).fit(
+            X[:300], labels[:300]
+        )
+    said = " ".join(str(w.message) for w in record if "mostly noise" in str(w.message))
+    assert "DPLogisticRegression" in said and "DPLinearRegression" not in said
     Xtr, ytr, _, _ = _equicorrelated(0.25)
     for seed in range(3):
         with _w.catch_warnings(record=True) as record:

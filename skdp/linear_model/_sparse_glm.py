@@ -1086,6 +1086,15 @@ def nonprivate_iht(estimator, X, y):
     )[0]
 
 
+#: What the "mostly noise" warning suggests instead, per family (it said
+#: DPLinearRegression for every family; review).
+_DENSE_ALTERNATIVE = {
+    "gaussian": "use DPLinearRegression, which shrinks a noisy fit.",
+    "logistic": "use DPLogisticRegression (a dense fit: no selection to pay for).",
+    "poisson": "a smaller sparsity (fewer coefficients share the budget).",
+}
+
+
 class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimator):
     """Differentially private sparse GLM by noisy iterative hard thresholding.
 
@@ -1598,8 +1607,8 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
                 "squared norm is within two standard deviations of what the last "
                 f"release's noise alone gives, σ = {release_std:.3g} on each; "
                 "read from the released values only): predictions will be "
-                "poor. Give the fit more records or budget, or use "
-                "DPLinearRegression, which shrinks a noisy fit.",
+                "poor. Give the fit more records or budget, or "
+                + _DENSE_ALTERNATIVE[self.family],
                 UserWarning,
                 stacklevel=stacklevel,
             )
