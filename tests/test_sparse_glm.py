@@ -2,6 +2,7 @@
 
 import math
 import sys
+import warnings
 
 import dp_accounting
 import numpy as np
@@ -15,6 +16,7 @@ from scipy import integrate, stats
 from scipy.optimize import check_grad
 from scipy.special import expit, softmax
 from sklearn.base import clone
+from sklearn.datasets import load_diabetes
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
@@ -23,6 +25,7 @@ from skdp._datafits import BinomialLogistic, Poisson, Quadratic
 from skdp.accounting import epsilon_from_zcdp_tight, zcdp_from_epsilon_tight
 from skdp.datasets import make_sparse_glm
 from skdp.linear_model import DPSparseGLM
+from skdp.linear_model import _sparse_glm as sglm
 from skdp.linear_model._sparse_glm import clip_features, gradient_step
 from skdp.mechanisms import peel_top_k
 
@@ -899,6 +902,41 @@ def _standardised_diabetes():
         sx.transform(Xte),
         sy.transform(yte[:, None]).ravel(),
     )
+
+
+def test_residuals_clipped_reads_a_saturated_intercept_path():
+    # Every step at its largest (most residuals clipped on one side): True;
+    # a far start that converges (moves only early), or pure noise: False.
+    T, r_move = 40, 0.75
+    saturated = np.concatenate([[0.0], np.cumsum(np.full(T, r_move))])
+    # A far start: saturated for 15 steps, then settled (0.375 of the
+    # largest moves on average over the run, none in its second half).
+    converging = np.concatenate([[0.0], np.cumsum(r_move * (np.arange(T) < 15))])
+    rng = np.random.default_rng(0)
+    noisy = np.concatenate([[0.0], np.cumsum(rng.normal(0.0, 0.5, T))])
+    moves = np.full(T, r_move)
+    assert sglm.residuals_clipped(saturated, moves, np.full(T, 1e-3))
+    assert not sglm.residuals_clipped(converging, moves, np.full(T, 1e-3))
+    assert not sglm.residuals_clipped(noisy, moves, np.full(T, 0.5))
+    # Saturated under noise the noise could explain: not flagged.
+    assert not sglm.residuals_clipped(saturated, moves, np.full(T, 10.0))
+
+
+@pytest.mark.parametrize("epsilon", [10.0, 1e6])
+def test_a_response_far_from_the_residual_bound_warns(epsilon):
+    """Raw diabetes y (mean 152, sd 77) against residual_bound = 3: R² below
+    0 and no warning (review). The released intercept path says so; the
+    standardised response does not warn."""
+    X, y = load_diabetes(return_X_y=True)
+    Xs = (X - X.mean(axis=0)) / X.std(axis=0)
+    for features in (X, Xs):
+        with pytest.warns(UserWarning, match="intercept was still moving"):
+            DPSparseGLM(epsilon=epsilon, random_state=1).fit(features, y)
+    ys = (y - y.mean()) / y.std()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        DPSparseGLM(epsilon=epsilon, random_state=1).fit(Xs, ys)
+    assert not [w for w in record if "still moving" in str(w.message)]
 
 
 def _equicorrelated(noise, n=15000, d=50, rho=0.64, seed=0):
