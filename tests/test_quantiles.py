@@ -1721,3 +1721,43 @@ def test_the_final_release_reads_a_lone_noise_bin_only_above_five_sds():
     assert np.flatnonzero(read[0]).tolist() == expected
     counts[0, 2] = 60.0
     assert _stats._connected(counts, floor, 10.0, fine, edges, sizes)[0, 2]
+    # A far bin at 4.5 sds that is the fullest (each equal bin of the bulk
+    # below it): not read while the bulk is read (Hitters' AtBat put its
+    # 75th percentile at 340259; review) ...
+    counts = np.where(fine, 30.0, 0.0)
+    counts[0, 2] = 45.0
+    read = _stats._connected(counts, floor, 10.0, fine, edges, sizes)
+    assert not read[0, 2] and read[0, fine[0]].all()
+    # ... but the fullest bin still seeds a row whose equal bins all lie
+    # below their floor (nothing else locates the data).
+    counts = np.where(fine, 10.0, 0.0)
+    counts[0, 2] = 45.0
+    assert _stats._connected(counts, floor, 10.0, fine, edges, sizes)[0, 2]
+
+
+def test_dp_quantiles_stay_in_the_public_range_and_name_unseen_columns():
+    # Margin and logarithmic bins reach past data_range (q = 1 at 1.41
+    # data_range; review); a column the located schedule does not see came
+    # back as ±0.9 data_range silently.
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.uniform(-1e3, 1e3, 4000), rng.normal(size=4000)])
+    for seed in range(5):
+        with pytest.warns(PrivacyLeakWarning, match="seeds the privacy noise"):
+            release = dp_quantiles(
+                X, [0.0, 1.0], epsilon=1.0, data_range=1e3, random_state=seed
+            )
+        assert np.all(np.abs(release.quantiles) <= 1e3)
+    # Over 11 decades of both signs, a few records per bin: no bin stands out
+    signs = rng.choice([-1.0, 1.0], size=(300, 3))
+    spread = signs * 10.0 ** rng.uniform(-5, 6, size=(300, 3))
+    with pytest.warns(UserWarning, match="dp_quantiles: no bin .* feature"):
+        with pytest.warns(PrivacyLeakWarning):
+            release = dp_quantiles(spread, 0.5, epsilon=1.0, random_state=0)
+
+
+def test_dp_histogram_refuses_a_bool_and_a_grid_too_large():
+    X = np.zeros((10, 2))
+    with pytest.raises(ValueError, match="not a bool"):
+        dp_histogram(X, True, bounds=(0, 1))
+    with pytest.raises(ValueError, match="counts"):
+        dp_histogram(X, 10**12, bounds=(0, 1))
