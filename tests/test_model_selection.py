@@ -21,6 +21,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import (
+    Binarizer,
     FunctionTransformer,
     Normalizer,
     PolynomialFeatures,
@@ -2469,3 +2470,27 @@ def test_released_best_score_lies_in_the_scores_range():
         warnings.simplefilter("ignore")
         clf.fit(X, (y > 0).astype(int))
     assert 0.0 <= clf.best_score_ <= 1.0
+
+
+def test_a_step_that_transforms_in_place_does_not_reach_the_next_run():
+    """Binarizer(copy=False) transformed the runs' shared arrays: run 2 saw
+    data binarized once more, and a seeded search's winner depended on
+    n_jobs (review). Each run gets its own copy: the same result as copy=True."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 1, (2000, 4))
+    y = (X[:, 0] > 0).astype(int)
+    results = []
+    for copy in (True, False):
+        search = DPRandomSearchCV(
+            make_pipeline(
+                Binarizer(threshold=-0.5, copy=copy),
+                DPLogisticRegression(classes=[0, 1]),
+            ),
+            {"dplogisticregression__clip_norm": [0.5, 1.0, 2.0]},
+            n_iter=6,
+            random_state=3,
+        )
+        with pytest.warns(PrivacyLeakWarning):
+            search.fit(X.copy(), y)
+        results.append((search.best_score_, search.best_params_))
+    assert results[0] == results[1]

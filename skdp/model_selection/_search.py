@@ -1298,6 +1298,11 @@ def _in_this_process():
     return parallel_config(backend="sequential", verbose=0)
 
 
+def _own_copy(part):
+    """A copy of one part of the data that no other run shares."""
+    return part.copy() if hasattr(part, "copy") else deepcopy(part)
+
+
 def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound):
     """One run: the candidate fitted on the training part, and its exact score.
 
@@ -1320,6 +1325,13 @@ def _fit_and_score(candidate, X_train, y_train, X_valid, y_valid, scoring, bound
     worst = 0.0 if scoring == "accuracy" else -bound
     if isinstance(candidate, _Failure):  # refused as built (a drawn value)
         return worst, candidate, []
+    # Its own copy of the data: a step with copy=False (Binarizer,
+    # Normalizer, an in-place rowwise function) transformed the shared
+    # arrays, so each later run saw data transformed once more, and the
+    # winner's model told which run it was (review).
+    X_train, y_train, X_valid, y_valid = (
+        _own_copy(part) for part in (X_train, y_train, X_valid, y_valid)
+    )
     # numpy's floating-point events depend on the data (one validation
     # record of 1e200 overflows its squared error): silent here, as in any
     # DP fit (private_fit). The search's fit is silent too, but a joblib
