@@ -1086,9 +1086,16 @@ def zcdp_of_private_selection(epsilon, delta, *, mean, shape):
     def spends(rho):
         return epsilon_of_private_selection(rho, delta, mean=mean, shape=shape)
 
-    lo, hi = math.log(1e-300), math.log(max(1.0, float(epsilon)) ** 2)
-    while spends(math.exp(hi)) <= epsilon:
-        hi += 2.0
+    # 2·log ε: log(ε²) overflowed from ε ≈ 1e155 (review).
+    lo, hi = math.log(1e-300), 2.0 * math.log(max(1.0, float(epsilon)))
+    try:
+        while spends(math.exp(hi)) <= epsilon:
+            hi += 2.0
+    except (ZeroDivisionError, OverflowError):  # ρ beyond any sane budget
+        raise MechanismFailedError(
+            f"epsilon={epsilon} is too large for a private selection to calibrate "
+            "(its Renyi orders fall to 1); use an epsilon below about 1e12."
+        ) from None
     if spends(math.exp(lo)) > epsilon:
         raise MechanismFailedError(
             f"No run fits in ({epsilon}, {delta})-DP with {mean} expected runs."

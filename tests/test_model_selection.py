@@ -30,6 +30,7 @@ from sklearn.preprocessing import (
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skdp import (
+    DPGaussianNB,
     DPLogisticRegression,
     DPRandomFeaturesRegressor,
     PrivacyLeakWarning,
@@ -2494,3 +2495,43 @@ def test_a_step_that_transforms_in_place_does_not_reach_the_next_run():
             search.fit(X.copy(), y)
         results.append((search.best_score_, search.best_params_))
     assert results[0] == results[1]
+
+
+def test_the_search_delegates_as_scikit_learns_searches_do():
+    """Before its fit, a search says what the estimator searched can do (a
+    StackingClassifier asks it for predict_proba); predict_log_proba and
+    best_index_ as in scikit-learn's searches (review)."""
+    from sklearn.ensemble import StackingClassifier
+    from sklearn.exceptions import NotFittedError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 1, (600, 4))
+    y = (X[:, 0] > 0).astype(int)
+    search = DPRandomSearchCV(
+        DPGaussianNB(classes=[0, 1]), {"var_smoothing": [1e-9, 1e-3]}, n_iter=2
+    )
+    assert hasattr(search, "predict_proba") and hasattr(search, "predict_log_proba")
+    assert not hasattr(search, "decision_function")  # GaussianNB has none
+    with pytest.raises(NotFittedError):
+        search.predict_proba(X)
+    search.fit(X, y)
+    np.testing.assert_allclose(
+        search.predict_log_proba(X), search.best_estimator_.predict_log_proba(X)
+    )
+    assert search.cv_results_["params"][search.best_index_] == search.best_params_
+    stack = StackingClassifier([("s", clone(search))], stack_method="predict_proba")
+    stack.fit(X, y)  # it refused: "does not implement the method predict_proba"
+    assert stack.predict_proba(X).shape == (600, 2)
+
+
+def test_refusals_that_need_no_data_come_before_any_draw():
+    # n_jobs=0 failed in joblib after the draws; an epsilon of 1e50 with
+    # several runs raised ZeroDivisionError, 1e155 OverflowError (review).
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    est = DPLogisticRegression(classes=[0, 1])
+    with pytest.raises(InvalidParameterError, match="n_jobs"):
+        DPRandomSearchCV(est, {"clip_norm": [1.0]}, n_jobs=0).fit(X, y)
+    for epsilon in (1e50, 1e155):
+        with pytest.raises(MechanismFailedError, match="too large"):
+            DPRandomSearchCV(est, {"clip_norm": [1.0]}, epsilon=epsilon).fit(X, y)

@@ -84,9 +84,14 @@ _SEEDED = re.compile("random_state=.* seeds the privacy")
 
 
 def _delegate(method):
+    """Whether the winner (fitted) or the estimator searched (before the fit)
+    has ``method``, as scikit-learn's searches decide (a StackingClassifier
+    asks an unfitted search for predict_proba; review)."""
+
     def check(self):
-        check_is_fitted(self)
-        return hasattr(self.best_estimator_, method)
+        if hasattr(self, "best_estimator_"):
+            return hasattr(self.best_estimator_, method)
+        return hasattr(self.estimator, method)
 
     return check
 
@@ -222,6 +227,9 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         Only what is released: ``params``, ``mean_test_score`` and
         ``rank_test_score`` of the winner. The number of runs and the other
         candidates stay secret: revealing them would void the bound.
+    best_index_ : int
+        0: the winner's index in ``cv_results_``, which holds it alone (as
+        in scikit-learn's searches, where it indexes every candidate).
     candidate_budget_ : PrivacyCost
         What each run spends (μ-GDP, or ρ-zCDP with ``noise="secure"``;
         training and scoring use disjoint rows).
@@ -374,7 +382,12 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         ],
         "score_bound": [CLIP_CONSTRAINT, None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_jobs": [Integral, None],
+        # 0 passed here and failed in joblib, after the draws (review)
+        "n_jobs": [
+            Interval(Integral, None, -1, closed="right"),
+            Interval(Integral, 1, None, closed="left"),
+            None,
+        ],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
     }
@@ -924,6 +937,7 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             "mean_test_score": np.array([self.best_score_]),
             "rank_test_score": np.array([1], dtype=np.int32),
         }
+        self.best_index_ = 0  # the winner's row: cv_results_ holds it alone
         if is_classifier(self.estimator):
             self.classes_ = self.best_estimator_.classes_
         adjacency = self._budget_adjacency()
@@ -987,21 +1001,31 @@ class DPRandomSearchCV(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     @available_if(_delegate("predict"))
     def predict(self, X):
         """Predict with the winning candidate."""
+        check_is_fitted(self)
         return self.best_estimator_.predict(X)
 
     @available_if(_delegate("predict_proba"))
     def predict_proba(self, X):
         """Class probabilities of the winning candidate."""
+        check_is_fitted(self)
         return self.best_estimator_.predict_proba(X)
+
+    @available_if(_delegate("predict_log_proba"))
+    def predict_log_proba(self, X):
+        """Log class probabilities of the winning candidate."""
+        check_is_fitted(self)
+        return self.best_estimator_.predict_log_proba(X)
 
     @available_if(_delegate("decision_function"))
     def decision_function(self, X):
         """Decision function of the winning candidate."""
+        check_is_fitted(self)
         return self.best_estimator_.decision_function(X)
 
     @available_if(_delegate("transform"))
     def transform(self, X):
         """Transform with the winning candidate."""
+        check_is_fitted(self)
         return self.best_estimator_.transform(X)
 
     def score(self, X, y):
