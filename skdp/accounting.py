@@ -1159,7 +1159,7 @@ def zcdp_from_pure_dp(epsilon):
     epsilon = float(epsilon)
     if not epsilon >= 0:
         raise ValueError(f"epsilon must be >= 0; got {epsilon}.")
-    return epsilon**2 / 2.0
+    return epsilon * epsilon / 2.0  # inf, not OverflowError, from ε ≈ 1.3e154
 
 
 # ---------------------------------------------------------------------------

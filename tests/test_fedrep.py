@@ -1576,6 +1576,13 @@ def test_a_round_drowned_by_noise_warns_from_public_sizes():
     # the same sizes with a noise-free target warn alike: the data play no part
     with pytest.warns(UserWarning, match="noise of each round is 3.9 times"):
         DPFedRep(2, random_state=0).fit(X, np.zeros_like(y), groups)
+    # bad input is refused first, without it (it came before; review)
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*noise of each round")
+        with pytest.raises(ValueError, match="NaN"):
+            DPFedRep(2, random_state=0).fit(bad, y, groups)
     # enough users (ratio 0.04): no warning, and a representation near U
     X, y, groups, U, _ = make_users(3000, 10, 10, 2, seed=0)
     with warnings.catch_warnings():

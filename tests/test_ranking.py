@@ -992,6 +992,23 @@ def test_pairs_to_design_names_a_refused_input_by_its_type():
     assert "stored" not in str(info.value)
 
 
+def test_item_names_are_refused_with_what_to_give_instead():
+    # scikit-learn's "dtype='numeric' is not compatible with arrays of
+    # bytes/strings" said neither what to give nor how (review); the names
+    # may be private: not quoted.
+    names = [["zebra", "yak"], ["yak", "okapi"]]
+    for call in (
+        lambda: pairs_to_design(names, 3),
+        lambda: PairsEncoder(n_items=3).fit(names),
+        lambda: PairsEncoder(n_items=3).fit([[0, 1]]).transform(names),
+    ):
+        with pytest.raises(ValueError, match="integer ids") as info:
+            call()
+        assert "zebra" not in str(info.value) and "yak" not in str(info.value)
+    # ids written as text are numbers
+    assert pairs_to_design([["0", "1"], ["1", "2"]], 3).shape == (2, 3)
+
+
 def test_the_release_does_not_depend_on_the_rows_orientation():
     """Rows written winner first with y always 1 give the fit of the same
     comparisons in a fixed orientation: the likelihood, the noisy statistic

@@ -465,7 +465,6 @@ class DPFedRep(
         U_public = None if isinstance(self.init, str) else _public_init(self.init, d, k)
         n_iter = self.n_rounds + 1 + private_init
         z = self._noise_budget().noise_multiplier(n_iter)
-        _warn_if_noise_dominates(n, d, k, z)
         cost = gaussian_cost(
             z,
             n_iter,
@@ -502,6 +501,8 @@ class DPFedRep(
         with _over_shards(shards) as total:
             if not all(total(_rows_are_finite, combine=False)):
                 assert_all_finite(X, input_name="X")  # NaN or inf: the usual error
+            # After the input checks: bad input is refused first (review).
+            _warn_if_noise_dominates(n, d, k, z)
             if private_init:
                 Z_mean = total(_spectral_sum, init_clip) / n
                 Z_mean = add_gaussian_noise(Z_mean, z * 2.0 * init_clip / n, noise_rng)

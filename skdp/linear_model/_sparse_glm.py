@@ -1664,12 +1664,13 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
                 "DPSparseGLM: the released intercept was still moving, late in "
                 "the run, by more than a quarter of the most the clipped "
                 "residuals allow per step (read from the released iterates "
-                "only): most residuals lie beyond "
-                f"residual_bound={residual_bound:g} on one side, so the "
-                "fit follows their sign, not their size. y is far from the "
-                "model's scale: standardise it (a TransformedTargetRegressor "
-                "with DPStandardScaler: see the user guide) or raise "
-                "residual_bound.",
+                "only): the fit has not converged. Either y is far from the "
+                f"model's scale, most residuals beyond residual_bound="
+                f"{residual_bound:g} on one side (standardise y: a "
+                "TransformedTargetRegressor with DPStandardScaler, see the "
+                "user guide; or raise residual_bound), or the steps are too "
+                "few or too small for its offset (a given learning_rate or "
+                "max_iter: leave them 'auto').",
                 UserWarning,
                 stacklevel=stacklevel,
             )

@@ -647,13 +647,10 @@ def read_bins(noisy_counts, noise_std, *, mirrored=False):
     return connected_bins(noisy_counts, significant, seeds, noise_std, mirrored)
 
 
-def connected_bins(
-    noisy_counts, significant, seeds, noise_std, mirrored=False, fullest=None
-):
+def connected_bins(noisy_counts, significant, seeds, noise_std, mirrored=False):
     """The ``significant`` bins connected to a seed (post-processing).
 
-    Seeds: the given ``seeds``, each row's fullest bin (only the rows of
-    the mask ``fullest``, when given) and every bin above
+    Seeds: the given ``seeds``, each row's fullest bin and every bin above
     ``_LONE_SIGNAL_SDS`` noise standard deviations, when significant
     themselves; from them the read bins grow through significant bins at
     most two apart (with ``mirrored``, a bin's mirror image on a symmetric
@@ -661,8 +658,7 @@ def connected_bins(
     """
     d, n_bins = noisy_counts.shape
     read = seeds | (noisy_counts > _LONE_SIGNAL_SDS * noise_std)
-    rows = np.arange(d) if fullest is None else np.flatnonzero(fullest)
-    read[rows, np.argmax(noisy_counts[rows], axis=1)] = True
+    read[np.arange(d), np.argmax(noisy_counts, axis=1)] = True
     read &= significant
     for _ in range(n_bins):  # a loop over bins, never over samples
         grow_from = read | read[:, ::-1] if mirrored else read

@@ -78,13 +78,17 @@ def _feature_list(indices, feature_names=None):
     return ", ".join(f"{j} ({feature_names[j]!r})" for j in indices[:10]) + more
 
 
-def warn_dropped(dropped, name, effect, stacklevel, feature_names=None):
+def warn_dropped(
+    dropped, name, effect, stacklevel, feature_names=None, target_hint=True
+):
     """Warn of the features a one-histogram schedule did not see (post-processing).
 
     ``dropped`` is a mask read from the noisy histogram only; ``effect``
     says what the estimator does with them. ``stacklevel`` as for
     :func:`warnings.warn` called by the caller; ``feature_names`` (the
-    estimator's ``feature_names_in_``, if any) name the features.
+    estimator's ``feature_names_in_``, if any) name the features;
+    ``target_hint``: with one column, say what it means for the target of a
+    TransformedTargetRegressor (not for :func:`dp_quantiles`).
     """
     features = _feature_list(np.flatnonzero(dropped), feature_names)
     # One column: perhaps a TransformedTargetRegressor's target (user trial:
@@ -92,7 +96,7 @@ def warn_dropped(dropped, name, effect, stacklevel, feature_names=None):
     target = (
         " (if this is the target of a TransformedTargetRegressor, the model "
         "will predict about its centre)"
-        if dropped.size == 1
+        if dropped.size == 1 and target_hint
         else ""
     )
     warnings.warn(

@@ -11,13 +11,30 @@ from sklearn.utils.validation import check_array, validate_data
 from .._base import data_parameters_unquoted, silent_release
 
 
+def _refuse_names(pairs):
+    """``pairs``, with ids written as text read as numbers; item names
+    (strings, objects) refused with a message that says what to give
+    instead (scikit-learn's said only "dtype='numeric' is not compatible
+    with arrays of bytes/strings"; review). Never quotes a value."""
+    if np.asarray(pairs).dtype.kind not in "OUSV":
+        return pairs
+    try:
+        return np.asarray(pairs, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "pairs holds item names or other non-numbers (not shown: they may "
+            "be private); give integer ids in [0, n_items), e.g. the positions "
+            "of the names in a public list of the items."
+        ) from None
+
+
 def _check_pairs(pairs, n_items):
     """Validated ``(m, 2)`` int64 array of item ids in ``[0, n_items)``.
 
     Error messages state what is wrong but never quote an id: under
     ``privacy_unit="comparison"`` the pairs themselves are private.
     """
-    pairs = check_array(pairs, dtype="numeric", input_name="pairs")
+    pairs = check_array(_refuse_names(pairs), dtype="numeric", input_name="pairs")
     if pairs.shape[1] != 2:
         raise ValueError(
             "pairs must have shape (n_comparisons, 2): one row [i, j] per "
@@ -155,7 +172,7 @@ class PairsEncoder(TransformerMixin, BaseEstimator):
         -------
         self : PairsEncoder
         """
-        X = validate_data(self, X, dtype="numeric")
+        X = validate_data(self, _refuse_names(X), dtype="numeric")
         _check_pairs(X, self.n_items)
         return self
 
@@ -172,7 +189,7 @@ class PairsEncoder(TransformerMixin, BaseEstimator):
         -------
         X_design : scipy.sparse.csr_matrix of shape (n_comparisons, n_items)
         """
-        X = validate_data(self, X, dtype="numeric", reset=False)
+        X = validate_data(self, _refuse_names(X), dtype="numeric", reset=False)
         return pairs_to_design(X, self.n_items)
 
     def get_feature_names_out(self, input_features=None):
