@@ -1351,7 +1351,7 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
     with an intercept) an intercept still moving in the second half of the
     run by more than a quarter of the most the clipped residuals allow per
     step, ``η·r·min(1, x_bound)``, beyond 4 noise standard deviations of
-    that average (:func:`residuals_clipped`: y far from the model's scale
+    that average (``residuals_clipped``: y far from the model's scale
     against ``residual_bound``; raw diabetes' y, mean 152, at r = 3).
 
     **Caveats.** With ``noise="fast"`` (the default) noise is drawn with
