@@ -1596,3 +1596,25 @@ def test_a_round_drowned_by_noise_warns_from_public_sizes():
         fr._warn_if_noise_dominates(math.ceil(4 * z * math.sqrt(20)) + 1, 10, 2, z)
     with pytest.warns(UserWarning, match="noise of each round"):
         fr._warn_if_noise_dominates(math.floor(4 * z * math.sqrt(20)), 10, 2, z)
+
+
+def test_a_cold_start_model_below_its_noise_floor_warns():
+    """One-hot features (‖x‖² = 1, where the automatic cold-start clip 2d
+    assumes standardised rows): the released second moment lies below the
+    solve's floor in every direction and cold_start_coef_ is noise (R² 0.00
+    at ε = 8 on ISLP's Bikeshare by day, silently; review). Read from the
+    release: the same sizes at a huge budget are silent."""
+    rng = np.random.default_rng(0)
+    hours = rng.integers(0, 24, size=300 * 24)
+    X = np.eye(24)[hours]
+    effect = np.sin(np.arange(24) / 4.0)
+    y = effect[hours] + 0.1 * rng.standard_normal(hours.size)
+    groups = np.repeat(np.arange(300), 24)
+    with pytest.warns(UserWarning, match="cold-start model lies below") as record:
+        DPFedRep(2, epsilon=8.0, delta=1e-6).fit(X, y, groups)
+    [warning] = [w for w in record if "cold-start model" in str(w.message)]
+    assert points_at(warning, __file__)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*cold-start model lies below")
+        est = DPFedRep(2, epsilon=1e6, delta=1e-6).fit(X, y, groups)
+    assert r2_score(y, X @ est.cold_start_coef_) > 0.9

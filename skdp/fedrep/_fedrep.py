@@ -256,6 +256,10 @@ class DPFedRep(
     non-private heads. ``fit(X, y)`` without ``groups`` treats every row as
     its own user: such users cannot inform ``U`` (one row cannot be split
     between the two halves), so the cold-start model does the work there.
+    The fit warns when every eigenvalue of the released ``Ĝ`` lies below τ
+    (read from the release only): the model is then mostly noise, typically
+    features far below the scale the automatic clip assumes (one-hot rows,
+    ``||x||² = 1`` against ``2d``).
 
     **Deviations from [1]_.** Algorithm 1 draws two disjoint batches from
     the first half of each user's data and refits ``v_i`` on the second half;
@@ -528,7 +532,9 @@ class DPFedRep(
                 np.concatenate([(G_sum / n).ravel(), h_sum / n]), cold_std, noise_rng
             )
             G, h = Gh[: d * d].reshape(d, d), Gh[d * d :]
-            self.cold_start_coef_ = _floored_solve(G, h, 4.0 * cold_std * math.sqrt(d))
+            floor = 4.0 * cold_std * math.sqrt(d)
+            self.cold_start_coef_ = _floored_solve(G, h, floor)
+            _warn_if_cold_start_is_noise(G, floor, cold_clip)
             if not (np.isfinite(U).all() and np.isfinite(self.cold_start_coef_).all()):
                 raise MechanismFailedError(
                     "Private FedRep produced a non-finite model; lower the learning "
@@ -734,6 +740,26 @@ def _warn_if_noise_dominates(n_users, d, k, z):
             "users, or a larger epsilon, fewer rounds or a smaller n_components.",
             UserWarning,
             stacklevel=5,  # the caller of fit (through fit's two decorators)
+        )
+
+
+def _warn_if_cold_start_is_noise(G, floor, cold_clip):
+    """Warn when every eigenvalue of the released second moment ``G`` lies
+    below the solve's noise floor (post-processing of the release): the
+    cold-start model is then the noisy ``h`` over the floor, noise. On
+    one-hot features (‖x‖² = 1 where ``cold_start_clip_norm="auto"``
+    assumes d) its R² was 0.00 at ε = 8 where pooled OLS gets 0.48,
+    silently (review)."""
+    if np.linalg.eigvalsh((G + G.T) / 2.0)[-1] < floor:
+        warnings.warn(
+            "DPFedRep: the released second moment of the cold-start model lies "
+            "below its noise floor in every direction (read from the release "
+            "only): cold_start_coef_, the model of new users, is mostly noise. "
+            f"cold_start_clip_norm={cold_clip:g} is far above the features' "
+            "scale (the default assumes standardised rows, ||x||² about d): "
+            "scale the features, or give a smaller cold_start_clip_norm.",
+            UserWarning,
+            stacklevel=5,  # the caller of fit (through its two decorators)
         )
 
 
