@@ -1610,11 +1610,13 @@ def test_a_cold_start_model_below_its_noise_floor_warns():
     effect = np.sin(np.arange(24) / 4.0)
     y = effect[hours] + 0.1 * rng.standard_normal(hours.size)
     groups = np.repeat(np.arange(300), 24)
-    with pytest.warns(UserWarning, match="cold-start model lies below") as record:
+    with pytest.warns(
+        UserWarning, match="cold-start model is within its noise"
+    ) as record:
         DPFedRep(2, epsilon=8.0, delta=1e-6).fit(X, y, groups)
-    [warning] = [w for w in record if "cold-start model" in str(w.message)]
+    [warning] = [w for w in record if "cold-start model is" in str(w.message)]
     assert points_at(warning, __file__)
     with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*cold-start model lies below")
+        warnings.filterwarnings("error", message=".*cold-start model is within")
         est = DPFedRep(2, epsilon=1e6, delta=1e-6).fit(X, y, groups)
     assert r2_score(y, X @ est.cold_start_coef_) > 0.9

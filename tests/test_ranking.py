@@ -1007,6 +1007,12 @@ def test_item_names_are_refused_with_what_to_give_instead():
         assert "zebra" not in str(info.value) and "yak" not in str(info.value)
     # ids written as text are numbers
     assert pairs_to_design([["0", "1"], ["1", "2"]], 3).shape == (2, 3)
+    # a frame of object or nullable ids keeps its column names
+    pd = pytest.importorskip("pandas")
+    for dtype in ("Int64", object, str):
+        frame = pd.DataFrame({"winner": [0, 1], "loser": [1, 2]}).astype(dtype)
+        encoder = PairsEncoder(n_items=3).fit(frame)
+        assert list(encoder.feature_names_in_) == ["winner", "loser"]
 
 
 def test_the_release_does_not_depend_on_the_rows_orientation():

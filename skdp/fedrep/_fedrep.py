@@ -256,9 +256,10 @@ class DPFedRep(
     non-private heads. ``fit(X, y)`` without ``groups`` treats every row as
     its own user: such users cannot inform ``U`` (one row cannot be split
     between the two halves), so the cold-start model does the work there.
-    The fit warns when every eigenvalue of the released ``Ĝ`` lies below τ
-    (read from the release only): the model is then mostly noise, typically
-    features far below the scale the automatic clip assumes (one-hot rows,
+    The fit warns when the released ``ĥ`` is within its noise (its squared
+    norm below ``d·σ² + 2σ²·sqrt(2d)``; read from the release only): the
+    model is then mostly noise (too few users, no shared signal, or
+    features far below the scale the automatic clip assumes: one-hot rows,
     ``||x||² = 1`` against ``2d``).
 
     **Deviations from [1]_.** Algorithm 1 draws two disjoint batches from
@@ -532,9 +533,8 @@ class DPFedRep(
                 np.concatenate([(G_sum / n).ravel(), h_sum / n]), cold_std, noise_rng
             )
             G, h = Gh[: d * d].reshape(d, d), Gh[d * d :]
-            floor = 4.0 * cold_std * math.sqrt(d)
-            self.cold_start_coef_ = _floored_solve(G, h, floor)
-            _warn_if_cold_start_is_noise(G, floor, cold_clip)
+            self.cold_start_coef_ = _floored_solve(G, h, 4.0 * cold_std * math.sqrt(d))
+            _warn_if_cold_start_is_noise(h, cold_std, cold_clip)
             if not (np.isfinite(U).all() and np.isfinite(self.cold_start_coef_).all()):
                 raise MechanismFailedError(
                     "Private FedRep produced a non-finite model; lower the learning "
@@ -743,21 +743,26 @@ def _warn_if_noise_dominates(n_users, d, k, z):
         )
 
 
-def _warn_if_cold_start_is_noise(G, floor, cold_clip):
-    """Warn when every eigenvalue of the released second moment ``G`` lies
-    below the solve's noise floor (post-processing of the release): the
-    cold-start model is then the noisy ``h`` over the floor, noise. On
-    one-hot features (‖x‖² = 1 where ``cold_start_clip_norm="auto"``
-    assumes d) its R² was 0.00 at ε = 8 where pooled OLS gets 0.48,
-    silently (review)."""
-    if np.linalg.eigvalsh((G + G.T) / 2.0)[-1] < floor:
+def _warn_if_cold_start_is_noise(h, noise_std, cold_clip):
+    """Warn when the released mean ``h`` of the users' ``X_iᵀy_i/m_i`` is
+    within its noise (post-processing of the release): its squared norm
+    below ``d·σ² + 2σ²·sqrt(2d)``, two standard deviations of the pure-noise
+    χ²_d above its mean. The cold-start model ``(Ĝ + τI)⁻¹h`` then carries
+    (almost) nothing but noise: on one-hot features (‖x‖² = 1 where
+    ``cold_start_clip_norm="auto"`` assumes d) its R² was 0.00 at ε = 8
+    where pooled OLS gets 0.48, silently (review). A first version judged
+    ``Ĝ`` and fired where ``h`` still held the users' shared signal."""
+    d = h.size
+    if float(np.sum(np.square(h / noise_std))) < d + 2.0 * math.sqrt(2.0 * d):
         warnings.warn(
-            "DPFedRep: the released second moment of the cold-start model lies "
-            "below its noise floor in every direction (read from the release "
-            "only): cold_start_coef_, the model of new users, is mostly noise. "
-            f"cold_start_clip_norm={cold_clip:g} is far above the features' "
-            "scale (the default assumes standardised rows, ||x||² about d): "
-            "scale the features, or give a smaller cold_start_clip_norm.",
+            "DPFedRep: the released correlation of x and y of the cold-start "
+            "model is within its noise (read from the release only): "
+            "cold_start_coef_, the model of new users, is mostly noise. Too few "
+            "users for the budget, no signal shared across users, or features "
+            "and targets far below the clip "
+            f"(cold_start_clip_norm={cold_clip:g}; the default assumes "
+            "standardised rows, ||x||² about d): scale them, or give a smaller "
+            "cold_start_clip_norm.",
             UserWarning,
             stacklevel=5,  # the caller of fit (through its two decorators)
         )

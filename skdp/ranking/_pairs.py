@@ -19,6 +19,8 @@ def _refuse_names(pairs):
     if np.asarray(pairs).dtype.kind not in "OUSV":
         return pairs
     try:
+        if hasattr(pairs, "columns"):  # a DataFrame stays one: its names
+            return pairs.astype(np.float64)  # (nullable Int64 frames; review)
         return np.asarray(pairs, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(
