@@ -1664,13 +1664,19 @@ class DPSparseGLM(DaskScoreMixin, DPEstimatorMixin, RegressorMixin, BaseEstimato
                 "DPSparseGLM: the released intercept was still moving, late in "
                 "the run, by more than a quarter of the most the clipped "
                 "residuals allow per step (read from the released iterates "
-                "only): the fit has not converged. Either y is far from the "
+                "only): the fit has not converged. y is far from the "
                 f"model's scale, most residuals beyond residual_bound="
                 f"{residual_bound:g} on one side (standardise y: a "
                 "TransformedTargetRegressor with DPStandardScaler, see the "
-                "user guide; or raise residual_bound), or the steps are too "
-                "few or too small for its offset (a given learning_rate or "
-                "max_iter: leave them 'auto').",
+                "user guide; or raise residual_bound)"
+                + (
+                    ""
+                    if self.learning_rate == "auto" and self.max_iter == "auto"
+                    else ", or the given learning_rate or max_iter make the "
+                    "steps too few or too small for its offset (leave them "
+                    "'auto')"
+                )
+                + ".",
                 UserWarning,
                 stacklevel=stacklevel,
             )
