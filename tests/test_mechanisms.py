@@ -407,3 +407,15 @@ def test_laplace_peeling_at_scale_zero_is_the_exact_top_k_for_either_source(nois
     np.testing.assert_array_equal(selected, [3, 4, 0])
     with pytest.raises(ValueError, match="scale must be >= 0"):
         peel_top_k(scores, 3, noise="laplace", scale=-1.0, rng=rng)
+
+
+@pytest.mark.parametrize("add", [add_gaussian_noise, add_laplace_noise])
+def test_fast_noise_releases_float64_whatever_the_value_dtype(add):
+    # A long double value plus float64 noise kept the value's low-order bits
+    # beyond float64 in the release (mutation testing: the dtype of the
+    # conversion survived every test); integer values come back as floats.
+    rng = np.random.default_rng(0)
+    exact = np.longdouble(1) + np.longdouble(2) ** -60  # not a float64
+    for value in (np.array([exact, exact]), np.array([1, 2]), [1, 2]):
+        out = add(value, 0.5, rng)
+        assert out.dtype == np.float64
