@@ -153,7 +153,7 @@ def _check_fraction_pair(pair, name, low, high):
     return a, b
 
 
-def _warn_unresolved(spike, release, feature_names, name, attribute):
+def _warn_unresolved(spike, release, feature_names):
     """Warn of quantile ranges inside one bin of a grid on given bounds
     (post-processing of the release).
 
@@ -165,11 +165,11 @@ def _warn_unresolved(spike, release, feature_names, name, attribute):
     features = _feature_list(np.flatnonzero(spike), feature_names)
     widths = (release.edges[:, 1] - release.edges[:, 0])[spike]
     warnings.warn(
-        f"{name}: the quantile range of feature(s) {features} lies "
+        f"DPRobustScaler: the quantile range of feature(s) {features} lies "
         f"inside one bin of the released histogram on the given bounds (bin "
         f"width {np.min(widths):.3g} or more): a spike (its range is 0, as "
         "scikit-learn finds for a binary column) or a spread narrower than a "
-        f"bin. Its {attribute} is 1. Narrower bounds or more budget (more bins) "
+        "bin. Its scale is 1. Narrower bounds or more budget (more bins) "
         "resolve a narrow spread.",
         UserWarning,
         stacklevel=5,  # the caller of fit (through fit's two decorators)
@@ -699,11 +699,7 @@ class DPRobustScaler(_DPHistogramQuantiles):
             spike = release.in_one_fine_bin(q_min / 100.0, q_max / 100.0)
             if release.schedule == "given" and spike.any():
                 _warn_unresolved(
-                    spike,
-                    release,
-                    getattr(self, "feature_names_in_", None),
-                    "DPRobustScaler",
-                    "scale",
+                    spike, release, getattr(self, "feature_names_in_", None)
                 )
             scale = _floor_scale(np.where(spike, 0.0, high - low), release.resolution)
             if self.unit_variance:  # as scikit-learn, after the zero-range rule
@@ -835,12 +831,8 @@ class DPMinMaxScaler(_DPHistogramQuantiles):
     data_range_ : ndarray of shape (n_features,)
         ``data_max_ - data_min_``, set to 1 where it is not above the public
         resolution ``2·data_range·1e-12`` (searched grids; 0 with given
-        bounds) or where both quantiles lie in one equal-width bin of the
-        release (a spike: a constant, binary-coded or mostly-zero column,
-        whose interpolated range is a fraction of the bin; as
-        DPRobustScaler's scale; with given bounds the fit warns):
-        scikit-learn's convention for a constant feature. Not the
-        ``data_range`` parameter (the public range searched).
+        bounds): scikit-learn's convention for a constant feature. Not
+        the ``data_range`` parameter (the public range searched).
     {attributes}
 
     See Also
@@ -942,22 +934,7 @@ class DPMinMaxScaler(_DPHistogramQuantiles):
         release = self._release(X, bounds)
         (data_min, data_max), _ = release.quantiles([q_min / 100.0, q_max / 100.0])
         self.data_min_, self.data_max_ = data_min, data_max
-        # A spike (a constant, binary-coded or mostly-zero column): both ends
-        # in one equal-width bin, interpolated a fraction of it apart (a
-        # constant column on bounds (0, 1) got a range of 0.0095, and x ± 1
-        # went to ±105; review). scikit-learn's range of 1, as DPRobustScaler.
-        spike = release.in_one_fine_bin(q_min / 100.0, q_max / 100.0)
-        if release.schedule == "given" and spike.any():
-            _warn_unresolved(
-                spike,
-                release,
-                getattr(self, "feature_names_in_", None),
-                "DPMinMaxScaler",
-                "data_range_",
-            )
-        self.data_range_ = _floor_scale(
-            np.where(spike, 0.0, data_max - data_min), release.resolution
-        )
+        self.data_range_ = _floor_scale(data_max - data_min, release.resolution)
         self.scale_ = (high - low) / self.data_range_
         self.min_ = low - data_min * self.scale_
         return self
