@@ -16,8 +16,8 @@ def _refuse_names(pairs):
     (strings, objects) refused with a message that says what to give
     instead (scikit-learn's said only "dtype='numeric' is not compatible
     with arrays of bytes/strings"; review). Never quotes a value."""
-    if np.asarray(pairs).dtype.kind not in "OUSV":
-        return pairs
+    if sp.issparse(pairs) or np.asarray(pairs).dtype.kind not in "OUSV":
+        return pairs  # (a sparse matrix: scikit-learn's own refusal)
     try:
         if hasattr(pairs, "columns"):  # a DataFrame stays one: its names
             return pairs.astype(np.float64)  # (nullable Int64 frames; review)
