@@ -1008,7 +1008,7 @@ def test_item_names_are_refused_with_what_to_give_instead():
     # ids written as text are numbers
     assert pairs_to_design([["0", "1"], ["1", "2"]], 3).shape == (2, 3)
     # a sparse matrix is not taken for names (scikit-learn's refusal)
-    with pytest.raises(TypeError, match="[Ss]parse"):
+    with pytest.raises(TypeError, match=r"[Ss]parse"):
         PairsEncoder(n_items=3).fit(sp.csr_matrix(np.array([[0, 1], [1, 2]])))
     # a frame of object or nullable ids keeps its column names
     pd = pytest.importorskip("pandas")
