@@ -589,8 +589,15 @@ class DPRobustScaler(_DPHistogramQuantiles):
     to 1, scikit-learn's convention for a zero range (a constant feature,
     or a spike that holds both quantiles). On a searched grid the bins lie
     on the bulk found, so two quartiles in one bin are a spike; on given
-    bounds a narrow continuous column's may be too, and the fit warns. With neither
-    centering nor scaling nothing is released and nothing is spent.
+    bounds a narrow continuous column's may be too, and the fit warns. At
+    small budgets on loose given bounds that is most continuous columns
+    (the noise lets one bin alone stand out): breast cancer with bounds at
+    the training data's range ±10% and a DPLogisticRegression after it, at
+    ε = 1 in total, 0.835 against 0.929 without the rule and 0.911 with
+    ``bounds=None`` (20 splits; a review); give tight bounds or more
+    budget, or leave ``bounds=None``. (A test of the bin's share of the
+    records did not tell the two apart: 0.863.) With neither centering nor
+    scaling nothing is released and nothing is spent.
 
     **Dask.** ``fit`` takes a ``dask.array.Array`` (dense row chunks); each
     histogram is one reduction over the chunks.
