@@ -353,10 +353,7 @@ def delta_from_mu(mu, epsilon):
     delta = math.exp(log_delta)
     # A relative step cannot move a subnormal: two of its ulps instead (the
     # exact δ was up to 1.7e-9 relative above; review).
-    return min(max(delta * (1.0 + 1e-12), delta + 2 * _SMALLEST_SUBNORMAL), 1.0)
-
-
-_SMALLEST_SUBNORMAL = 5e-324
+    return min(max(delta * (1.0 + 1e-12), delta + 2.0 * math.ulp(0.0)), 1.0)
 
 
 def _check_delta(delta):
